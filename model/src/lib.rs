@@ -1,0 +1,28 @@
+//! The lease/ACK protocol as a pure state machine, and the oracle that checks it.
+//!
+//! * [`types`] — identifiers, leases, delivery records, settle operations and errors.
+//! * [`variant`] — the reference protocol, backend variants and planted mutants, by name.
+//! * [`broker`] — the broker state machine: publish, fetch, ack, nack, renew, reject, expiry,
+//!   restart, the committed frontier.
+//! * [`backend`] — the `Backend` trait: a broker under test, as the engines drive it.
+//! * [`runtime`] — the consumer runtime's pure decisions: ack policies and settle-error
+//!   classification.
+//! * [`invariant`] — the invariants I1–I7 and their stable names.
+//! * [`oracle`] — ghost bookkeeping that checks the invariants after every step.
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod broker;
+pub mod invariant;
+pub mod oracle;
+pub mod runtime;
+pub mod types;
+pub mod variant;
+
+pub use backend::Backend;
+pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest};
+pub use invariant::Invariant;
+pub use oracle::{Issuance, Oracle, OracleConfig, Violation};
+pub use runtime::{AckPolicy, ErrorAction, HandleCall, Outcome};
+pub use types::{GroupIx, Lease, LeaseId, Ms, Receipt, Record, Seq, SettleError, SettleOp, Status};
+pub use variant::{Variant, VariantKind};

@@ -1,0 +1,211 @@
+//! The protocol's vocabulary: identifiers, leases, delivery records and errors.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Virtual milliseconds. The core never reads a clock: every operation takes `now_ms`.
+pub type Ms = u64;
+
+/// A sequence number in the stream, starting at 1.
+pub type Seq = u32;
+
+/// Index of a consumer group in the broker's configuration (0-based).
+pub type GroupIx = usize;
+
+/// An opaque fencing token, unique for the broker's whole life (never reused, also across
+/// restarts — except in the `lease-id-reuse` mutant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct LeaseId(pub u64);
+
+impl fmt::Display for LeaseId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// A backend's own claim identity (e.g. a Redis entry id) travelling with the lease.
+/// Handlers never interpret it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Receipt(pub u64);
+
+/// What `fetch` hands a consumer: the right to settle one delivery of one event for one group.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Lease {
+    /// The fencing token.
+    pub lease_id: LeaseId,
+    /// The group the delivery belongs to.
+    pub group: GroupIx,
+    /// The event's sequence number.
+    pub seq: Seq,
+    /// Which delivery of this event to this group this is (1 = first).
+    pub attempt: u32,
+    /// The lease is valid while `now_ms < deadline_ms` on the broker's clock.
+    pub deadline_ms: Ms,
+    /// The backend's claim identity, if it has one.
+    pub receipt: Option<Receipt>,
+}
+
+/// The broker's per (group, event) delivery record.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Record {
+    /// Eligible for delivery once `now_ms >= not_before_ms`.
+    Available {
+        /// Deliveries so far.
+        attempts: u32,
+        /// Earliest time of the next delivery.
+        not_before_ms: Ms,
+    },
+    /// Held by a lease.
+    Leased {
+        /// The current lease's token.
+        lease_id: LeaseId,
+        /// Deliveries so far, this one included.
+        attempts: u32,
+        /// Expiry time on the broker's clock.
+        deadline_ms: Ms,
+        /// The backend's claim identity.
+        receipt: Option<Receipt>,
+        /// Whether the broker will expire this lease at its deadline (false only in the
+        /// `stuck-lease` mutant, after a broker restart).
+        armed: bool,
+    },
+    /// Settled by an accepted ack. Final.
+    Acked,
+    /// Settled by a reject or exhausted attempts. Final; the reason is kept.
+    DeadLettered {
+        /// The dead-letter reason (`x-error`).
+        reason: String,
+    },
+    /// The record is gone (only the `dlq-drop` mutant produces this).
+    Dropped,
+}
+
+impl Record {
+    /// The record's status without its payload.
+    pub fn status(&self) -> Status {
+        match self {
+            Record::Available { .. } => Status::Available,
+            Record::Leased { .. } => Status::Leased,
+            Record::Acked => Status::Acked,
+            Record::DeadLettered { .. } => Status::DeadLettered,
+            Record::Dropped => Status::Dropped,
+        }
+    }
+
+    /// Acked or dead-lettered.
+    pub fn is_settled(&self) -> bool {
+        matches!(self, Record::Acked | Record::DeadLettered { .. })
+    }
+
+    /// Deliveries so far, for records that still count them.
+    pub fn attempts(&self) -> Option<u32> {
+        match self {
+            Record::Available { attempts, .. } | Record::Leased { attempts, .. } => Some(*attempts),
+            _ => None,
+        }
+    }
+}
+
+/// A record's status, as an outside observer (the oracle, a report) sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Status {
+    /// See [`Record::Available`].
+    Available,
+    /// See [`Record::Leased`].
+    Leased,
+    /// See [`Record::Acked`].
+    Acked,
+    /// See [`Record::DeadLettered`].
+    DeadLettered,
+    /// See [`Record::Dropped`].
+    Dropped,
+}
+
+/// Why a settle (ack / nack / renew / reject) or a fetch failed.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SettleError {
+    /// The lease is not the record's current, unexpired lease.
+    StaleLease,
+    /// The lease id matches but the receipt differs.
+    ReceiptMismatch,
+    /// The backend failed fast; nothing was applied.
+    BackendUnavailable,
+    /// The outcome is unknown: the request may or may not have been applied.
+    Ambiguous(String),
+    /// The backend reported a failure; nothing was applied.
+    Failed(String),
+    /// The request was malformed (unknown group, limit 0, …).
+    Invalid(String),
+}
+
+impl SettleError {
+    /// The snake-case name used in scenario files and timelines.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SettleError::StaleLease => "stale_lease",
+            SettleError::ReceiptMismatch => "receipt_mismatch",
+            SettleError::BackendUnavailable => "backend_unavailable",
+            SettleError::Ambiguous(_) => "ambiguous",
+            SettleError::Failed(_) => "failed",
+            SettleError::Invalid(_) => "invalid",
+        }
+    }
+}
+
+impl fmt::Display for SettleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why)
+                if !why.is_empty() =>
+            {
+                write!(f, "{} ({why})", self.name())
+            }
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+/// The three settles a lease holder can send, plus renew (fenced the same way, not a settle).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SettleOp {
+    /// Record → Acked.
+    Ack,
+    /// Record → Available after `delay_ms`, or dead-lettered when attempts are exhausted.
+    /// `reason` becomes the dead-letter reason in that case (default "max attempts").
+    Nack {
+        /// Redelivery delay.
+        delay_ms: Ms,
+        /// The dead-letter reason if this nack exhausts the attempts.
+        reason: Option<String>,
+    },
+    /// Record → DeadLettered at once.
+    Reject {
+        /// The dead-letter reason.
+        reason: String,
+    },
+    /// Extend the deadline to `now + extend_ms`; same lease id.
+    Renew {
+        /// New lease duration from now.
+        extend_ms: Ms,
+    },
+}
+
+impl SettleOp {
+    /// `ack`, `nack`, `reject` or `renew`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SettleOp::Ack => "ack",
+            SettleOp::Nack { .. } => "nack",
+            SettleOp::Reject { .. } => "reject",
+            SettleOp::Renew { .. } => "renew",
+        }
+    }
+
+    /// Ack, nack and reject settle a record; renew does not.
+    pub fn is_settle(&self) -> bool {
+        !matches!(self, SettleOp::Renew { .. })
+    }
+}
+
+/// The dead-letter reason used when attempts run out and no other reason was given.
+pub const REASON_MAX_ATTEMPTS: &str = "max attempts";

@@ -1,0 +1,192 @@
+//! Protocol variants and planted mutants: one broker, one small deviation per decision point.
+//!
+//! Each decision the broker or the runtime makes that a variant can change is a method here;
+//! the broker and the runtime ask the variant instead of carrying copies of themselves.
+
+use crate::invariant::Invariant;
+use crate::types::SettleOp;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Reference protocol, faithful backend variant, or planted bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum VariantKind {
+    /// A protocol a user may run; expected to hold (or to fail as documented).
+    Protocol,
+    /// A planted bug that some engine must catch.
+    Mutant,
+}
+
+/// How the broker decides whether a settle request may act on a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fence {
+    /// The record is `Leased` with this lease id, `now < deadline`, and the receipt matches.
+    LeaseId,
+    /// Redis `XACK`: the entry is pending (delivered and not settled), whoever holds it.
+    Pending,
+    /// By (group, seq) alone: no check at all.
+    None,
+    /// The worker's reported clock against the lease's own deadline; the record only has to be
+    /// unsettled.
+    WorkerClock,
+}
+
+/// How the committed frontier is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrontierRule {
+    /// The largest `k` with `1..=k` all settled.
+    Contiguous,
+    /// The highest acked sequence number (a bug).
+    MaxAcked,
+}
+
+macro_rules! variants {
+    ($( $v:ident => $name:literal, $kind:ident, $expect:expr, $summary:literal; )*) => {
+        /// A protocol variant or mutant, selected by name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum Variant { $( #[doc = $summary] $v, )* }
+
+        impl Variant {
+            /// Every variant, reference first, mutants last.
+            pub const ALL: &'static [Variant] = &[ $( Variant::$v, )* ];
+
+            /// The name used on the command line and in scenario files.
+            pub fn name(self) -> &'static str { match self { $( Variant::$v => $name, )* } }
+
+            /// One line describing the variant.
+            pub fn summary(self) -> &'static str { match self { $( Variant::$v => $summary, )* } }
+
+            /// Protocol or mutant.
+            pub fn kind(self) -> VariantKind { match self { $( Variant::$v => VariantKind::$kind, )* } }
+
+            /// The invariant this variant is expected to break (`None`: every invariant holds).
+            pub fn expected_violation(self) -> Option<Invariant> { match self { $( Variant::$v => $expect, )* } }
+        }
+    };
+}
+
+variants! {
+    Fenced => "fenced", Protocol, None,
+        "the reference: settles fenced on the lease id and the broker's own deadline";
+    RedisStreams => "redis-streams", Protocol, Some(Invariant::I1),
+        "plain Redis Streams: XACK by entry id counts whoever holds the entry; nack leaves it pending until idle";
+    RedisStreamsFenced => "redis-streams-fenced", Protocol, None,
+        "Redis Streams with settles fenced on a lease id kept beside the entry (server-side script)";
+    UnfencedSettle => "unfenced-settle", Mutant, Some(Invariant::I1),
+        "ack/nack/reject accepted by (group, seq) alone, ignoring the lease id";
+    RenewRevives => "renew-revives", Mutant, Some(Invariant::I2),
+        "renew accepted on an expired lease, even after the event was leased again";
+    LeaseIdReuse => "lease-id-reuse", Mutant, Some(Invariant::I1),
+        "the lease-id counter is volatile and restarts after a broker restart";
+    MaxSeenFrontier => "max-seen-frontier", Mutant, Some(Invariant::I4),
+        "the frontier is the highest acked seq, not the contiguous settled prefix";
+    NoDeadLetter => "no-dead-letter", Mutant, Some(Invariant::I5),
+        "expiry never dead-letters; attempts grow without bound";
+    VolatileAck => "volatile-ack", Mutant, Some(Invariant::I4),
+        "acks are acknowledged before they are durable; a broker restart loses them";
+    NackOnAmbiguous => "nack-on-ambiguous", Mutant, Some(Invariant::I4),
+        "the runtime nacks after an ambiguous ack error, on an unfenced broker";
+    WorkerClockExpiry => "worker-clock-expiry", Mutant, Some(Invariant::I1),
+        "the broker trusts the worker's clock against the lease's deadline instead of its own record";
+    DlqDrop => "dlq-drop", Mutant, Some(Invariant::I3),
+        "dead-lettering drops the record instead of keeping it with its reason";
+    OnlyAckFenced => "only-ack-fenced", Mutant, Some(Invariant::I1),
+        "ack is fenced but nack and reject are not";
+    AttemptsReset => "attempts-reset", Mutant, Some(Invariant::I5),
+        "the attempt counter restarts when an expired event is redelivered, so a poison event never dead-letters";
+    StuckLease => "stuck-lease", Mutant, Some(Invariant::I6),
+        "leases that exist when the broker restarts never expire afterwards";
+}
+
+impl Variant {
+    /// Looks a variant up by its name.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Variant::ALL.iter().copied().find(|v| v.name() == name)
+    }
+
+    /// The names of every variant, comma-separated (for error messages).
+    pub fn names() -> String {
+        Variant::ALL
+            .iter()
+            .map(|v| v.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether this variant is one of the Redis Streams backends (leases carry the entry id as
+    /// a receipt; `lease_ms` is the claim idle time; nack leaves the entry pending until idle).
+    pub fn is_redis(self) -> bool {
+        matches!(self, Variant::RedisStreams | Variant::RedisStreamsFenced)
+    }
+
+    /// The fence the broker applies to `op`. Renew is always fenced on the lease id (the
+    /// `renew-revives` mutant deviates after the check, see [`Variant::renew_revives`]).
+    pub fn fence(self, op: &SettleOp) -> Fence {
+        match (self, op) {
+            (_, SettleOp::Renew { .. }) => Fence::LeaseId,
+            (Variant::RedisStreams, _) => Fence::Pending,
+            (Variant::UnfencedSettle | Variant::NackOnAmbiguous, _) => Fence::None,
+            (Variant::OnlyAckFenced, SettleOp::Nack { .. } | SettleOp::Reject { .. }) => {
+                Fence::None
+            }
+            (Variant::WorkerClockExpiry, _) => Fence::WorkerClock,
+            _ => Fence::LeaseId,
+        }
+    }
+
+    /// Whether renew may revive an expired or superseded lease (`renew-revives`).
+    pub fn renew_revives(self) -> bool {
+        self == Variant::RenewRevives
+    }
+
+    /// Whether the lease-id counter survives a broker restart.
+    pub fn lease_ids_durable(self) -> bool {
+        self != Variant::LeaseIdReuse
+    }
+
+    /// How the frontier is computed.
+    pub fn frontier_rule(self) -> FrontierRule {
+        if self == Variant::MaxSeenFrontier {
+            FrontierRule::MaxAcked
+        } else {
+            FrontierRule::Contiguous
+        }
+    }
+
+    /// Whether expiry of a lease whose attempts are exhausted dead-letters the record.
+    pub fn expiry_dead_letters(self) -> bool {
+        self != Variant::NoDeadLetter
+    }
+
+    /// Whether an accepted ack is durable before it is acknowledged.
+    pub fn acks_durable(self) -> bool {
+        self != Variant::VolatileAck
+    }
+
+    /// Whether the runtime nacks after an `Ambiguous` settle error (instead of leaving the
+    /// lease to expire).
+    pub fn nacks_on_ambiguous(self) -> bool {
+        self == Variant::NackOnAmbiguous
+    }
+
+    /// Whether dead-lettering keeps the record (with its reason).
+    pub fn keeps_dead_letters(self) -> bool {
+        self != Variant::DlqDrop
+    }
+
+    /// Whether expiry resets the record's attempt counter.
+    pub fn expiry_resets_attempts(self) -> bool {
+        self == Variant::AttemptsReset
+    }
+
+    /// Whether leases that exist at a broker restart are re-armed to expire.
+    pub fn rearms_expiry_on_restart(self) -> bool {
+        self != Variant::StuckLease
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,151 @@
+//! Scenario files: the data a run is replayed from (SPEC section 6).
+//!
+//! The scripted form is a public contract that users write by hand. The model checker and the
+//! simulator write their findings in the same format. Parsing with file/line/column errors
+//! lives beside these types.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A human name.
+    pub name: String,
+    /// The protocol variant or mutant (`leasehold protocols`).
+    pub variant: String,
+    /// A comment kept with the file (e.g. a post-mortem for a regression scenario).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The configuration.
+    pub config: Config,
+    /// A seed, for the seeded form (the simulator's failures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The explicit steps of the scripted form, in order.
+    #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
+    /// What the run must show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+}
+
+/// `[config]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Consumer group names.
+    pub groups: Vec<String>,
+    /// Events published at time 0.
+    pub events: u32,
+    /// Worker names.
+    pub workers: Vec<String>,
+    /// Lease duration (for Redis variants: the claim idle time; `claim_idle_ms` is an alias).
+    #[serde(alias = "claim_idle_ms")]
+    pub lease_ms: u64,
+    /// Deliveries per (group, event) before dead-lettering.
+    pub max_attempts: u32,
+    /// The runtime's ack policy (default `nack_on_error`).
+    #[serde(default = "default_policy")]
+    pub ack_policy: String,
+    /// Per-worker clock offsets in ms (a worker's clock reads broker time + offset).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clock_offset_ms: BTreeMap<String, i64>,
+}
+
+fn default_policy() -> String {
+    "nack_on_error".to_string()
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            groups: vec!["g".to_string()],
+            events: 1,
+            workers: vec!["A".to_string()],
+            lease_ms: 30_000,
+            max_attempts: 3,
+            ack_policy: default_policy(),
+            clock_offset_ms: BTreeMap::new(),
+        }
+    }
+}
+
+/// One `[[step]]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// Virtual time of the step; never goes backwards.
+    pub at_ms: u64,
+    /// The acting worker (absent for broker-wide ops such as `broker_restart`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// `fetch | ack | nack | renew | reject | handle | crash | restart | pause | publish |
+    /// broker_restart`.
+    pub op: String,
+    /// `fetch`: the name bound to the returned lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind: Option<String>,
+    /// Settles and `handle`: the lease name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
+    /// `fetch`: the group (default: the only group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// `fetch`: how many leases (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// `fetch`: lease duration (default: the config's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_ms: Option<u64>,
+    /// `nack`: redelivery delay (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// `renew`: new duration from now (default: the config's `lease_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extend_ms: Option<u64>,
+    /// `reject`, `nack`, `handle`: the reason text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `handle`: `ok | error | ack | nack | reject`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+    /// `handle`: calls the handler makes on its message handle, in order
+    /// (`ack`, `nack`, `reject`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<String>,
+    /// `pause`: how long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_ms: Option<u64>,
+    /// Settles: a network or backend fault on this request: `lost_reply` (applied, the reply
+    /// is lost: the worker sees `ambiguous`), `dropped` (never arrives: `ambiguous`, not
+    /// applied), `unavailable` (fails fast: `backend_unavailable`, not applied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// Settles: send this receipt instead of the lease's own (to provoke `receipt_mismatch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<u64>,
+    /// The expected result: `ok`, `empty`, `stale_lease`, `receipt_mismatch`,
+    /// `backend_unavailable`, `ambiguous`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+}
+
+/// `[expect]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// `"hold"`: no invariant may break.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invariants: Option<String>,
+    /// `"I1"`: the run must break this invariant (among others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violated: Option<String>,
+    /// The committed frontier at the end (single group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<u32>,
+    /// Dead letters at the end, over all groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letters: Option<u32>,
+}

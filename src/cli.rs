@@ -1,0 +1,109 @@
+//! The argument grammar and the exit statuses (SPEC section 7).
+
+use clap::{Parser, Subcommand};
+use std::fmt;
+use std::process::ExitCode;
+
+/// Deterministic simulation and model checking for lease/ACK message-queue protocols.
+#[derive(Parser, Debug)]
+#[command(name = "leasehold", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Model-check a variant and configuration exhaustively (stateright).
+    Check(crate::cmd::check::Args),
+    /// Run a seeded simulation campaign.
+    Sim(crate::cmd::sim::Args),
+    /// Re-run a scenario file, print its timeline and check its [expect].
+    Replay(crate::cmd::replay::Args),
+    /// Minimise a failing scenario while it still fails the same invariant.
+    Shrink(crate::cmd::shrink::Args),
+    /// Print (or draw as SVG) a scenario's timeline.
+    Timeline(crate::cmd::timeline::Args),
+    /// List the protocol variants and mutants.
+    Protocols(crate::cmd::protocols::Args),
+    /// Run every variant through both engines and write the verdict matrix.
+    Report(crate::cmd::report::Args),
+}
+
+/// The process exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Everything held, or the run matched its expectations.
+    Ok,
+    /// An invariant was violated or an expectation failed (the output names it).
+    Failed,
+    /// Bad usage or bad input.
+    BadInput,
+}
+
+impl From<Status> for ExitCode {
+    fn from(status: Status) -> ExitCode {
+        ExitCode::from(status.code())
+    }
+}
+
+impl Status {
+    /// The numeric exit status: 0, 1 or 2.
+    pub fn code(self) -> u8 {
+        match self {
+            Status::Ok => 0,
+            Status::Failed => 1,
+            Status::BadInput => 2,
+        }
+    }
+}
+
+/// A user error (a bad flag, a malformed file): printed as one line, exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserError(pub String);
+
+impl fmt::Display for UserError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UserError {}
+
+impl From<String> for UserError {
+    fn from(message: String) -> UserError {
+        UserError(message)
+    }
+}
+
+/// What every command returns.
+pub type CmdResult = Result<Status, UserError>;
+
+/// Prints help or version as clap does (exit 0), and any usage error as one line (exit 2).
+pub fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match error.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                Status::BadInput.into()
+            } else {
+                Status::Ok.into()
+            }
+        }
+        _ => {
+            let text = error.to_string();
+            let first = text
+                .lines()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("bad usage")
+                .trim_start_matches("error: ");
+            eprintln!("leasehold: error: {first} (see 'leasehold --help')");
+            Status::BadInput.into()
+        }
+    }
+}
