@@ -56,7 +56,7 @@ pub trait BrokerView {
     /// Number of events published so far.
     fn event_count(&self) -> Seq;
     /// The status of (group, seq) and, for a dead letter, its reason.
-    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<&str>);
+    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>);
     /// The committed frontier of `group`.
     fn frontier(&self, group: GroupIx) -> Seq;
 }
@@ -512,9 +512,9 @@ impl BrokerView for Broker {
         self.records[0].len() as Seq
     }
 
-    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<&str>) {
+    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
         match self.record(group, seq) {
-            Some(Record::DeadLettered { reason }) => (Status::DeadLettered, Some(reason)),
+            Some(Record::DeadLettered { reason }) => (Status::DeadLettered, Some(reason.clone())),
             Some(record) => (record.status(), None),
             None => (Status::Dropped, None),
         }

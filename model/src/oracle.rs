@@ -417,16 +417,16 @@ impl Oracle {
             }
             (Some(Final::Acked), Status::Acked) => {}
             (Some(Final::DeadLettered(kept)), Status::DeadLettered)
-                if reason == Some(kept.as_str()) => {}
+                if reason.as_deref() == Some(kept.as_str()) => {}
             (Some(settled), _) => {
                 let detail = format!(
                     "{what} was {settled:?} and is now {status:?} {}",
-                    reason.unwrap_or("")
+                    reason.as_deref().unwrap_or("")
                 );
                 self.fail(Invariant::I3, detail.trim_end().to_string());
             }
             (None, Status::DeadLettered) => {
-                let reason = reason.unwrap_or("").to_string();
+                let reason = reason.unwrap_or_default();
                 if record.deliveries < self.config.max_attempts {
                     let detail = format!(
                         "{what} dead-lettered ({reason}) after {} of {} attempts, without a reject",
