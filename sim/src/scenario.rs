@@ -23,6 +23,12 @@ pub struct Scenario {
     /// A seed, for the seeded form (the simulator's failures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The seeded form's workload beyond `[config]` (defaults when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::seeded::Workload>,
+    /// The seeded form's effective fault plan (the default mix when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::seeded::FaultPlan>,
     /// The explicit steps of the scripted form, in order.
     #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
