@@ -551,6 +551,7 @@ impl<B: Backend> Engine<B> {
             let after = self.backend.frontier(group);
             let (status, reason) = self.backend.status(group, seq);
             effect.frontier = (after != before).then_some((before, after));
+            effect.frontier_after = after;
             effect.status = Some(status);
             effect.reason = reason;
             effect.renewed_until_ms = renewed.as_ref().map(|l| l.deadline_ms);

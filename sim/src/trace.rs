@@ -104,6 +104,8 @@ pub struct LeaseInfo {
 pub struct Effect {
     /// The group's frontier before and after, when it moved.
     pub frontier: Option<(Seq, Seq)>,
+    /// The group's frontier afterwards.
+    pub frontier_after: Seq,
     /// The record's status afterwards.
     pub status: Option<Status>,
     /// The dead-letter reason, when the record is dead-lettered afterwards.
