@@ -185,13 +185,19 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
             info.lease.seq,
             info.fetched_ms
         );
+        let text = format!("lease {} · E{} ({how})", escape(&info.name), info.lease.seq);
+        let text_width = 7.0 * text.chars().count() as f64;
+        let (text_x, anchor) = if x2 - x1 >= text_width + 8.0 {
+            (x1 + 4.0, "start")
+        } else if x2 + 4.0 + text_width < WIDTH - 4.0 {
+            (x2 + 4.0, "start")
+        } else {
+            (x1 - 4.0, "end")
+        };
         let _ = writeln!(
             svg,
-            r##"<text x="{:.1}" y="{:.1}" fill="#212121">lease {} · E{} ({how})</text>"##,
-            x1 + 4.0,
+            r##"<text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#212121">{text}</text>"##,
             y + 12.0,
-            escape(&info.name),
-            info.lease.seq
         );
         if let Some((at, LeaseEnd::Expired { .. })) = &info.ended {
             let x = scale.x(*at);
@@ -255,7 +261,53 @@ fn restart(svg: &mut String, x: f64, y: f64) {
     );
 }
 
+/// Places marker labels in a lane so that they do not overlap: each label takes the first of
+/// two rows (beside its marker, or one row above) where it fits.
+#[derive(Default)]
+struct Labels {
+    /// (worker, row, x_start, x_end) of every placed label.
+    placed: Vec<(usize, usize, f64, f64)>,
+}
+
+impl Labels {
+    fn place(&mut self, svg: &mut String, worker: usize, x: f64, text: &str, colour: &str) {
+        let y = lane_y(worker) + LANE - 16.0;
+        let width = 7.2 * text.chars().count() as f64;
+        let anchor_end = x > WIDTH - 300.0;
+        let (start, end) = if anchor_end {
+            (x - 10.0 - width, x - 10.0)
+        } else {
+            (x + 10.0, x + 10.0 + width)
+        };
+        let row = (0..3)
+            .find(|&row| {
+                !self
+                    .placed
+                    .iter()
+                    .any(|&(w, r, s, e)| w == worker && r == row && s < end && start < e)
+            })
+            .unwrap_or(0);
+        self.placed.push((worker, row, start, end));
+        let y = y - 17.0 * row as f64;
+        label(svg, x, y, text, colour, anchor_end);
+    }
+}
+
 fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
+    let mut labels = Labels::default();
+    // The markers themselves occupy the first row: labels avoid them.
+    for line in &trace.lines {
+        if let (Some(worker), LineKind::Crashed { .. } | LineKind::Restarted) =
+            (line.worker, &line.kind)
+        {
+            let x = scale.x(line.at_ms);
+            labels.placed.push((worker, 0, x - 8.0, x + 8.0));
+        }
+    }
+    for request in &trace.requests {
+        let x = scale.x(request.delivered_ms.unwrap_or(request.sent_ms));
+        labels.placed.push((request.worker, 0, x - 8.0, x + 8.0));
+    }
     let marker_y = |worker: usize| lane_y(worker) + LANE - 16.0;
     for line in &trace.lines {
         let Some(worker) = line.worker else { continue };
@@ -264,11 +316,11 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
         match &line.kind {
             LineKind::Crashed { .. } => {
                 crash(svg, x, y);
-                label(svg, x, y, "crash", RED);
+                labels.place(svg, worker, x, "crash", RED);
             }
             LineKind::Restarted => {
                 restart(svg, x, y);
-                label(svg, x, y, "restart", GREEN);
+                labels.place(svg, worker, x, "restart", GREEN);
             }
             LineKind::Paused { until_ms } => {
                 let x2 = scale.x(*until_ms);
@@ -278,7 +330,7 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
                     y - 4.0,
                     (x2 - x).max(2.0)
                 );
-                label(svg, x, y, "paused", ORANGE);
+                labels.place(svg, worker, x, "paused", ORANGE);
             }
             _ => {}
         }
@@ -322,13 +374,16 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
             Some(Ok(())) => ORANGE,
             _ => RED,
         };
-        label(svg, x, y, &text, colour);
+        labels.place(svg, request.worker, x, &text, colour);
     }
 }
 
-fn label(svg: &mut String, x: f64, y: f64, text: &str, colour: &str) {
-    let anchor = if x > WIDTH - 260.0 { "end" } else { "start" };
-    let dx = if anchor == "end" { -10.0 } else { 10.0 };
+fn label(svg: &mut String, x: f64, y: f64, text: &str, colour: &str, anchor_end: bool) {
+    let (anchor, dx) = if anchor_end {
+        ("end", -10.0)
+    } else {
+        ("start", 10.0)
+    };
     let _ = writeln!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="{anchor}" fill="{colour}" font-weight="bold">{}</text>"#,

@@ -104,6 +104,15 @@ pub fn render(trace: &Trace) -> Timeline {
     timeline
 }
 
+/// Whether request `id` is the runtime's nack after another request failed (it is told as
+/// part of that request).
+fn is_follow_up(trace: &Trace, id: RequestId) -> bool {
+    trace
+        .requests
+        .iter()
+        .any(|r| r.follow_up_request == Some(id))
+}
+
 fn has_later_line(trace: &Trace, i: usize, worker: WorkerIx) -> bool {
     trace.lines[i + 1..]
         .iter()
@@ -132,7 +141,7 @@ fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
                 .parts
                 .iter()
                 .filter_map(|part| match part {
-                    Part::Request(id) => Some(*id),
+                    Part::Request(id) if !is_follow_up(trace, *id) => Some(*id),
                     _ => None,
                 })
                 .map(|id| {
@@ -155,10 +164,11 @@ fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
             let mut parts: Vec<String> = line
                 .parts
                 .iter()
-                .map(|part| match part {
-                    Part::Request(id) => settle(trace, *id),
-                    Part::HandlerFinished { outcome, .. } => format!("handler {outcome}"),
-                    Part::HandlerKilled => "handler killed by the crash".to_string(),
+                .filter_map(|part| match part {
+                    Part::Request(id) if is_follow_up(trace, *id) => None,
+                    Part::Request(id) => Some(settle(trace, *id)),
+                    Part::HandlerFinished { outcome, .. } => Some(format!("handler {outcome}")),
+                    Part::HandlerKilled => Some("handler killed by the crash".to_string()),
                 })
                 .collect();
             let sent = line.parts.iter().any(|p| matches!(p, Part::Request(_)));
@@ -302,7 +312,7 @@ fn settle(trace: &Trace, id: RequestId) -> String {
         (_, None) => "still in flight".to_string(),
         (Fault::LostReply, Some(Ok(()))) => {
             let effect = effect(trace, request);
-            format!("applied ({effect}), reply lost (ambiguous)")
+            format!("applied, reply lost (ambiguous); broker: {effect}")
         }
         (Fault::LostReply, Some(Err(error))) => {
             format!("{}, reply lost (ambiguous)", refused(error))
