@@ -52,8 +52,9 @@ impl Scale {
     }
 }
 
-/// Draws `trace` as an SVG document titled `title`.
-pub fn render(trace: &Trace, title: &str) -> String {
+/// Draws `trace` as an SVG document titled `title`; `provenance` (e.g. the command that
+/// produced it) is kept in the document's `<desc>`.
+pub fn render(trace: &Trace, title: &str, provenance: &str) -> String {
     let last_ms = trace
         .lines
         .iter()
@@ -79,6 +80,9 @@ pub fn render(trace: &Trace, title: &str) -> String {
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">"#
     );
+    if !provenance.is_empty() {
+        let _ = writeln!(svg, "<desc>{}</desc>", escape(provenance));
+    }
     let _ = writeln!(
         svg,
         r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
