@@ -239,6 +239,10 @@ enum Event {
     },
 }
 
+/// The bound on handler runs in one liveness phase (besides its time bound): hitting it ends
+/// the phase with that reason instead of running forever on a protocol that redelivers forever.
+pub const DRAIN_HANDLER_RUNS_MAX: u64 = 10_000;
+
 /// What ended a liveness phase.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DrainReport {
@@ -969,7 +973,8 @@ impl<B: Backend> Engine<B> {
     /// The liveness phase: faults heal (crashed workers restart, requests travel instantly),
     /// then the up workers, in order, fetch one lease at a time from each group and run
     /// `handler(group, seq, attempt)` on it, until every event is settled or the queue is
-    /// quiescent or `liveness_ms_max` has passed. Then I6 is checked.
+    /// quiescent, `liveness_ms_max` has passed, or [`DRAIN_HANDLER_RUNS_MAX`] handler runs
+    /// happened. Then I6 is checked.
     pub fn drain(
         &mut self,
         liveness_ms_max: Ms,
@@ -984,10 +989,14 @@ impl<B: Backend> Engine<B> {
         let deadline_ms = self.now_ms.saturating_add(liveness_ms_max);
         let tick_ms = self.setup.lease_ms.max(1);
         let mut idle_ticks = 0u32;
+        let mut handler_runs = 0u64;
         let why = loop {
             self.run_until(self.now_ms);
             if self.all_settled() {
                 break "every event settled".to_string();
+            }
+            if handler_runs >= DRAIN_HANDLER_RUNS_MAX {
+                break format!("drain_handler_runs_max = {DRAIN_HANDLER_RUNS_MAX} reached");
             }
             let mut progressed = false;
             for worker in 0..self.workers.len() {
@@ -1004,6 +1013,7 @@ impl<B: Backend> Engine<B> {
                         self.run_until(self.now_ms);
                         self.end_step();
                         progressed = true;
+                        handler_runs += 1;
                     }
                 }
             }

@@ -10,7 +10,7 @@ use std::fmt::Write;
 const WIDTH: f64 = 1160.0;
 const LEFT: f64 = 120.0;
 const RIGHT: f64 = 40.0;
-const TOP: f64 = 56.0;
+const TOP: f64 = 72.0;
 const LANE: f64 = 78.0;
 const ROW: f64 = 20.0;
 
@@ -52,9 +52,9 @@ impl Scale {
     }
 }
 
-/// Draws `trace` as an SVG document titled `title`; `provenance` (e.g. the command that
-/// produced it) is kept in the document's `<desc>`.
-pub fn render(trace: &Trace, title: &str, provenance: &str) -> String {
+/// Draws `trace` as an SVG document headed `title` and `subtitle`; `provenance` (e.g. the
+/// command that produced it) is kept in the document's `<desc>`.
+pub fn render(trace: &Trace, title: &str, subtitle: &str, provenance: &str) -> String {
     let last_ms = trace
         .lines
         .iter()
@@ -89,8 +89,13 @@ pub fn render(trace: &Trace, title: &str, provenance: &str) -> String {
     );
     let _ = writeln!(
         svg,
-        r#"<text x="{LEFT}" y="26" font-size="16" font-weight="bold">{}</text>"#,
+        r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#,
         escape(title)
+    );
+    let _ = writeln!(
+        svg,
+        r##"<text x="{LEFT}" y="42" fill="#616161">{}</text>"##,
+        escape(subtitle)
     );
     lanes_and_axis(&mut svg, trace, &scale, step, axis_y);
     lease_bars(&mut svg, trace, &scale);
@@ -265,112 +270,102 @@ fn restart(svg: &mut String, x: f64, y: f64) {
     );
 }
 
-/// Places marker labels in a lane so that they do not overlap: each label takes the first of
-/// two rows (beside its marker, or one row above) where it fits.
-#[derive(Default)]
-struct Labels {
-    /// (worker, row, x_start, x_end) of every placed label.
-    placed: Vec<(usize, usize, f64, f64)>,
+/// A marker with its label, placed in a lane so that units do not overlap: each takes the
+/// first of three rows (beside the lane's bottom, or one or two rows above) where it fits.
+struct Unit {
+    worker: usize,
+    x: f64,
+    marker: Option<Marker>,
+    text: String,
+    colour: &'static str,
+    /// For a pause: where the stall ends.
+    until_x: Option<f64>,
 }
 
-impl Labels {
-    fn place(&mut self, svg: &mut String, worker: usize, x: f64, text: &str, colour: &str) {
-        let y = lane_y(worker) + LANE - 16.0;
-        let width = 7.2 * text.chars().count() as f64;
-        let anchor_end = x > WIDTH - 300.0;
+fn place_units(svg: &mut String, units: &[Unit]) {
+    // (worker, row, start, end) of every placed unit.
+    let mut placed: Vec<(usize, usize, f64, f64)> = Vec::new();
+    for unit in units {
+        let width = 7.2 * unit.text.chars().count() as f64;
+        let anchor_end = unit.x > WIDTH - 300.0;
         let (start, end) = if anchor_end {
-            (x - 10.0 - width, x - 10.0)
+            (unit.x - 10.0 - width, unit.x + 8.0)
         } else {
-            (x + 10.0, x + 10.0 + width)
+            (unit.x - 8.0, unit.x + 10.0 + width)
         };
         let row = (0..3)
             .find(|&row| {
-                !self
-                    .placed
+                !placed
                     .iter()
-                    .any(|&(w, r, s, e)| w == worker && r == row && s < end && start < e)
+                    .any(|&(w, r, s, e)| w == unit.worker && r == row && s < end && start < e)
             })
             .unwrap_or(0);
-        self.placed.push((worker, row, start, end));
-        let y = y - 17.0 * row as f64;
-        label(svg, x, y, text, colour, anchor_end);
+        placed.push((unit.worker, row, start, end));
+        let y = lane_y(unit.worker) + LANE - 16.0 - 17.0 * row as f64;
+        if let Some(until_x) = unit.until_x {
+            let _ = writeln!(
+                svg,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="8" fill="{ORANGE}" opacity="0.5"/>"#,
+                unit.x,
+                y - 4.0,
+                (until_x - unit.x).max(2.0)
+            );
+        }
+        if let Some(marker) = unit.marker {
+            marker(svg, unit.x, y);
+        }
+        label(svg, unit.x, y, &unit.text, unit.colour, anchor_end);
     }
 }
 
 fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
-    let mut labels = Labels::default();
-    // The markers themselves occupy the first row: labels avoid them.
+    let mut units = Vec::new();
     for line in &trace.lines {
-        if let (Some(worker), LineKind::Crashed { .. } | LineKind::Restarted) =
-            (line.worker, &line.kind)
-        {
-            let x = scale.x(line.at_ms);
-            labels.placed.push((worker, 0, x - 8.0, x + 8.0));
-        }
-    }
-    for request in &trace.requests {
-        let x = scale.x(request.delivered_ms.unwrap_or(request.sent_ms));
-        labels.placed.push((request.worker, 0, x - 8.0, x + 8.0));
-    }
-    let marker_y = |worker: usize| lane_y(worker) + LANE - 16.0;
-    for line in &trace.lines {
-        let Some(worker) = line.worker else { continue };
         let x = scale.x(line.at_ms);
-        let y = marker_y(worker);
-        match &line.kind {
-            LineKind::Crashed { .. } => {
-                crash(svg, x, y);
-                labels.place(svg, worker, x, "crash", RED);
-            }
-            LineKind::Restarted => {
-                restart(svg, x, y);
-                labels.place(svg, worker, x, "restart", GREEN);
-            }
-            LineKind::Paused { until_ms } => {
-                let x2 = scale.x(*until_ms);
-                let _ = writeln!(
-                    svg,
-                    r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="8" fill="{ORANGE}" opacity="0.5"/>"#,
-                    y - 4.0,
-                    (x2 - x).max(2.0)
-                );
-                labels.place(svg, worker, x, "paused", ORANGE);
-            }
-            _ => {}
+        if let LineKind::BrokerRestarted { .. } = &line.kind {
+            broker_restart(svg, x, trace.workers.len());
+            continue;
         }
+        let Some(worker) = line.worker else { continue };
+        let (marker, text, colour, until_x): (Option<Marker>, &str, &'static str, Option<f64>) =
+            match &line.kind {
+                LineKind::Crashed { .. } => (Some(crash), "crash", RED, None),
+                LineKind::Restarted => (Some(restart), "restart", GREEN, None),
+                LineKind::Paused { until_ms } => (None, "paused", ORANGE, Some(scale.x(*until_ms))),
+                _ => continue,
+            };
+        units.push(Unit {
+            worker,
+            x,
+            marker,
+            text: text.to_string(),
+            colour,
+            until_x,
+        });
     }
     for request in &trace.requests {
         let at = request.delivered_ms.unwrap_or(request.sent_ms);
-        let x = scale.x(at);
-        let y = marker_y(request.worker);
         let name = &trace.lease(request.issuance).name;
         let verb = request.op.name().to_uppercase();
         let delayed = if request.delayed { " (delayed)" } else { "" };
-        let text = match (&request.answer, request.fault) {
-            (_, Fault::Dropped) => {
-                ambiguous(svg, x, y);
-                format!("{verb} {name}{delayed}: lost")
-            }
-            (Some(Ok(())), Fault::LostReply) => {
-                ambiguous(svg, x, y);
-                format!("{verb} {name}{delayed}: applied, reply lost")
-            }
-            (Some(Ok(())), _) => {
-                accepted(svg, x, y);
-                format!("{verb} {name}{delayed} accepted")
-            }
-            (Some(Err(error)), _) => {
-                rejected(svg, x, y);
-                format!("{verb} {name}{delayed} rejected ({})", error.name())
-            }
+        let (marker, text): (Marker, String) = match (&request.answer, request.fault) {
+            (_, Fault::Dropped) => (ambiguous, format!("{verb} {name}{delayed}: lost")),
+            (Some(Ok(())), Fault::LostReply) => (
+                ambiguous,
+                format!("{verb} {name}{delayed}: applied, reply lost"),
+            ),
+            (Some(Ok(())), _) => (accepted, format!("{verb} {name}{delayed} accepted")),
+            (Some(Err(error)), _) => (
+                rejected,
+                format!("{verb} {name}{delayed} rejected ({})", error.name()),
+            ),
             (None, _) => {
-                rejected(svg, x, y);
                 let seen = request
                     .seen
                     .as_ref()
                     .and_then(|s| s.as_ref().err())
                     .map_or("not applied", |e| e.name());
-                format!("{verb} {name}{delayed}: {seen}")
+                (rejected, format!("{verb} {name}{delayed}: {seen}"))
             }
         };
         let colour = match &request.answer {
@@ -378,8 +373,27 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
             Some(Ok(())) => ORANGE,
             _ => RED,
         };
-        labels.place(svg, request.worker, x, &text, colour);
+        units.push(Unit {
+            worker: request.worker,
+            x: scale.x(at),
+            marker: Some(marker),
+            text,
+            colour,
+            until_x: None,
+        });
     }
+    place_units(svg, &units);
+}
+
+/// A broker restart: a dashed line across every lane, labelled above them.
+fn broker_restart(svg: &mut String, x: f64, lanes: usize) {
+    let bottom = TOP + LANE * lanes.max(1) as f64;
+    let _ = writeln!(
+        svg,
+        r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="{BLUE}" stroke-width="2" stroke-dasharray="6 3"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="{BLUE}" font-weight="bold">broker restart</text>"#,
+        TOP - 4.0,
+        TOP - 8.0
+    );
 }
 
 fn label(svg: &mut String, x: f64, y: f64, text: &str, colour: &str, anchor_end: bool) {

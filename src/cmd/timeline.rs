@@ -28,10 +28,10 @@ pub fn run(args: Args) -> CmdResult {
     let replay = run_on(&script, &args.backend)?;
     match &args.svg {
         Some(out) => {
-            let title = format!(
-                "{} — {} ({})",
-                script.scenario.name,
+            let subtitle = format!(
+                "variant {} · ack_policy {} · {}",
                 script.variant,
+                script.setup.ack_policy,
                 args.file.display()
             );
             let provenance = format!(
@@ -39,7 +39,7 @@ pub fn run(args: Args) -> CmdResult {
                 args.file.display(),
                 out.display()
             );
-            let drawing = svg::render(&replay.trace, &title, &provenance);
+            let drawing = svg::render(&replay.trace, &script.scenario.name, &subtitle, &provenance);
             write_atomic(out, drawing.as_bytes())?;
             println!("wrote {}", out.display());
         }
