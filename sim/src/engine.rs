@@ -10,7 +10,8 @@
 //! moves time with [`Engine::run_until`], which processes, in order, every broker expiry
 //! (`Backend::next_deadline`) and every queued event due at or before the target time. An
 //! expiry due at the same time as an event runs first: a lease is valid while
-//! `now < deadline`.
+//! `now < deadline`. With [`Expiry::OnFetch`] the broker expires leases only when it next
+//! fetches instead.
 //!
 //! # Nodes
 //! * The **broker** is any [`Backend`], owned by the engine (`Engine<B: Backend>`); the pure
@@ -92,6 +93,39 @@ pub struct Setup {
     /// Whether the oracle checks I7 (every ack comes from a handler run under an at-least-once
     /// policy).
     pub check_at_least_once: bool,
+    /// When the broker applies due expiries.
+    pub expiry: Expiry,
+}
+
+/// When the engine lets the broker expire due leases. The oracle's ghost leases expire at their
+/// contract deadline either way, so a settle the broker accepts after the deadline is caught.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Expiry {
+    /// At the deadline: before anything happens at time `t`, every lease whose deadline is
+    /// `<= t` expires (SPEC section 6).
+    #[default]
+    AtDeadline,
+    /// Lazily, when the broker next fetches (as Redis claims idle entries): until then an
+    /// expired lease's record stays leased, and only the broker's own deadline check fences
+    /// settles.
+    OnFetch,
+}
+
+impl Expiry {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Expiry::AtDeadline => "at_deadline",
+            Expiry::OnFetch => "on_fetch",
+        }
+    }
+
+    /// Parses a scenario file's name.
+    pub fn from_name(name: &str) -> Option<Expiry> {
+        [Expiry::AtDeadline, Expiry::OnFetch]
+            .into_iter()
+            .find(|e| e.name() == name)
+    }
 }
 
 impl Setup {
@@ -113,6 +147,7 @@ impl Setup {
             ack_policy,
             clock_offset_ms: Vec::new(),
             check_at_least_once: ack_policy.at_least_once(),
+            expiry: Expiry::AtDeadline,
         }
     }
 
@@ -395,10 +430,12 @@ impl<B: Backend> Engine<B> {
         let until_ms = until_ms.max(self.now_ms);
         // A backend whose next_deadline does not expire anything must not loop forever.
         let mut exhausted_deadline: Option<Ms> = None;
+        let eager = self.setup.expiry == Expiry::AtDeadline;
         loop {
             let deadline = self
                 .backend
                 .next_deadline()
+                .filter(|_| eager)
                 .filter(|&d| d <= until_ms && exhausted_deadline.filter(|&x| d <= x).is_none());
             let event = self.next_event_ms().filter(|&e| e <= until_ms);
             match (deadline, event) {
@@ -417,7 +454,11 @@ impl<B: Backend> Engine<B> {
             }
         }
         self.now_ms = until_ms;
-        self.expire_at(until_ms);
+        if eager {
+            self.expire_at(until_ms);
+        } else {
+            self.oracle.advance(until_ms);
+        }
     }
 
     /// Expires due leases at `at_ms`; returns whether the broker expired any.
@@ -792,6 +833,12 @@ impl<B: Backend> Engine<B> {
         record_empty: bool,
     ) -> Result<Vec<Issuance>, SettleError> {
         let now_ms = self.now_ms;
+        if self.setup.expiry == Expiry::OnFetch
+            && !matches!(fault, Fault::Unavailable | Fault::Failed)
+        {
+            // The broker expires due leases as it fetches; doing it here shows them.
+            self.expire_at(now_ms);
+        }
         let result = match fault {
             Fault::Unavailable => Err(SettleError::BackendUnavailable),
             Fault::Failed => Err(SettleError::Failed("injected".to_string())),

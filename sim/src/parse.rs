@@ -8,7 +8,7 @@
 //! `expect`), each error located with `toml_edit`'s spans of the offending value. No I/O, and
 //! never a panic: every input maps to a `Script` or a `ParseError`.
 
-use crate::engine::{HandlerRun, Setup};
+use crate::engine::{Expiry, HandlerRun, Setup};
 use crate::scenario::{Expect, Scenario, Step};
 use crate::script::{Expectations, Op, Script, ScriptStep};
 use crate::trace::Fault;
@@ -484,6 +484,18 @@ impl<'a> Validator<'a> {
             };
             clock_offset_ms[worker] = offset;
         }
+        let expiry = match c.expiry.as_deref() {
+            None => Expiry::AtDeadline,
+            Some(name) => match Expiry::from_name(name) {
+                Some(expiry) => expiry,
+                None => {
+                    return self.fail(
+                        &key("expiry"),
+                        format!("unknown expiry '{name}' (expected one of at_deadline, on_fetch)"),
+                    )
+                }
+            },
+        };
         Ok(Setup {
             variant,
             groups: c.groups.clone(),
@@ -493,6 +505,7 @@ impl<'a> Validator<'a> {
             ack_policy,
             clock_offset_ms,
             check_at_least_once: ack_policy.at_least_once(),
+            expiry,
         })
     }
 

@@ -19,7 +19,10 @@
 //!   `liveness_ms_max` passes (default `(events × max_attempts + 2) × lease_ms`); then I6
 //!   (eventually-settled) is checked.
 //!
-//! Config: `clock_offset_ms = { A = -5000 }` (a worker's clock reads broker time + offset).
+//! Config: `clock_offset_ms = { A = -5000 }` (a worker's clock reads broker time + offset);
+//! `expiry = "on_fetch"` (the broker expires due leases only when it next fetches, as Redis
+//! claims idle entries; default `"at_deadline"`: before a step at time `t` every lease whose
+//! deadline is `<= t` expires). The oracle's ghost leases expire at their deadline either way.
 //!
 //! `[expect]`, beyond `invariants = "hold"`, `violated = "I1"`, `frontier` and `dead_letters`:
 //! * `handler_calls = N` — handler runs in the whole run;
@@ -75,6 +78,9 @@ pub struct Config {
     /// Per-worker clock offsets in ms (a worker's clock reads broker time + offset).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clock_offset_ms: BTreeMap<String, i64>,
+    /// When the broker applies due expiries: `at_deadline` (default) or `on_fetch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry: Option<String>,
 }
 
 fn default_policy() -> String {
@@ -91,6 +97,7 @@ impl Default for Config {
             max_attempts: 3,
             ack_policy: default_policy(),
             clock_offset_ms: BTreeMap::new(),
+            expiry: None,
         }
     }
 }

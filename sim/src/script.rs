@@ -245,6 +245,9 @@ pub fn header(script: &Script) -> String {
     if !offsets.is_empty() {
         text.push_str(&format!(", clock_offset_ms [{}]", offsets.join(", ")));
     }
+    if s.expiry != crate::engine::Expiry::AtDeadline {
+        text.push_str(&format!(", expiry {}", s.expiry.name()));
+    }
     text
 }
 

@@ -120,6 +120,12 @@ fn unknown_worker_group_variant_policy_fault_outcome() {
         "unknown ack_policy 'nack'",
     );
     check(
+        &with("max_attempts = 3", "max_attempts = 3\nexpiry = \"later\""),
+        10,
+        Some("config.expiry"),
+        "unknown expiry 'later'",
+    );
+    check(
         &with("expect = \"ok\"", "fault = \"late\""),
         23,
         Some("step[1].fault"),

@@ -25,6 +25,7 @@ const RUN: &[&str] = &[
     "redis-streams-late-xack.toml",
     "redis-streams-fenced-late-xack.toml",
     "liveness-crash-broker-restart.toml",
+    "clock-skew-fenced.toml",
     "mutant-unfenced-settle.toml",
     "mutant-renew-revives.toml",
     "mutant-lease-id-reuse.toml",
