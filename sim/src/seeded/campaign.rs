@@ -4,10 +4,11 @@
 //! smallest failing seeds are kept.
 
 use super::faults::FaultPlan;
-use super::prng::{fnv1a64, Prng};
+use super::prng::Prng;
 use super::run::RunOutcome;
 use super::seeded_file::{run_setup, BackendKind};
 use super::setup::Setup;
+use crate::trace::fnv1a64;
 use leasehold_model::{Invariant, Violation};
 use std::collections::BTreeMap;
 use std::ops::Range;

@@ -132,9 +132,9 @@ impl Fault {
     fn swarm_menu(self) -> [Ratio; 3] {
         match self {
             Fault::Crash | Fault::Partition | Fault::Pause => {
-                [Ratio::new(1, 200), Ratio::new(1, 50), Ratio::new(1, 15)]
+                [Ratio::new(1, 100), Ratio::new(1, 25), Ratio::new(1, 8)]
             }
-            Fault::BrokerRestart => [Ratio::new(1, 400), Ratio::new(1, 100), Ratio::new(1, 25)],
+            Fault::BrokerRestart => [Ratio::new(1, 50), Ratio::new(1, 20), Ratio::new(1, 8)],
             Fault::ClockSkew => [Ratio::new(1, 4), Ratio::new(1, 2), Ratio::ONE],
             Fault::Delay | Fault::Reorder => {
                 [Ratio::new(1, 20), Ratio::new(1, 5), Ratio::new(1, 2)]
@@ -163,7 +163,7 @@ impl FaultPlan {
         FaultPlan {
             crash: Ratio::new(1, 100),
             crash_downtime_ms_max: 3 * lease_ms,
-            pause: Ratio::new(1, 50),
+            pause: Ratio::new(1, 25),
             pause_ms_max: 3 * lease_ms,
             delay: Ratio::new(1, 5),
             delay_ms_max: lease_ms / 5,
@@ -175,7 +175,7 @@ impl FaultPlan {
             partition_ms_max: 3 * lease_ms,
             unavailable: Ratio::new(1, 50),
             lost_reply: Ratio::new(1, 25),
-            broker_restart: Ratio::new(1, 100),
+            broker_restart: Ratio::new(1, 20),
             clock_skew: Ratio::new(1, 2),
             clock_offset_ms_max: lease_ms * 3 / 2,
             clock_drift_ppm_max: 50_000,

@@ -7,8 +7,7 @@
 //! * [`workload`] — the `[workload]` table: handler timing, outcome rates, named bounds.
 //! * [`setup`] — the effective configuration of one run and the bounds derived from it.
 //! * [`world`] — the external world the handlers write to (duplicates, ghost writes).
-//! * [`trace`] — the run's trace lines and their FNV-1a hash.
-//! * [`run`] — one seeded run: workers, network, faults, the two phases.
+//! * [`run`] — one seeded run: a driver of workers, network and faults on the engine.
 //! * [`seeded_file`] — seeded scenario files: build a run from one, write one for a failure.
 //! * [`campaign`] — ranges of seeds over threads and shards, with a deterministic summary.
 //! * [`shrink`] — minimising a failing seeded scenario.
@@ -21,7 +20,6 @@ pub mod run;
 pub mod seeded_file;
 pub mod setup;
 pub mod shrink;
-pub mod trace;
 pub mod workload;
 pub mod world;
 

@@ -5,22 +5,13 @@
 //! added in one component therefore never reshuffles another (TigerBeetle VOPR's sub-seeds).
 
 use super::ratio::Ratio;
+use crate::trace::fnv1a64;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// A component's random generator.
 #[derive(Clone, Debug)]
 pub struct Prng(ChaCha8Rng);
-
-/// FNV-1a 64 over bytes: stable across builds and platforms (no `std` hasher).
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
 
 impl Prng {
     /// The generator of component `name` for the run seeded with `seed`.
@@ -67,13 +58,6 @@ impl Prng {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnv1a64_matches_the_published_test_vectors() {
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
-    }
 
     #[test]
     fn named_generators_are_reproducible_and_independent() {

@@ -1,24 +1,30 @@
-//! One seeded run: a broker behind [`Backend`], N workers running the consumer runtime, a
-//! faulty network, the world, and the oracle, on virtual time.
+//! One seeded run: a driver that plays N workers, the network and the fault plan on top of
+//! the deterministic [`Engine`].
 //!
-//! Time is an event queue ordered by (time, insertion sequence). Every popped event is one
-//! step; the oracle checks I1–I5 after each. The safety phase injects faults until every event
-//! is settled or `safety_ms_max` passes; then faults heal (crashed workers restart, partitions
-//! end, clocks are fixed, no new faults) and the liveness phase must settle everything within
-//! `liveness_ms_max` (I6).
+//! The engine owns time, the broker, in-flight requests and replies, the consumer runtime, the
+//! oracle and the trace. The driver owns the workers' decisions — when each fetches, how its
+//! handler behaves, when it renews — and every fault, drawn from the seed's named generators.
+//! Its own timers sit in a queue ordered by (time, insertion sequence) and interleave with the
+//! engine's: the earlier goes first, the engine on a tie. The oracle's `end_step` runs after each
+//! engine time point and each driver action.
+//!
+//! Phases: the safety phase injects faults until every event is settled or `safety_ms_max`
+//! passes; then faults heal (clocks are fixed, partitions end, the driver stops) and the
+//! engine's liveness phase ([`Engine::drain`]) must settle everything within
+//! `liveness_ms_max`, else I6 is violated with the reason.
 
 use super::prng::Prng;
 use super::ratio::Ratio;
 use super::setup::Setup;
-use super::trace::Trace;
 use super::world::World;
-use leasehold_model::runtime::{classify, decide, ErrorAction, When};
+use crate::engine::{self, Delivery, Engine, HandlerRun};
+use crate::timeline;
+use crate::trace::{Fault as WireFault, LineKind, Part};
 use leasehold_model::{
-    AckPolicy, Backend, GroupIx, HandleCall, Issuance, Lease, Ms, Oracle, Outcome, SettleError,
-    SettleOp, SettleRequest, Violation,
+    AckPolicy, Backend, HandleCall, Issuance, Ms, Outcome, Seq, SettleOp, Violation,
 };
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// What one seeded run found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,18 +33,17 @@ pub struct RunOutcome {
     pub seed: u64,
     /// The first violation of each broken invariant, in the order found.
     pub violations: Vec<Violation>,
-    /// Why the run ended (`all settled`, `liveness_ms_max reached`, `steps_max reached`, or
-    /// the violation).
+    /// Why the run ended.
     pub end: String,
     /// The named bound that ended the run without a verdict, if any (`steps_max`).
     pub bound_hit: Option<&'static str>,
-    /// Steps executed.
+    /// Steps executed (oracle checks).
     pub steps: u64,
     /// Simulated time at the end.
     pub sim_ms: Ms,
-    /// FNV-1a 64 of the trace text.
+    /// FNV-1a 64 of the timeline text.
     pub trace_hash: u64,
-    /// The trace text, when it was kept.
+    /// The timeline text, when it was kept.
     pub trace: Option<String>,
     /// Handler runs beyond the first per (group, event), as the oracle counted them.
     pub duplicate_runs: u64,
@@ -51,52 +56,10 @@ pub struct RunOutcome {
     pub at_most_once_losses: u64,
 }
 
-#[derive(Clone, Debug)]
-enum Request {
-    Fetch {
-        group: GroupIx,
-    },
-    Settle {
-        lease: Lease,
-        issuance: Issuance,
-        op: SettleOp,
-        worker_clock_ms: Ms,
-    },
-}
-
-#[derive(Clone, Debug)]
-enum Reply {
-    Fetched(Result<Vec<(Lease, Issuance)>, SettleError>),
-    Settled(Result<Option<Lease>, SettleError>),
-}
-
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Event {
-    Wake {
-        worker: usize,
-        token: u64,
-    },
-    Restart {
-        worker: usize,
-    },
-    Arrive {
-        worker: usize,
-        incarnation: u32,
-        req: u64,
-        request: Request,
-    },
-    Deliver {
-        worker: usize,
-        incarnation: u32,
-        req: u64,
-        reply: Reply,
-    },
-    Timeout {
-        worker: usize,
-        incarnation: u32,
-        req: u64,
-    },
-    Expire,
+    Wake { worker: usize, token: u64 },
+    Restart { worker: usize },
 }
 
 struct Queued {
@@ -124,112 +87,85 @@ impl Ord for Queued {
 }
 
 struct Job {
-    lease: Lease,
     issuance: Issuance,
-    outcome: Outcome,
-    after: Vec<SettleOp>,
     end_ms: Ms,
-    finished: bool,
-    renew_every_ms: Option<Ms>,
-    next_renew_ms: Ms,
-    renew_req: Option<u64>,
-    lost: bool,
-    settles: VecDeque<SettleOp>,
-    settle_req: Option<(u64, SettleOp)>,
-    nacked: bool,
+    next_renew_ms: Option<Ms>,
 }
 
 #[derive(Default)]
 struct Worker {
-    incarnation: u32,
-    wake_token: u64,
+    token: u64,
     crashed: bool,
-    paused_until_ms: Ms,
     partitioned_until_ms: Ms,
     offset_ms: i64,
     drift_ppm: i64,
     next_group: usize,
-    fetch_req: Option<u64>,
-    backlog: VecDeque<(Lease, Issuance)>,
+    idle_polls: u32,
     job: Option<Job>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Safety,
-    Liveness,
-    Drain,
-}
-
-struct Prngs {
-    network: Prng,
-    faults: Prng,
-    handler: Prng,
-}
-
-/// The simulator's state for one run.
-struct Sim<'a, B: Backend> {
+struct Driver<'a, B: Backend> {
     setup: &'a Setup,
-    backend: B,
-    oracle: Oracle,
-    world: World,
-    trace: Trace,
+    engine: Engine<B>,
     queue: BinaryHeap<Queued>,
     queue_seq: u64,
     workers: Vec<Worker>,
-    prng: Prngs,
     poison: Vec<bool>,
-    now_ms: Ms,
-    phase: Phase,
-    next_req: u64,
+    network: Prng,
+    faults: Prng,
+    handler: Prng,
+    /// Handler runs the driver started: (lease, planned finish).
+    finishes: Vec<(Issuance, Ms)>,
 }
 
 /// Runs `setup` against `backend` (a fresh broker built from [`Setup::broker_config`]);
-/// keeps the trace text when `keep_trace`.
+/// keeps the timeline text when `keep_trace`.
 pub fn run<B: Backend>(setup: &Setup, backend: B, keep_trace: bool) -> RunOutcome {
-    let mut sim = Sim::new(setup, backend, keep_trace);
-    let (end, bound_hit) = sim.run();
-    let at_most_once_losses = if setup.policy.at_least_once() {
-        0
+    let mut driver = Driver::new(setup, backend);
+    let (end, bound_hit) = driver.run();
+    driver.outcome(end, bound_hit, keep_trace)
+}
+
+/// The handler a healed worker runs in the liveness phase: a poison event still hangs past
+/// its lease; everything else succeeds quickly.
+fn healed_run(setup: &Setup, poison: bool) -> HandlerRun {
+    let calls = if setup.policy == AckPolicy::Manual {
+        vec![HandleCall::Ack]
     } else {
-        sim.oracle.acked_unprocessed()
+        Vec::new()
     };
-    RunOutcome {
-        seed: setup.seed,
-        violations: sim.oracle.violations().to_vec(),
-        end,
-        bound_hit,
-        steps: sim.oracle.step(),
-        sim_ms: sim.now_ms,
-        trace_hash: sim.trace.hash(),
-        duplicate_runs: sim.oracle.duplicate_runs(),
-        duplicate_writes: sim.world.duplicates(),
-        ghost_writes: sim.world.ghost_writes(),
-        at_most_once_losses,
-        trace: sim.trace.into_text(),
+    let handler_ms = if poison {
+        setup.lease_ms + setup.lease_ms / 2
+    } else {
+        (setup.workload.handler_ms_max / 2).max(1)
+    };
+    HandlerRun {
+        outcome: Outcome::Ok,
+        calls,
+        handler_ms,
     }
 }
 
-impl<'a, B: Backend> Sim<'a, B> {
-    fn new(setup: &'a Setup, backend: B, keep_trace: bool) -> Sim<'a, B> {
+impl<'a, B: Backend> Driver<'a, B> {
+    fn new(setup: &'a Setup, backend: B) -> Driver<'a, B> {
         let seed = setup.seed;
         let mut workload = Prng::named(seed, "workload");
-        let poison = (0..setup.events)
+        let poison: Vec<bool> = (0..setup.events)
             .map(|_| workload.chance(setup.workload.poison))
             .collect();
         let mut clocks = Prng::named(seed, "clocks");
-        let faults = &setup.faults;
-        let workers = (0..setup.worker_names.len())
+        let f = &setup.faults;
+        let workers: Vec<Worker> = (0..setup.worker_names.len())
             .map(|index| {
                 let mut worker = Worker {
                     next_group: index % setup.group_names.len(),
                     ..Worker::default()
                 };
-                if clocks.chance(faults.clock_skew) {
-                    let offset = clocks.between(0, 2 * faults.clock_offset_ms_max) as i64;
-                    worker.offset_ms = offset - faults.clock_offset_ms_max as i64;
-                    let drift = clocks.between(0, 2 * faults.clock_drift_ppm_max) as i64;
-                    worker.drift_ppm = drift - faults.clock_drift_ppm_max as i64;
+                if clocks.chance(f.clock_skew) {
+                    let offset = clocks.between(0, 2 * f.clock_offset_ms_max) as i64;
+                    worker.offset_ms = offset - f.clock_offset_ms_max as i64;
+                    let drift = clocks.between(0, 2 * f.clock_drift_ppm_max) as i64;
+                    worker.drift_ppm = drift - f.clock_drift_ppm_max as i64;
                 }
                 if let Some(Some(offset)) = setup.clock_offset_ms.get(index) {
                     worker.offset_ms = *offset;
@@ -237,140 +173,159 @@ impl<'a, B: Backend> Sim<'a, B> {
                 worker
             })
             .collect();
-        Sim {
+        let mut engine_setup = engine::Setup {
+            groups: setup.group_names.clone(),
+            workers: setup.worker_names.clone(),
+            ..engine::Setup::new(
+                setup.variant,
+                &[],
+                &[],
+                setup.lease_ms,
+                setup.max_attempts,
+                setup.policy,
+            )
+        };
+        engine_setup.clock_offset_ms = workers.iter().map(|w| w.offset_ms).collect();
+        let mut engine = Engine::new(backend, engine_setup);
+        engine.publish_initial(setup.events);
+        Driver {
             setup,
-            backend,
-            oracle: Oracle::new(setup.oracle_config()),
-            world: World::new(setup.group_names.len()),
-            trace: Trace::new(keep_trace),
+            engine,
             queue: BinaryHeap::new(),
             queue_seq: 0,
             workers,
-            prng: Prngs {
-                network: Prng::named(seed, "network"),
-                faults: Prng::named(seed, "faults"),
-                handler: Prng::named(seed, "handler"),
-            },
             poison,
-            now_ms: 0,
-            phase: Phase::Safety,
-            next_req: 0,
+            network: Prng::named(seed, "network"),
+            faults: Prng::named(seed, "faults"),
+            handler: Prng::named(seed, "handler"),
+            finishes: Vec::new(),
         }
     }
 
     fn run(&mut self) -> (String, Option<&'static str>) {
         let setup = self.setup;
-        let s = setup;
-        self.trace.line(
-            0,
-            format_args!(
-                "seed {} variant {} events {} groups {} workers {} lease_ms {} max_attempts {} policy {}",
-                s.seed,
-                s.variant,
-                s.events,
-                s.group_names.len(),
-                s.worker_names.len(),
-                s.lease_ms,
-                s.max_attempts,
-                s.policy
-            ),
-        );
-        self.trace
-            .line(0, format_args!("faults {}", s.faults.summary()));
-        for (index, worker) in self.workers.iter().enumerate() {
-            if worker.offset_ms != 0 || worker.drift_ppm != 0 {
-                let name = &s.worker_names[index];
-                let (offset, drift) = (worker.offset_ms, worker.drift_ppm);
-                self.trace.line(
-                    0,
-                    format_args!("clock {name} offset {offset} ms drift {drift} ppm"),
-                );
-            }
-        }
-        for seq in 1..=s.events {
-            self.backend.publish();
-            self.oracle.published();
-            if self.poison[seq as usize - 1] {
-                self.trace.line(0, format_args!("publish E{seq} (poison)"));
-            }
-        }
-        self.trace
-            .line(0, format_args!("publish E1..E{}", s.events));
-        self.oracle.end_step(&self.backend);
+        self.engine.end_step();
         for worker in 0..self.workers.len() {
-            let at = self.prng.network.below(s.workload.poll_ms.max(1));
+            let at = self.network.below(setup.workload.poll_ms.max(1));
             self.schedule_wake(worker, at);
         }
-        let mut liveness_end_ms = Ms::MAX;
+        let steps_max = setup.workload.steps_max;
+        let safety_end_ms = setup.workload.safety_ms_max;
         loop {
-            if self.oracle.step() >= s.workload.steps_max {
-                let end = format!("steps_max reached ({})", s.workload.steps_max);
-                return (end, Some("steps_max"));
-            }
-            let Some(next) = self.queue.pop() else {
-                break;
-            };
-            if self.phase == Phase::Safety && next.at_ms >= s.workload.safety_ms_max {
-                self.now_ms = self.now_ms.max(s.workload.safety_ms_max);
-                self.heal();
-                liveness_end_ms = self.now_ms.saturating_add(s.liveness_ms_max());
-            }
-            if next.at_ms > liveness_end_ms {
-                self.now_ms = liveness_end_ms;
-                let why = format!(
-                    "after liveness_ms_max = {} ms of the healed phase",
-                    s.liveness_ms_max()
+            if self.engine.oracle().step() >= steps_max {
+                return (
+                    format!("steps_max = {steps_max} reached"),
+                    Some("steps_max"),
                 );
-                self.oracle.check_eventually_settled(&self.backend, &why);
-                return ("liveness_ms_max reached".to_string(), None);
             }
-            self.now_ms = next.at_ms;
-            if !self.handle(next.event) {
+            let now = self.engine.now_ms();
+            let deadline = self.engine.backend().next_deadline().filter(|&d| d > now);
+            let engine_next = match (self.engine.next_event_ms(), deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let driver_next = self.queue.peek().map(|q| q.at_ms);
+            let next = match (engine_next, driver_next) {
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => break,
+            };
+            if next >= safety_end_ms {
+                break;
+            }
+            if engine_next == Some(next) {
+                self.engine.run_until(next);
+            } else {
+                let Queued { at_ms, event, .. } = self.queue.pop().expect("peeked");
+                self.engine.run_until(at_ms);
+                if !self.handle(event) {
+                    continue;
+                }
+            }
+            self.engine.end_step();
+            if self.engine.all_settled() {
+                break;
+            }
+        }
+        self.heal_and_drain()
+    }
+
+    /// Ends the safety phase: clocks are fixed, the driver stops, what is in flight lands, and
+    /// the engine's liveness phase runs within `liveness_ms_max`.
+    fn heal_and_drain(&mut self) -> (String, Option<&'static str>) {
+        let setup = self.setup;
+        for worker in 0..self.workers.len() {
+            self.engine.set_clock_offset(worker, 0);
+        }
+        self.queue.clear();
+        let liveness_ms_max = setup.liveness_ms_max();
+        let end_ms = self.engine.now_ms().saturating_add(liveness_ms_max);
+        // Let what is already in flight land (late settles of crashed or paused workers).
+        while let Some(at) = self.engine.next_event_ms() {
+            if at > end_ms || self.engine.oracle().step() >= setup.workload.steps_max {
+                break;
+            }
+            self.engine.run_until(at);
+            self.engine.end_step();
+        }
+        let poison = self.poison.clone();
+        let handler = move |_group, seq: Seq, _attempt| healed_run(setup, poison[seq as usize - 1]);
+        let report = self.engine.drain(liveness_ms_max, &handler);
+        (report.why, None)
+    }
+
+    fn outcome(self, end: String, bound_hit: Option<&'static str>, keep: bool) -> RunOutcome {
+        let setup = self.setup;
+        let oracle = self.engine.oracle();
+        let violations = oracle.violations().to_vec();
+        let steps = oracle.step();
+        let duplicate_runs = oracle.duplicate_runs();
+        let at_most_once_losses = if setup.policy.at_least_once() {
+            0
+        } else {
+            oracle.acked_unprocessed()
+        };
+        let sim_ms = self.engine.now_ms();
+        let trace = self.engine.into_trace();
+        let mut world = World::new(setup.group_names.len());
+        let mut finishes = self.finishes;
+        finishes.sort_unstable();
+        for line in &trace.lines {
+            let LineKind::Handle { issuance } = line.kind else {
+                continue;
+            };
+            let finished = line
+                .parts
+                .iter()
+                .any(|p| matches!(p, Part::HandlerFinished { success: true, .. }));
+            if !finished {
                 continue;
             }
-            self.oracle.end_step(&self.backend);
-            if self.phase != Phase::Drain && self.all_settled() {
-                self.trace.line(self.now_ms, format_args!("all settled"));
-                self.phase = Phase::Drain;
-            }
+            let info = trace.lease(issuance);
+            let finish_ms = match finishes.binary_search_by_key(&issuance, |&(i, _)| i) {
+                Ok(index) => finishes[index].1,
+                Err(_) => {
+                    let poison = self.poison[info.lease.seq as usize - 1];
+                    line.at_ms + healed_run(setup, poison).handler_ms
+                }
+            };
+            let current = finish_ms < info.lease.deadline_ms;
+            world.write(info.lease.group, info.lease.seq, current);
         }
-        self.oracle
-            .check_eventually_settled(&self.backend, "when the run ran out of events");
-        if let Some(first) = self.oracle.violations().first() {
-            return (format!("{} violated", first.invariant.id()), None);
-        }
-        ("all settled".to_string(), None)
-    }
-
-    fn all_settled(&self) -> bool {
-        let count = self.backend.event_count();
-        let groups = self.backend.group_count();
-        (0..groups).all(|g| self.backend.frontier(g) == count)
-            && (0..groups).all(|g| {
-                (1..=count).all(|seq| {
-                    use leasehold_model::Status;
-                    matches!(
-                        self.backend.status(g, seq).0,
-                        Status::Acked | Status::DeadLettered
-                    )
-                })
-            })
-    }
-
-    /// Ends the safety phase: no new faults, crashed workers restart, partitions end, clocks
-    /// are fixed.
-    fn heal(&mut self) {
-        self.phase = Phase::Liveness;
-        self.trace
-            .line(self.now_ms, format_args!("heal: faults stop"));
-        for worker in 0..self.workers.len() {
-            let w = &mut self.workers[worker];
-            w.partitioned_until_ms = 0;
-            w.offset_ms = 0;
-            w.drift_ppm = 0;
-            if w.crashed {
-                self.restart(worker);
-            }
+        let text = timeline::text(&trace);
+        RunOutcome {
+            seed: setup.seed,
+            violations,
+            end,
+            bound_hit,
+            steps,
+            sim_ms,
+            trace_hash: crate::trace::fnv1a64(text.as_bytes()),
+            trace: keep.then_some(text),
+            duplicate_runs,
+            duplicate_writes: world.duplicates(),
+            ghost_writes: world.ghost_writes(),
+            at_most_once_losses,
         }
     }
 
@@ -385,28 +340,17 @@ impl<'a, B: Backend> Sim<'a, B> {
 
     fn schedule_wake(&mut self, worker: usize, at_ms: Ms) {
         let w = &mut self.workers[worker];
-        w.wake_token += 1;
-        let token = w.wake_token;
+        w.token += 1;
+        let token = w.token;
         self.push(at_ms, Event::Wake { worker, token });
     }
 
     fn fault(&mut self, ratio: Ratio) -> bool {
-        self.phase == Phase::Safety && self.prng.faults.chance(ratio)
+        self.faults.chance(ratio)
     }
 
     fn net_fault(&mut self, ratio: Ratio) -> bool {
-        self.phase == Phase::Safety && self.prng.network.chance(ratio)
-    }
-
-    fn name(&self, worker: usize) -> &'a str {
-        &self.setup.worker_names[worker]
-    }
-
-    fn worker_clock_ms(&self, worker: usize) -> Ms {
-        let w = &self.workers[worker];
-        let now = self.now_ms as i64;
-        let drift = now.saturating_mul(w.drift_ppm) / 1_000_000;
-        now.saturating_add(w.offset_ms).saturating_add(drift).max(0) as Ms
+        self.network.chance(ratio)
     }
 
     /// Broker milliseconds for `ms` on the worker's drifting clock.
@@ -415,672 +359,263 @@ impl<'a, B: Backend> Sim<'a, B> {
         (ms.saturating_mul(1_000_000) / rate.max(1) as u64).max(1)
     }
 
+    /// Moves the worker's clock offset by its drift up to now.
+    fn sync_clock(&mut self, worker: usize) {
+        let w = &self.workers[worker];
+        if w.drift_ppm == 0 {
+            return;
+        }
+        let now = self.engine.now_ms() as i64;
+        let offset = w.offset_ms + now.saturating_mul(w.drift_ppm) / 1_000_000;
+        self.engine.set_clock_offset(worker, offset);
+    }
+
     fn latency_ms(&mut self) -> Ms {
         let f = &self.setup.faults;
         let (delay, delay_max, reorder, reorder_max) =
             (f.delay, f.delay_ms_max, f.reorder, f.reorder_ms_max);
         let mut ms = 1;
         if self.net_fault(delay) {
-            ms += self.prng.network.between(0, delay_max);
+            ms += self.network.between(0, delay_max);
         }
         if self.net_fault(reorder) {
-            ms += self.prng.network.between(0, reorder_max);
+            ms += self.network.between(0, reorder_max);
         }
         ms
     }
 
-    fn partitioned(&self, worker: usize) -> bool {
-        self.now_ms < self.workers[worker].partitioned_until_ms
+    /// How a settle from `worker` travels now.
+    fn delivery(&mut self, worker: usize) -> Delivery {
+        let f = &self.setup.faults;
+        let (unavailable, drop, lost_reply, duplicate) =
+            (f.unavailable, f.drop, f.lost_reply, f.duplicate);
+        let partitioned = self.engine.now_ms() < self.workers[worker].partitioned_until_ms;
+        let fault = if partitioned {
+            WireFault::Dropped
+        } else if self.fault(unavailable) {
+            WireFault::Unavailable
+        } else if self.net_fault(drop) {
+            WireFault::Dropped
+        } else if self.fault(lost_reply) {
+            WireFault::LostReply
+        } else {
+            WireFault::None
+        };
+        let duplicate_after_ms = if self.net_fault(duplicate) {
+            Some(self.latency_ms())
+        } else {
+            None
+        };
+        Delivery {
+            delay_ms: self.latency_ms(),
+            reply_delay_ms: self.latency_ms(),
+            fault,
+            duplicate_after_ms,
+        }
     }
 
-    /// Handles one event; false when the event was void (a superseded timer, a reply to a
-    /// worker that restarted) and is not a step.
+    /// One driver event; false when it was void (a superseded timer) and is not a step.
     fn handle(&mut self, event: Event) -> bool {
         match event {
             Event::Wake { worker, token } => {
-                if self.workers[worker].wake_token != token || self.workers[worker].crashed {
+                let w = &self.workers[worker];
+                if w.token != token || w.crashed {
                     return false;
                 }
-                self.wake(worker);
+                self.wake(worker)
             }
             Event::Restart { worker } => {
-                if !self.workers[worker].crashed {
-                    return false;
-                }
-                self.restart(worker);
+                self.workers[worker].crashed = false;
+                self.engine.restart(worker);
+                let now = self.engine.now_ms();
+                self.schedule_wake(worker, now);
+                true
             }
-            Event::Arrive {
-                worker,
-                incarnation,
-                req,
-                request,
-            } => self.arrive(worker, incarnation, req, request),
-            Event::Deliver {
-                worker,
-                incarnation,
-                req,
-                reply,
-            } => {
-                let w = &self.workers[worker];
-                if w.crashed || w.incarnation != incarnation {
-                    return false;
-                }
-                return self.deliver(worker, req, reply);
+        }
+    }
+
+    fn wake(&mut self, worker: usize) -> bool {
+        let now = self.engine.now_ms();
+        let f = &self.setup.faults;
+        let (crash, restart, partition, partition_max) =
+            (f.crash, f.broker_restart, f.partition, f.partition_ms_max);
+        self.sync_clock(worker);
+        if self.fault(crash) {
+            let downtime_max = self.setup.faults.crash_downtime_ms_max.max(1);
+            let downtime = self.faults.between(1, downtime_max);
+            let w = &mut self.workers[worker];
+            w.crashed = true;
+            w.job = None;
+            w.token += 1;
+            self.engine.crash(worker);
+            self.push(now + downtime, Event::Restart { worker });
+            return true;
+        }
+        let mut acted = false;
+        if self.fault(restart) {
+            self.engine.broker_restart();
+            acted = true;
+        }
+        if self.net_fault(partition) {
+            let ms = self.network.between(1, partition_max.max(1));
+            self.workers[worker].partitioned_until_ms = now + ms;
+        }
+        if let Some(job) = &self.workers[worker].job {
+            if now < job.end_ms {
+                return self.tend(worker) || acted;
             }
-            Event::Timeout {
-                worker,
-                incarnation,
-                req,
-            } => {
-                let w = &self.workers[worker];
-                if w.crashed || w.incarnation != incarnation {
-                    return false;
-                }
-                return self.timeout(worker, req);
-            }
-            Event::Expire => {
-                self.oracle.advance(self.now_ms);
-                let expired = self.backend.expire_due(self.now_ms);
-                if expired.is_empty() {
-                    return false;
-                }
-                for e in expired {
-                    let group = &self.setup.group_names[e.group];
-                    let dead = if e.dead_lettered {
-                        " → dead letter"
-                    } else {
-                        ""
+            self.workers[worker].job = None;
+        }
+        self.fetch(worker) || acted
+    }
+
+    /// A running handler: renew its lease when due.
+    fn tend(&mut self, worker: usize) -> bool {
+        let now = self.engine.now_ms();
+        let job = self.workers[worker].job.as_ref().expect("checked");
+        let (issuance, end_ms) = (job.issuance, job.end_ms);
+        let mut acted = false;
+        let mut next_renew = job.next_renew_ms;
+        if let Some(due) = next_renew {
+            if now >= due {
+                let held = self.engine.workers()[worker].held.contains(&issuance);
+                if held {
+                    let op = SettleOp::Renew {
+                        extend_ms: self.setup.lease_ms,
                     };
-                    self.trace.line(
-                        self.now_ms,
-                        format_args!("broker expires {} E{} {}{dead}", group, e.seq, e.lease_id),
-                    );
+                    let delivery = self.delivery(worker);
+                    self.engine.send(worker, issuance, None, op, delivery);
+                    acted = true;
+                    let every = self.worker_duration_ms(worker, self.setup.lease_ms / 2);
+                    next_renew = Some(now + every);
+                } else {
+                    next_renew = None;
                 }
             }
         }
+        let job = self.workers[worker].job.as_mut().expect("checked");
+        job.next_renew_ms = next_renew;
+        let wake = next_renew.map_or(end_ms, |r| r.min(end_ms));
+        self.schedule_wake(worker, wake);
+        acted
+    }
+
+    fn fetch(&mut self, worker: usize) -> bool {
+        let now = self.engine.now_ms();
+        let setup = self.setup;
+        let poll_ms = setup.workload.poll_ms.max(1);
+        if now < self.workers[worker].partitioned_until_ms {
+            let until = self.workers[worker].partitioned_until_ms;
+            self.schedule_wake(worker, until);
+            return false;
+        }
+        let w = &mut self.workers[worker];
+        let group = w.next_group;
+        w.next_group = (group + 1) % setup.group_names.len();
+        let f = &setup.faults;
+        let fault = if self.fault(f.unavailable) {
+            WireFault::Unavailable
+        } else if self.net_fault(f.drop) {
+            WireFault::Dropped
+        } else if self.fault(f.lost_reply) {
+            WireFault::LostReply
+        } else {
+            WireFault::None
+        };
+        let limit = setup.workload.fetch_limit.max(1) as usize;
+        let got = self
+            .engine
+            .fetch_with(worker, group, limit, None, &[], fault, false);
+        let leases = match got {
+            Ok(leases) if !leases.is_empty() => leases,
+            Ok(_) => {
+                // Idle: back off up to a lease between empty polls.
+                let w = &mut self.workers[worker];
+                w.idle_polls = (w.idle_polls + 1).min(16);
+                let wait = (poll_ms << w.idle_polls.min(8)).min(setup.lease_ms.max(poll_ms));
+                self.schedule_wake(worker, now + wait);
+                return false;
+            }
+            Err(_) => {
+                self.schedule_wake(worker, now + poll_ms);
+                return true;
+            }
+        };
+        self.workers[worker].idle_polls = 0;
+        let mut end_ms = now;
+        let mut next_renew_ms = None;
+        for &issuance in &leases {
+            let (run, renews) = self.draw_handler(worker, issuance);
+            let mut finish = now + run.handler_ms;
+            if self.fault(setup.faults.pause) {
+                let lease_ms = setup.lease_ms;
+                let ms = self
+                    .faults
+                    .between(lease_ms, setup.faults.pause_ms_max.max(lease_ms));
+                self.engine.pause(worker, ms);
+                finish = finish.max(now + ms);
+            }
+            let delivery = self.delivery(worker);
+            self.engine.handle(worker, issuance, run, delivery);
+            self.finishes.push((issuance, finish));
+            end_ms = end_ms.max(finish);
+            if renews {
+                let every = self.worker_duration_ms(worker, setup.lease_ms / 2);
+                next_renew_ms = Some(now + every);
+            }
+        }
+        self.workers[worker].job = Some(Job {
+            issuance: leases[0],
+            end_ms,
+            next_renew_ms,
+        });
+        let wake = next_renew_ms.map_or(end_ms, |r| r.min(end_ms));
+        self.schedule_wake(worker, wake);
         true
     }
 
-    fn restart(&mut self, worker: usize) {
-        let w = &mut self.workers[worker];
-        w.crashed = false;
-        self.trace
-            .line(self.now_ms, format_args!("{} restarts", self.name(worker)));
-        let now = self.now_ms;
-        self.schedule_wake(worker, now);
-    }
-
-    fn crash(&mut self, worker: usize) {
-        let w = &mut self.workers[worker];
-        w.crashed = true;
-        w.incarnation += 1;
-        w.wake_token += 1;
-        w.job = None;
-        w.backlog.clear();
-        w.fetch_req = None;
-        let downtime_max = self.setup.faults.crash_downtime_ms_max.max(1);
-        let downtime = self.prng.faults.between(1, downtime_max);
-        self.trace.line(
-            self.now_ms,
-            format_args!("{} crashes (down {downtime} ms)", self.name(worker)),
-        );
-        let at = self.now_ms + downtime;
-        self.push(at, Event::Restart { worker });
-    }
-
-    fn wake(&mut self, worker: usize) {
-        let now = self.now_ms;
-        if now < self.workers[worker].paused_until_ms {
-            let until = self.workers[worker].paused_until_ms;
-            self.schedule_wake(worker, until);
-            return;
-        }
-        let f = &self.setup.faults;
-        let (crash, partition, partition_max) = (f.crash, f.partition, f.partition_ms_max);
-        if self.fault(crash) {
-            self.crash(worker);
-            return;
-        }
-        if self.net_fault(partition) {
-            let ms = self.prng.network.between(1, partition_max.max(1));
-            self.workers[worker].partitioned_until_ms = now + ms;
-            self.trace.line(
-                now,
-                format_args!(
-                    "{} partitioned from the broker for {ms} ms",
-                    self.name(worker)
-                ),
-            );
-        }
-        let Some(job) = &self.workers[worker].job else {
-            if !self.workers[worker].backlog.is_empty() {
-                self.start_job(worker);
-            } else if self.workers[worker].fetch_req.is_none() && self.phase != Phase::Drain {
-                let w = &mut self.workers[worker];
-                let group = w.next_group;
-                w.next_group = (group + 1) % self.setup.group_names.len();
-                let req = self.send(worker, Request::Fetch { group });
-                self.workers[worker].fetch_req = Some(req);
-            }
-            return;
-        };
-        if job.finished {
-            return;
-        }
-        if now >= job.end_ms {
-            self.finish_handler(worker);
-            return;
-        }
-        let renew_due = job.renew_every_ms.is_some()
-            && now >= job.next_renew_ms
-            && job.renew_req.is_none()
-            && !job.lost;
-        if renew_due {
-            let (lease, issuance) = (job.lease.clone(), job.issuance);
-            let every = job.renew_every_ms.unwrap_or(Ms::MAX);
-            let op = SettleOp::Renew {
-                extend_ms: self.setup.lease_ms,
-            };
-            let req = self.send_settle(worker, lease, issuance, op);
-            let every = self.worker_duration_ms(worker, every);
-            let job = self.workers[worker].job.as_mut().expect("checked");
-            job.renew_req = Some(req);
-            job.next_renew_ms = now + every;
-        }
-        let job = self.workers[worker].job.as_ref().expect("checked");
-        let next = if job.renew_every_ms.is_some() && !job.lost && job.next_renew_ms > now {
-            job.end_ms.min(job.next_renew_ms)
-        } else {
-            // A renew still in flight: the next one is planned when its reply lands.
-            job.end_ms
-        };
-        self.schedule_wake(worker, next);
-    }
-
-    fn send_settle(
-        &mut self,
-        worker: usize,
-        lease: Lease,
-        issuance: Issuance,
-        op: SettleOp,
-    ) -> u64 {
-        let worker_clock_ms = self.worker_clock_ms(worker);
-        self.send(
-            worker,
-            Request::Settle {
-                lease,
-                issuance,
-                op,
-                worker_clock_ms,
-            },
-        )
-    }
-
-    fn send(&mut self, worker: usize, request: Request) -> u64 {
-        self.next_req += 1;
-        let req = self.next_req;
-        let now = self.now_ms;
-        let name = self.name(worker);
-        match &request {
-            Request::Fetch { group } => {
-                let group = &self.setup.group_names[*group];
-                self.trace
-                    .line(now, format_args!("{name} sends fetch {group} (r{req})"));
-            }
-            Request::Settle {
-                issuance,
-                op,
-                worker_clock_ms,
-                ..
-            } => self.trace.line(
-                now,
-                format_args!(
-                    "{name} sends {} {issuance} (r{req}, clock {worker_clock_ms})",
-                    op.name()
-                ),
-            ),
-        }
-        let drop = self.setup.faults.drop;
-        let incarnation = self.workers[worker].incarnation;
-        if self.partitioned(worker) || self.net_fault(drop) {
-            self.trace.line(now, format_args!("network drops r{req}"));
-        } else {
-            let duplicate = self.setup.faults.duplicate;
-            if self.net_fault(duplicate) {
-                let at = now + self.latency_ms();
-                self.trace
-                    .line(now, format_args!("network duplicates r{req}"));
-                let copy = request.clone();
-                self.push(
-                    at,
-                    Event::Arrive {
-                        worker,
-                        incarnation,
-                        req,
-                        request: copy,
-                    },
-                );
-            }
-            let at = now + self.latency_ms();
-            self.push(
-                at,
-                Event::Arrive {
-                    worker,
-                    incarnation,
-                    req,
-                    request,
-                },
-            );
-        }
-        let at = now + self.setup.workload.request_timeout_ms;
-        self.push(
-            at,
-            Event::Timeout {
-                worker,
-                incarnation,
-                req,
-            },
-        );
-        req
-    }
-
-    fn arrive(&mut self, worker: usize, incarnation: u32, req: u64, request: Request) {
-        let now = self.now_ms;
-        self.oracle.advance(now);
-        let f = &self.setup.faults;
-        let (restart, unavailable, lost_reply) = (f.broker_restart, f.unavailable, f.lost_reply);
-        if self.fault(restart) {
-            self.backend.restart();
-            self.trace.line(now, format_args!("broker restarts"));
-        }
-        let reply = if self.fault(unavailable) {
-            self.trace
-                .line(now, format_args!("broker unavailable for r{req}"));
-            match request {
-                Request::Fetch { .. } => Reply::Fetched(Err(SettleError::BackendUnavailable)),
-                Request::Settle { .. } => Reply::Settled(Err(SettleError::BackendUnavailable)),
-            }
-        } else {
-            match request {
-                Request::Fetch { group } => self.broker_fetch(req, group),
-                Request::Settle {
-                    lease,
-                    issuance,
-                    op,
-                    worker_clock_ms,
-                } => self.broker_settle(req, lease, issuance, op, worker_clock_ms),
-            }
-        };
-        if matches!(reply, Reply::Settled(_)) && self.fault(lost_reply) {
-            self.trace.line(now, format_args!("reply to r{req} lost"));
-            return;
-        }
-        let drop = self.setup.faults.drop;
-        if self.partitioned(worker) || self.net_fault(drop) {
-            self.trace
-                .line(now, format_args!("network drops the reply to r{req}"));
-            return;
-        }
-        let at = now + self.latency_ms();
-        self.push(
-            at,
-            Event::Deliver {
-                worker,
-                incarnation,
-                req,
-                reply,
-            },
-        );
-    }
-
-    fn broker_fetch(&mut self, req: u64, group: GroupIx) -> Reply {
-        let now = self.now_ms;
-        let limit = self.setup.workload.fetch_limit.max(1) as usize;
-        let result = self.backend.fetch(group, limit, now, None);
-        let leases = match result {
-            Ok(leases) => leases,
-            Err(error) => {
-                self.trace
-                    .line(now, format_args!("broker r{req} fetch → {error}"));
-                return Reply::Fetched(Err(error));
-            }
-        };
-        let mut issued = Vec::with_capacity(leases.len());
-        for lease in leases {
-            let issuance = self.oracle.fetched(&lease, now, self.setup.lease_ms);
-            self.trace.line(
-                now,
-                format_args!(
-                    "broker r{req} leases {} E{} → {issuance} {} attempt {} until {}",
-                    self.setup.group_names[group],
-                    lease.seq,
-                    lease.lease_id,
-                    lease.attempt,
-                    lease.deadline_ms
-                ),
-            );
-            self.push(lease.deadline_ms, Event::Expire);
-            issued.push((lease, issuance));
-        }
-        if issued.is_empty() {
-            self.trace
-                .line(now, format_args!("broker r{req} fetch → empty"));
-        }
-        Reply::Fetched(Ok(issued))
-    }
-
-    fn broker_settle(
-        &mut self,
-        req: u64,
-        lease: Lease,
-        issuance: Issuance,
-        op: SettleOp,
-        worker_clock_ms: Ms,
-    ) -> Reply {
-        let now = self.now_ms;
-        let request = SettleRequest {
-            lease,
-            op,
-            worker_clock_ms,
-        };
-        let result = self.backend.settle(&request, now);
-        self.oracle
-            .settled(issuance, &request.op, result.is_ok(), now);
-        let verdict = match &result {
-            Ok(_) => "ok".to_string(),
-            Err(error) => error.to_string(),
-        };
-        self.trace.line(
-            now,
-            format_args!(
-                "broker r{req} {} {issuance} E{} → {verdict}",
-                request.op.name(),
-                request.lease.seq
-            ),
-        );
-        if let Ok(Some(renewed)) = &result {
-            self.push(renewed.deadline_ms, Event::Expire);
-        }
-        Reply::Settled(result)
-    }
-
-    fn deliver(&mut self, worker: usize, req: u64, reply: Reply) -> bool {
-        let now = self.now_ms;
-        match reply {
-            Reply::Fetched(result) => {
-                if self.workers[worker].fetch_req != Some(req) {
-                    return false;
-                }
-                self.workers[worker].fetch_req = None;
-                let poll_ms = self.setup.workload.poll_ms;
-                match result {
-                    Ok(leases) if !leases.is_empty() => {
-                        self.workers[worker].backlog.extend(leases);
-                        self.schedule_wake(worker, now);
-                    }
-                    _ => self.schedule_wake(worker, now + poll_ms),
-                }
-                true
-            }
-            Reply::Settled(result) => {
-                let Some(job) = self.workers[worker].job.as_mut() else {
-                    return false;
-                };
-                if job.renew_req == Some(req) {
-                    job.renew_req = None;
-                    let wake_ms = job.end_ms.min(job.next_renew_ms.max(now));
-                    match result {
-                        Ok(Some(lease)) => job.lease = lease,
-                        Ok(None) => {}
-                        Err(error) => {
-                            let action = classify(&error, self.setup.variant);
-                            if action == ErrorAction::Drop {
-                                job.lost = true;
-                            }
-                            let name = self.name(worker);
-                            self.trace.line(
-                                now,
-                                format_args!("{name} renew failed: {error} → {action:?}"),
-                            );
-                        }
-                    }
-                    self.schedule_wake(worker, wake_ms);
-                    return true;
-                }
-                let Some((settle_req, op)) = job.settle_req.clone() else {
-                    return false;
-                };
-                if settle_req != req {
-                    return false;
-                }
-                job.settle_req = None;
-                match result {
-                    Ok(_) => self.pump(worker),
-                    Err(error) => self.settle_failed(worker, &op, error),
-                }
-                true
-            }
-        }
-    }
-
-    fn timeout(&mut self, worker: usize, req: u64) -> bool {
-        let now = self.now_ms;
-        let w = &mut self.workers[worker];
-        if w.fetch_req == Some(req) {
-            w.fetch_req = None;
-            self.trace.line(
-                now,
-                format_args!("{} gives up r{req} (no reply)", self.name(worker)),
-            );
-            self.schedule_wake(worker, now);
-            return true;
-        }
-        let Some(job) = w.job.as_mut() else {
-            return false;
-        };
-        if job.renew_req == Some(req) {
-            job.renew_req = None;
-            let wake_ms = job.end_ms.min(job.next_renew_ms.max(now));
-            self.schedule_wake(worker, wake_ms);
-            return true;
-        }
-        match job.settle_req.clone() {
-            Some((settle_req, op)) if settle_req == req => {
-                job.settle_req = None;
-                let error = SettleError::Ambiguous("no reply".to_string());
-                self.settle_failed(worker, &op, error);
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn settle_failed(&mut self, worker: usize, op: &SettleOp, error: SettleError) {
-        let action = classify(&error, self.setup.variant);
-        let name = self.name(worker);
-        self.trace.line(
-            self.now_ms,
-            format_args!("{name} {} failed: {error} → {action:?}", op.name()),
-        );
-        let job = self.workers[worker]
-            .job
-            .as_mut()
-            .expect("a settle has a job");
-        job.settles.clear();
-        if action == ErrorAction::Nack && !job.nacked && !matches!(op, SettleOp::Nack { .. }) {
-            job.nacked = true;
-            job.settles.push_back(SettleOp::Nack {
-                delay_ms: 0,
-                reason: Some(error.name().to_string()),
-            });
-        }
-        self.pump(worker);
-    }
-
-    /// Sends the job's next settle, or ends the job when nothing is left to send.
-    fn pump(&mut self, worker: usize) {
-        let job = self.workers[worker].job.as_mut().expect("pump has a job");
-        if job.settle_req.is_some() {
-            return;
-        }
-        if let Some(op) = job.settles.pop_front() {
-            let (lease, issuance) = (job.lease.clone(), job.issuance);
-            let req = self.send_settle(worker, lease, issuance, op.clone());
-            let job = self.workers[worker].job.as_mut().expect("pump has a job");
-            job.settle_req = Some((req, op));
-        } else if job.finished {
-            self.workers[worker].job = None;
-            let now = self.now_ms;
-            self.schedule_wake(worker, now);
-        }
-    }
-
-    fn start_job(&mut self, worker: usize) {
-        let now = self.now_ms;
-        let (lease, issuance) = self.workers[worker].backlog.pop_front().expect("checked");
+    /// The handler's behaviour for one delivery: poison, slow, long (renewing) or normal; its
+    /// outcome; a correct manual handler's `ack()`.
+    fn draw_handler(&mut self, worker: usize, issuance: Issuance) -> (HandlerRun, bool) {
         let setup = self.setup;
         let (w, f) = (&setup.workload, &setup.faults);
         let lease_ms = setup.lease_ms;
-        self.oracle.handler_started(issuance);
-        let poison = self.poison[lease.seq as usize - 1];
-        let (duration, renews, kind) = if poison {
-            let ms = lease_ms + self.prng.handler.between(1, lease_ms.max(1));
-            (ms, false, "hangs (poison)")
+        let seq = self.engine.trace().lease(issuance).lease.seq;
+        let (handler_ms, renews) = if self.poison[seq as usize - 1] {
+            (lease_ms + self.handler.between(1, lease_ms.max(1)), false)
         } else if self.fault(f.slow_handler) {
-            let ms = self
-                .prng
-                .faults
-                .between(lease_ms, f.slow_handler_ms_max.max(lease_ms));
-            (ms, false, "slow")
-        } else if self.prng.handler.chance(w.long_handler) {
-            let ms = self.prng.handler.between(lease_ms / 2, 3 * lease_ms);
-            (ms, w.renew, "long")
+            let max = f.slow_handler_ms_max.max(lease_ms);
+            (self.faults.between(lease_ms, max), false)
+        } else if self.handler.chance(w.long_handler) {
+            (self.handler.between(lease_ms / 2, 3 * lease_ms), w.renew)
         } else {
-            (
-                self.prng.handler.between(1, w.handler_ms_max.max(1)),
-                false,
-                "",
-            )
+            (self.handler.between(1, w.handler_ms_max.max(1)), false)
         };
         let outcome = if self.fault(f.handler_error) {
             Outcome::Error {
                 kind: "HandlerError".to_string(),
                 text: String::new(),
             }
-        } else if self.prng.handler.chance(w.outcome_ack) {
+        } else if self.handler.chance(w.outcome_ack) {
             Outcome::Ack
-        } else if self.prng.handler.chance(w.outcome_nack) {
+        } else if self.handler.chance(w.outcome_nack) {
             Outcome::Nack(String::new())
-        } else if self.prng.handler.chance(w.outcome_reject) {
+        } else if self.handler.chance(w.outcome_reject) {
             Outcome::Reject("unprocessable".to_string())
         } else {
             Outcome::Ok
         };
-        // A correct manual handler acks when its work is done.
         let calls = if setup.policy == AckPolicy::Manual && outcome == Outcome::Ok {
             vec![HandleCall::Ack]
         } else {
             Vec::new()
         };
-        let actions = decide(setup.policy, &calls, &outcome);
-        let mut end_ms = now + self.worker_duration_ms(worker, duration);
-        if self.fault(f.pause) {
-            let ms = self
-                .prng
-                .faults
-                .between(lease_ms, f.pause_ms_max.max(lease_ms));
-            self.workers[worker].paused_until_ms = now + ms;
-            end_ms += ms;
-            self.trace.line(
-                now,
-                format_args!("{} pauses for {ms} ms", self.name(worker)),
-            );
-        }
-        let renew_every_ms = renews.then_some((lease_ms / 2).max(1));
-        let next_renew_ms = now + self.worker_duration_ms(worker, (lease_ms / 2).max(1));
-        self.trace.line(
-            now,
-            format_args!(
-                "{} handles {issuance} E{} {} for {duration} ms{}{} → {}",
-                self.name(worker),
-                lease.seq,
-                setup.group_names[lease.group],
-                if kind.is_empty() { "" } else { ", " },
-                kind,
-                outcome_name(&outcome)
-            ),
-        );
-        let before = actions
-            .iter()
-            .filter(|a| a.when == When::Before)
-            .map(|a| a.op.clone())
-            .collect();
-        let after = actions
-            .into_iter()
-            .filter(|a| a.when != When::Before)
-            .map(|a| a.op)
-            .collect();
-        self.workers[worker].job = Some(Job {
-            lease,
-            issuance,
+        let handler_ms = self.worker_duration_ms(worker, handler_ms);
+        let run = HandlerRun {
             outcome,
-            after,
-            end_ms,
-            finished: false,
-            renew_every_ms,
-            next_renew_ms,
-            renew_req: None,
-            lost: false,
-            settles: before,
-            settle_req: None,
-            nacked: false,
-        });
-        let next = if renew_every_ms.is_some() {
-            end_ms.min(next_renew_ms)
-        } else {
-            end_ms
+            calls,
+            handler_ms,
         };
-        self.schedule_wake(worker, next);
-        self.pump(worker);
-    }
-
-    fn finish_handler(&mut self, worker: usize) {
-        let now = self.now_ms;
-        let job = self.workers[worker].job.as_mut().expect("checked");
-        job.finished = true;
-        let success = job.outcome.is_success();
-        let (group, seq, issuance) = (job.lease.group, job.lease.seq, job.issuance);
-        let current = !job.lost && now < job.lease.deadline_ms;
-        if !job.lost {
-            let after = std::mem::take(&mut job.after);
-            job.settles.extend(after);
-        }
-        let lost = job.lost;
-        self.oracle.handler_finished(issuance, success);
-        if success {
-            self.world.write(group, seq, current);
-        }
-        let name = self.name(worker);
-        let ghost = if success && !current {
-            " (ghost write)"
-        } else {
-            ""
-        };
-        let lost = if lost { ", lease lost: no settle" } else { "" };
-        self.trace.line(
-            now,
-            format_args!("{name} handler {issuance} done{ghost}{lost}"),
-        );
-        self.pump(worker);
-    }
-}
-
-fn outcome_name(outcome: &Outcome) -> &'static str {
-    match outcome {
-        Outcome::Ok => "ok",
-        Outcome::Error { .. } => "error",
-        Outcome::Ack => "AckMessage",
-        Outcome::Nack(_) => "NackMessage",
-        Outcome::Reject(_) => "RejectMessage",
+        (run, renews)
     }
 }

@@ -141,6 +141,7 @@ pub fn scenario_of(setup: &Setup, violated: Option<&str>, note: Option<String>) 
             max_attempts: setup.max_attempts,
             ack_policy: setup.policy.name().to_string(),
             clock_offset_ms,
+            expiry: None,
         },
         seed: Some(setup.seed),
         workload: Some(setup.workload.clone()),

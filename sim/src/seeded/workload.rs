@@ -53,7 +53,7 @@ impl Workload {
         let lease_ms = lease_ms.max(1);
         Workload {
             handler_ms_max: (lease_ms / 5).max(1),
-            long_handler: Ratio::new(1, 10),
+            long_handler: Ratio::new(1, 5),
             outcome_ack: Ratio::new(1, 50),
             outcome_nack: Ratio::new(1, 50),
             outcome_reject: Ratio::new(1, 100),
