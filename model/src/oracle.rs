@@ -409,7 +409,21 @@ impl Oracle {
 
     fn observe_record(&mut self, view: &impl BrokerView, group: GroupIx, seq: Seq) {
         let (status, reason) = view.status(group, seq);
-        let record = self.ghost(group, seq).expect("published").clone();
+        let record = self.ghost(group, seq).expect("published");
+        // The common case, checked without allocating: the broker agrees with the ghost.
+        let agrees = match (&record.settled, status) {
+            (None, Status::Available | Status::Leased) | (Some(Final::Acked), Status::Acked) => {
+                true
+            }
+            (Some(Final::DeadLettered(kept)), Status::DeadLettered) => {
+                reason.as_deref() == Some(kept.as_str())
+            }
+            _ => false,
+        };
+        if agrees {
+            return;
+        }
+        let record = record.clone();
         let what = format!("event {seq} of group {group}");
         match (&record.settled, status) {
             (_, Status::Dropped) => {
