@@ -985,6 +985,11 @@ impl<B: Backend> Engine<B> {
         self.line(Some(worker), LineKind::Restarted);
     }
 
+    /// Sets `worker`'s clock offset from now on (a driver models drift by moving it).
+    pub fn set_clock_offset(&mut self, worker: WorkerIx, clock_offset_ms: i64) {
+        self.workers[worker].clock_offset_ms = clock_offset_ms;
+    }
+
     /// `worker` stalls for `for_ms` (a GC pause): replies and handler completions wait.
     pub fn pause(&mut self, worker: WorkerIx, for_ms: Ms) {
         let until_ms = self.now_ms.saturating_add(for_ms);

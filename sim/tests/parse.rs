@@ -329,3 +329,33 @@ proptest! {
         let _ = parse(&src, "fuzz.toml");
     }
 }
+
+/// The engines write findings with the `Scenario` types: a serialized scenario parses back to
+/// the same script and replays to the same timeline.
+#[test]
+fn every_scenario_file_round_trips_through_the_types() {
+    use leasehold_model::Broker;
+    use leasehold_sim::scenario::Scenario;
+    use leasehold_sim::script;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&path).unwrap();
+        let name = path.display().to_string();
+        let scenario: Scenario = toml::from_str(&src).unwrap();
+        let written = toml::to_string(&scenario).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let again = parse(&written, &name).unwrap_or_else(|e| panic!("{e}\n{written}"));
+        let original = parse(&src, &name).unwrap();
+        assert_eq!(again.scenario, original.scenario, "{name}");
+        let run = |s: &leasehold_sim::script::Script| {
+            script::run(s, Broker::new(s.setup.broker_config())).timeline
+        };
+        assert_eq!(run(&again), run(&original), "{name}");
+        count += 1;
+    }
+    assert!(count >= 20);
+}
