@@ -169,6 +169,20 @@ fn fenced_under_a_swarm_of_200_seeds_breaks_nothing() {
 }
 
 #[test]
+fn every_ack_policy_holds_on_fenced_under_a_swarm() {
+    for policy in AckPolicy::ALL {
+        let mut c = campaign(Variant::Fenced, 0..60, true, 2);
+        c.template.policy = policy;
+        let summary = c.run(&|_| {});
+        assert_eq!(
+            summary.failures,
+            Default::default(),
+            "{policy}: {summary:?}"
+        );
+    }
+}
+
+#[test]
 fn ack_first_losses_are_the_policy_guarantee_not_a_failure() {
     let mut c = campaign(Variant::Fenced, 0..40, false, 1);
     c.template.policy = AckPolicy::AckFirst;
