@@ -5,7 +5,7 @@
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::seeded_file::{
-    parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
+    check_expect, parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
 };
 use leasehold_sim::seeded::shrink::{breaks, shrink, size};
 use leasehold_sim::seeded::{BackendKind, FaultPlan, Ratio, Setup, Workload};
@@ -23,6 +23,7 @@ fn template(variant: Variant) -> Setup {
         max_attempts: 3,
         policy: AckPolicy::NackOnError,
         clock_offset_ms: vec![None; 3],
+        expiry: Default::default(),
         workload: Workload::for_lease(LEASE_MS),
         faults: FaultPlan::for_lease(LEASE_MS),
     }
@@ -121,6 +122,12 @@ fn a_saved_failing_seed_replays_to_the_same_violation() {
     assert_eq!(replayed.violations, violations);
     assert_eq!(replayed.trace, original.trace);
     assert_eq!(replayed.trace_hash, original.trace_hash);
+    // The file's [expect] matches; a different expectation does not.
+    assert_eq!(check_expect(&scenario, &replayed), Vec::<String>::new());
+    let mut other = scenario.clone();
+    other.expect.as_mut().unwrap().violated = Some("I5".to_string());
+    let not_i5 = !replayed.violations.iter().any(|v| v.invariant.id() == "I5");
+    assert_eq!(check_expect(&other, &replayed).len(), usize::from(not_i5));
 }
 
 #[test]

@@ -10,7 +10,7 @@ use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::scenario::Scenario;
 use leasehold_sim::seeded::campaign::{Campaign, Summary};
 use leasehold_sim::seeded::seeded_file::{
-    parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
+    check_expect, parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
 };
 use leasehold_sim::seeded::{BackendKind, Fault, FaultPlan, Ratio, RunOutcome, Setup, Workload};
 use std::io::IsTerminal;
@@ -217,6 +217,7 @@ pub fn template(args: &Options) -> Result<Setup, UserError> {
         max_attempts: args.max_attempts,
         policy,
         clock_offset_ms: vec![None; args.workers as usize],
+        expiry: Default::default(),
         workload,
         faults,
     })
@@ -341,24 +342,19 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
     let started = Instant::now();
     let outcome = run_setup(&setup, backend, args.trace);
     let wall = started.elapsed();
-    let status = report_one(args, &header, &setup, &outcome, wall, "")?;
+    report_one(args, &header, &setup, &outcome, wall, "")?;
     // A file's [expect] decides the status, as for `replay`.
-    Ok(
-        match scenario.expect.as_ref().and_then(|e| e.violated.as_deref()) {
-            Some(id) => {
-                let found = outcome
-                    .violations
-                    .iter()
-                    .any(|v| Some(v.invariant) == Invariant::parse(id));
-                if found {
-                    Status::Ok
-                } else {
-                    Status::Failed
-                }
-            }
-            None => status,
-        },
-    )
+    let mismatches = check_expect(&scenario, &outcome);
+    if !args.json {
+        for mismatch in &mismatches {
+            println!("mismatch: {mismatch}");
+        }
+    }
+    Ok(if mismatches.is_empty() {
+        Status::Ok
+    } else {
+        Status::Failed
+    })
 }
 
 /// Reads a scenario file; a parse error is one line naming the file.

@@ -187,6 +187,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             )
         };
         engine_setup.clock_offset_ms = workers.iter().map(|w| w.offset_ms).collect();
+        engine_setup.expiry = setup.expiry;
         let mut engine = Engine::new(backend, engine_setup);
         engine.publish_initial(setup.events);
         Driver {
