@@ -547,7 +547,8 @@ impl BrokerView for Broker {
     }
 
     fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
-        self.record(group, seq).map_or(Status::Dropped, Record::status)
+        self.record(group, seq)
+            .map_or(Status::Dropped, Record::status)
     }
 
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {

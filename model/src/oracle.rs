@@ -486,7 +486,9 @@ impl Oracle {
             };
             if let Some(seq) = unsettled {
                 self.fail_with(Invariant::I4, || {
-                    format!("frontier of group {group} is {frontier} but event {seq} is not settled")
+                    format!(
+                        "frontier of group {group} is {frontier} but event {seq} is not settled"
+                    )
                 });
             }
             self.frontier[group] = frontier;

@@ -283,7 +283,10 @@ fn reject_dead_letters_at_once_with_its_reason_and_is_final() {
     // Every later settle by the same lease is stale and changes nothing.
     assert_eq!(broker.ack(&l1, 20), Err(SettleError::StaleLease));
     assert_eq!(broker.nack(&l1, 20, 0), Err(SettleError::StaleLease));
-    assert_eq!(broker.reject(&l1, 20, "other"), Err(SettleError::StaleLease));
+    assert_eq!(
+        broker.reject(&l1, 20, "other"),
+        Err(SettleError::StaleLease)
+    );
     assert_eq!(broker.renew(&l1, 20, 1_000), Err(SettleError::StaleLease));
     assert_eq!(broker.record(0, 1), Some(&dead("unknown customer")));
 }
@@ -308,11 +311,17 @@ fn renew_extends_the_deadline_with_the_same_lease_id() {
 fn an_expired_lease_cannot_be_renewed() {
     let mut broker = one_event(Variant::Fenced, 3);
     let l1 = fetch_one(&mut broker, 0);
-    assert_eq!(broker.renew(&l1, 30_000, 30_000), Err(SettleError::StaleLease));
+    assert_eq!(
+        broker.renew(&l1, 30_000, 30_000),
+        Err(SettleError::StaleLease)
+    );
     assert_eq!(broker.record(0, 1), Some(&leased(&l1)));
     // Nor once the event was leased again.
     let l2 = fetch_one(&mut broker, 30_000);
-    assert_eq!(broker.renew(&l1, 30_001, 30_000), Err(SettleError::StaleLease));
+    assert_eq!(
+        broker.renew(&l1, 30_001, 30_000),
+        Err(SettleError::StaleLease)
+    );
     assert_eq!(broker.record(0, 1), Some(&leased(&l2)));
 }
 

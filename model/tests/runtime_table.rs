@@ -3,7 +3,7 @@
 
 use leasehold_model::broker::{Broker, BrokerConfig};
 use leasehold_model::runtime::{
-    classify, decide, max_attempts_for_retries, Action, AckPolicy, ErrorAction, HandleCall,
+    classify, decide, max_attempts_for_retries, AckPolicy, Action, ErrorAction, HandleCall,
     Outcome, When,
 };
 use leasehold_model::types::{Record, SettleError, SettleOp};
@@ -335,7 +335,11 @@ fn the_policy_table_without_handle_calls() {
         (AckPolicy::Manual, &boom, after(nack_boom)),
     ];
     for (policy, outcome, expected) in cases {
-        assert_eq!(decide(policy, &[], outcome), expected, "{policy} {outcome:?}");
+        assert_eq!(
+            decide(policy, &[], outcome),
+            expected,
+            "{policy} {outcome:?}"
+        );
     }
 }
 
@@ -386,7 +390,10 @@ fn settle_errors_are_classified_as_rheos_table() {
             ErrorAction::LeaveToExpire,
         ),
         (SettleError::Failed("disk".to_string()), ErrorAction::Nack),
-        (SettleError::Invalid("limit 0".to_string()), ErrorAction::Nack),
+        (
+            SettleError::Invalid("limit 0".to_string()),
+            ErrorAction::Nack,
+        ),
     ];
     for variant in Variant::ALL.iter().copied() {
         for (error, expected) in &classes {
@@ -477,11 +484,7 @@ fn policy_table(variant: Variant) -> String {
             (vec![], boom)
         };
         let calls = run_runtime(&mut broker, policy, &mut always_raises);
-        let pending = broker
-            .records(0)
-            .iter()
-            .filter(|r| !r.is_settled())
-            .count();
+        let pending = broker.records(0).iter().filter(|r| !r.is_settled()).count();
         let dlq = dead_letters(&broker);
         writeln!(
             out,
