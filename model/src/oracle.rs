@@ -230,18 +230,20 @@ impl Oracle {
             return issuance;
         }
         let record = self.ghost(group, seq).expect("checked");
-        if let Some(settled) = &record.settled {
-            let detail = format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}");
+        let redelivered = record.settled.as_ref().map(|settled| {
+            format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}")
+        });
+        let other = record.live.first().copied();
+        let deliveries = record.deliveries + 1;
+        if let Some(detail) = redelivered {
             self.fail(Invariant::I3, detail);
         }
-        let record = self.ghost(group, seq).expect("checked");
-        if let Some(&other) = record.live.first() {
+        if let Some(other) = other {
             let detail = format!(
                 "{issuance} issued for event {seq} of group {group} while {other} is unexpired"
             );
             self.fail(Invariant::I2, detail);
         }
-        let deliveries = self.ghost(group, seq).expect("checked").deliveries + 1;
         let max_attempts = self.config.max_attempts;
         if deliveries > max_attempts || lease.attempt > max_attempts {
             let detail = format!(
