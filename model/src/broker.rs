@@ -299,14 +299,21 @@ impl Broker {
         now_ms: Ms,
     ) -> Result<(), SettleError> {
         let lease = &request.lease;
-        let accepted = match self.config.variant.fence(&request.op) {
-            Fence::LeaseId => match record {
+        let fence = self.config.variant.fence(&request.op);
+        // The clock the deadline is checked against: the broker's own, except in the
+        // `worker-clock-expiry` mutant, which trusts the time the worker reports.
+        let clock_ms = match fence {
+            Fence::WorkerClock => request.worker_clock_ms,
+            _ => now_ms,
+        };
+        let accepted = match fence {
+            Fence::LeaseId | Fence::WorkerClock => match record {
                 Record::Leased {
                     lease_id,
                     deadline_ms,
                     receipt,
                     ..
-                } if *lease_id == lease.lease_id && now_ms < *deadline_ms => {
+                } if *lease_id == lease.lease_id && clock_ms < *deadline_ms => {
                     if *receipt != lease.receipt {
                         return Err(SettleError::ReceiptMismatch);
                     }
@@ -327,11 +334,6 @@ impl Broker {
                 pending
             }
             Fence::None => true,
-            Fence::WorkerClock => {
-                !record.is_settled()
-                    && *record != Record::Dropped
-                    && request.worker_clock_ms < lease.deadline_ms
-            }
         };
         if accepted {
             Ok(())

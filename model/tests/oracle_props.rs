@@ -426,7 +426,12 @@ fn volatile_ack_breaks_i4() {
 
 #[test]
 fn worker_clock_expiry_breaks_i1() {
-    caught_as_declared(Variant::WorkerClockExpiry);
+    let ops = caught_as_declared(Variant::WorkerClockExpiry);
+    assert!(
+        ops.iter()
+            .any(|op| matches!(op, Op::Skew { offset_ms, .. } if *offset_ms < 0)),
+        "only a clock running behind exposes it: {ops:?}"
+    );
 }
 
 #[test]
@@ -481,8 +486,8 @@ fn every_variant_expected_to_break_is_searched() {
 
 #[test]
 fn worker_clock_expiry_trusts_a_skewed_clock() {
-    // The mechanism under clock skew alone: a worker whose clock runs 100 ms behind acks
-    // after its lease expired and the event was leased again.
+    // A worker whose clock runs 100 ms behind acks 10 ms after its lease expired on the
+    // broker's clock: the mutant takes it.
     let ops = [
         Op::Publish,
         Op::Fetch {
@@ -494,10 +499,6 @@ fn worker_clock_expiry_trusts_a_skewed_clock() {
             offset_ms: -100,
         },
         Op::Advance { ms: LEASE_MS + 10 },
-        Op::Fetch {
-            worker: 1,
-            group: 0,
-        },
         Op::Settle {
             worker: 0,
             lease: 0,
@@ -515,6 +516,35 @@ fn worker_clock_expiry_trusts_a_skewed_clock() {
         fenced.violations().is_empty(),
         "{}",
         describe(&ops, &fenced)
+    );
+    // Without skew the mutant is the reference; with the clock ahead it only refuses more.
+    for offset_ms in [0, 100] {
+        let mut ops = ops.clone();
+        ops[2] = Op::Skew {
+            worker: 0,
+            offset_ms,
+        };
+        let mutant = Driver::run(Variant::WorkerClockExpiry, &ops);
+        assert!(
+            mutant.violations().is_empty(),
+            "{}",
+            describe(&ops, &mutant)
+        );
+    }
+    // It still checks the lease id: once the event is leased again, the old lease is stale.
+    let mut driver = Driver::new(Variant::WorkerClockExpiry);
+    for op in &ops[..4] {
+        driver.step(op);
+    }
+    driver.step(&Op::Fetch {
+        worker: 1,
+        group: 0,
+    });
+    let (_, old) = driver.held[0][0].clone();
+    let ack = SettleRequest::new(&old, SettleOp::Ack, 0);
+    assert_eq!(
+        driver.broker.settle(&ack, driver.now_ms),
+        Err(SettleError::StaleLease)
     );
 }
 
