@@ -464,6 +464,36 @@ impl Broker {
         })
     }
 
+    /// The untimed model's passage of time over one lease: the deadline of the armed lease on
+    /// (group, seq) becomes `now_ms`, so the lease is no longer valid (valid while
+    /// `now < deadline`) and the broker expires it at its next `expire_due` (lazily, on the next
+    /// fetch). Returns whether there was such a lease.
+    pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> bool {
+        let Some(Record::Leased {
+            deadline_ms,
+            armed: true,
+            ..
+        }) = self
+            .records
+            .get_mut(group)
+            .and_then(|records| records.get_mut((seq as usize).checked_sub(1)?))
+        else {
+            return false;
+        };
+        *deadline_ms = (*deadline_ms).min(now_ms);
+        true
+    }
+
+    /// The untimed model's "time may pass before a fetch": every delayed available record
+    /// becomes eligible now (`not_before_ms` ≤ `now_ms`).
+    pub fn release_delays(&mut self, now_ms: Ms) {
+        for record in self.records.iter_mut().flatten() {
+            if let Record::Available { not_before_ms, .. } = record {
+                *not_before_ms = (*not_before_ms).min(now_ms);
+            }
+        }
+    }
+
     /// Whether (group, seq) holds a lease the broker will expire.
     pub fn has_armed_lease(&self, group: GroupIx, seq: Seq) -> bool {
         matches!(
