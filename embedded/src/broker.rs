@@ -156,18 +156,19 @@ impl EmbeddedBroker {
     /// Appends an event; every group gets an `Available { attempts: 0 }` record. Wakes blocked
     /// fetchers.
     pub fn publish(&self) -> Seq {
+        let notifies_early = self.notifies_early();
+        if notifies_early {
+            self.notify(); // Planted bug: a waiter may look before the event exists.
+        }
         let gates: Vec<_> = self.gates.iter().map(write).collect();
         let seq = self.event_count.load(Ordering::SeqCst) + 1;
         assert!(seq < Seq::MAX, "the stream is full");
         self.store.reserve(seq);
-        if self.notifies_early() {
-            self.notify(); // Planted bug: the waiter may look before the event exists.
-            self.event_count.store(seq, Ordering::SeqCst);
-            return seq;
-        }
         self.event_count.store(seq, Ordering::SeqCst);
         drop(gates);
-        self.notify();
+        if !notifies_early {
+            self.notify();
+        }
         seq
     }
 
