@@ -9,6 +9,24 @@
 //!   expiry, the committed frontier; `&self` everywhere, `Send + Sync`.
 //! * [`backend`] — [`EmbeddedBackend`]: the broker as a `Backend` for the scenario executor and
 //!   the simulator.
+//!
+//! ```
+//! use leasehold_embedded::{EmbeddedBroker, ManualClock};
+//! use leasehold_model::{BrokerConfig, BrokerView, SettleError, Variant};
+//! use std::sync::Arc;
+//!
+//! let config = BrokerConfig { group_count: 1, lease_ms: 100, max_attempts: 3, variant: Variant::Fenced };
+//! let clock = Arc::new(ManualClock::new(0));
+//! let broker = EmbeddedBroker::new(&config, clock.clone()).unwrap();
+//! broker.publish();
+//! let first = broker.fetch(0, 1, None).unwrap().remove(0);
+//! clock.advance(100); // the lease expires at its deadline
+//! let second = broker.fetch(0, 1, None).unwrap().remove(0);
+//! assert_eq!(second.attempt, 2);
+//! assert_eq!(broker.ack(&first), Err(SettleError::StaleLease)); // a stale token is a no
+//! broker.ack(&second).unwrap();
+//! assert_eq!(broker.frontier(0), 1);
+//! ```
 #![deny(missing_docs)]
 
 pub mod backend;
