@@ -116,9 +116,9 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// Builds a fresh, fully published queue for one run.
-type MakeQueue = dyn Fn() -> Arc<dyn Queue>;
+type MakeQueue<'a> = dyn Fn() -> Arc<dyn Queue> + 'a;
 
-fn measure(make: &MakeQueue, threads: usize, events: u32, repeats: usize) -> f64 {
+fn measure(make: &MakeQueue<'_>, threads: usize, events: u32, repeats: usize) -> f64 {
     median((0..repeats).map(|_| run(make(), threads, events)).collect())
 }
 
@@ -145,7 +145,7 @@ fn main() {
     println!();
     println!("| broker | threads | ops/s | vs Mutex<Broker> at the same threads |");
     println!("|---|---|---|---|");
-    let candidates: [(&str, &MakeQueue); 3] = [
+    let candidates: [(&str, &MakeQueue<'_>); 3] = [
         ("Mutex<Broker> (pure, baseline)", &|| Arc::new(pure(events))),
         ("Mutex<EmbeddedBroker> (serialised)", &|| {
             Arc::new(Serialized(Mutex::new(embedded(events))))
