@@ -112,7 +112,8 @@ pub struct Options {
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
     pub shard: String,
-    /// The broker: `pure` (the state machine).
+    /// The broker: `pure` (the state machine) or `embedded` (the thread-safe in-process
+    /// broker; fenced only).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
@@ -141,12 +142,12 @@ pub struct Options {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     let args = *args.options;
-    let backend = BackendKind::from_name(&args.backend)
-        .ok_or_else(|| UserError(format!("--backend: unknown '{}' (pure)", args.backend)))?;
+    let backend = backend_kind(&args.backend)?;
     if let Some(path) = &args.file {
         return run_file(&args, path, backend);
     }
     let template = template(&args)?;
+    backend.check(&template).map_err(UserError)?;
     if let Some(seed) = args.seed {
         return run_one(&args, template, seed, backend);
     }
@@ -162,6 +163,31 @@ pub fn run(args: Args) -> CmdResult {
         stop_on_failure: args.stop_on_failure,
     };
     run_campaign(&args, &campaign)
+}
+
+/// The backends `--backend` names.
+pub const BACKENDS: [&str; 2] = ["pure", "embedded"];
+
+fn make_embedded(
+    config: &leasehold_model::BrokerConfig,
+) -> Result<Box<dyn leasehold_model::Backend + Send>, String> {
+    Ok(Box::new(leasehold_embedded::EmbeddedBackend::new(config)?))
+}
+
+/// The backend a `--backend` name selects.
+pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
+    match name {
+        "embedded" => Ok(BackendKind::Other {
+            name: "embedded",
+            make: make_embedded,
+        }),
+        _ => BackendKind::from_name(name).ok_or_else(|| {
+            UserError(format!(
+                "--backend: unknown '{name}' (expected one of {})",
+                BACKENDS.join(", ")
+            ))
+        }),
+    }
 }
 
 /// The run template from the flags (seed 0).
@@ -698,8 +724,7 @@ pub fn replay_if_seeded(
     if scenario.seed.is_none() || !scenario.steps.is_empty() {
         return Ok(None);
     }
-    let kind = BackendKind::from_name(backend)
-        .ok_or_else(|| UserError(format!("--backend: unknown '{backend}' (pure)")))?;
+    let kind = backend_kind(backend)?;
     let outcome = leasehold_sim::run_seeded(&scenario, kind)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
     let mismatches = check_expect(&scenario, &outcome);
