@@ -38,6 +38,7 @@ fn campaign(
     Campaign {
         template: template(variant),
         swarm,
+        expiry_mixed: true,
         seeds,
         shard: (1, 1),
         threads,

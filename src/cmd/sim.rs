@@ -7,6 +7,7 @@
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_model::{AckPolicy, Invariant, Variant};
+use leasehold_sim::engine::Expiry;
 use leasehold_sim::scenario::Scenario;
 use leasehold_sim::seeded::campaign::{Campaign, Summary};
 use leasehold_sim::seeded::seeded_file::{
@@ -106,6 +107,10 @@ pub struct Options {
     /// Bound on steps per run.
     #[arg(long)]
     pub steps_max: Option<u64>,
+    /// When the broker expires leases: `at_deadline`, `on_fetch` (lazily, as Redis claims), or
+    /// `mixed` (each seed draws one).
+    #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"])]
+    pub expiry: String,
     /// Threads (the results do not depend on it).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -156,6 +161,7 @@ pub fn run(args: Args) -> CmdResult {
     let campaign = Campaign {
         template,
         swarm: args.swarm,
+        expiry_mixed: args.expiry == "mixed",
         seeds,
         shard,
         threads: args.threads.max(1),
@@ -243,7 +249,7 @@ pub fn template(args: &Options) -> Result<Setup, UserError> {
         max_attempts: args.max_attempts,
         policy,
         clock_offset_ms: vec![None; args.workers as usize],
-        expiry: Default::default(),
+        expiry: Expiry::from_name(&args.expiry).unwrap_or_default(),
         workload,
         faults,
     })
@@ -301,6 +307,17 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), UserError> {
 
 /// The flags that reproduce `setup`'s configuration (not its seed).
 pub fn recipe(setup: &Setup, swarm: bool) -> String {
+    recipe_with(setup, swarm, None)
+}
+
+/// The flags that reproduce a campaign's configuration.
+pub fn campaign_recipe(campaign: &Campaign) -> String {
+    let expiry = (!campaign.expiry_mixed).then_some(campaign.template.expiry);
+    recipe_with(&campaign.template, campaign.swarm, expiry)
+}
+
+/// [`recipe`], with `--expiry` when it is not the default `mixed`.
+pub fn recipe_with(setup: &Setup, swarm: bool, expiry: Option<Expiry>) -> String {
     let mut out = format!(
         "--variant {} --events {} --groups {} --workers {} --policy {} --max-attempts {} --lease-ms {}",
         setup.variant,
@@ -324,6 +341,9 @@ pub fn recipe(setup: &Setup, swarm: bool) -> String {
     if swarm {
         out.push_str(" --swarm");
     }
+    if let Some(expiry) = expiry {
+        out.push_str(&format!(" --expiry {}", expiry.name()));
+    }
     let plan = &setup.faults;
     let base = FaultPlan::for_lease(setup.lease_ms);
     for fault in Fault::ALL {
@@ -339,6 +359,7 @@ fn run_one(args: &Options, template: Setup, seed: u64, backend: BackendKind) -> 
     let campaign = Campaign {
         template,
         swarm: args.swarm,
+        expiry_mixed: args.expiry == "mixed",
         seeds: seed..seed + 1,
         shard: (1, 1),
         threads: 1,
@@ -349,7 +370,7 @@ fn run_one(args: &Options, template: Setup, seed: u64, backend: BackendKind) -> 
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
     let header = format!(
         "leasehold sim --seed {seed} {} --backend {backend}",
-        recipe(&campaign.template, args.swarm)
+        campaign_recipe(&campaign)
     );
     let started = Instant::now();
     let outcome = run_setup(&setup, backend, args.trace);
@@ -461,7 +482,7 @@ fn save_failure(args: &Options, setup: &Setup, invariant: &Invariant) -> Result<
     let note = format!(
         "found by: leasehold sim --seed {} {}",
         setup.seed,
-        recipe(setup, false)
+        recipe_with(setup, false, Some(setup.expiry))
     );
     let scenario = scenario_of(setup, Some(invariant.id()), Some(note));
     let stem = format!("{}-seed{}", setup.variant, setup.seed);
@@ -483,7 +504,7 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
         seeds.end,
         campaign.shard.0,
         campaign.shard.1,
-        recipe(&campaign.template, campaign.swarm),
+        campaign_recipe(campaign),
         campaign.backend
     );
     if !args.json {
@@ -526,7 +547,7 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
                 let setup = campaign.setup(seed);
                 let note = format!(
                     "found by: leasehold sim --seed {seed} {}",
-                    recipe(&campaign.template, campaign.swarm)
+                    campaign_recipe(campaign)
                 );
                 let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
                 let stem = format!("{}-seed{seed}", setup.variant);
@@ -654,7 +675,7 @@ fn summary_text(
                 "{} seed {seed}: replay with: leasehold replay {}   (or: leasehold sim --seed {seed} {})",
                 invariant.id(),
                 path.display(),
-                recipe(&campaign.template, campaign.swarm)
+                campaign_recipe(campaign)
             ),
         );
     }
