@@ -539,7 +539,11 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
     }
     let mut saved = Vec::new();
     if !args.no_save {
-        for (invariant, failures) in &summary.failures {
+        // The variant's expected invariant first: a seed that breaks it is saved expecting it.
+        let expected = campaign.template.variant.expected_violation();
+        let mut order: Vec<_> = summary.failures.iter().collect();
+        order.sort_by_key(|(invariant, _)| Some(**invariant) != expected);
+        for (invariant, failures) in order {
             if let Some(&seed) = failures.seeds.first() {
                 if saved.iter().any(|(s, _, _)| *s == seed) {
                     continue;
