@@ -46,7 +46,7 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// The ops a step may name.
-pub const OPS: [&str; 13] = [
+pub const OPS: [&str; 12] = [
     "fetch",
     "ack",
     "nack",
@@ -59,8 +59,6 @@ pub const OPS: [&str; 13] = [
     "publish",
     "broker_restart",
     "drain",
-    // Kept last: not an op, a sentinel the table below never matches.
-    "",
 ];
 
 /// The fields each op takes; `*` marks a required one.
@@ -529,7 +527,7 @@ impl<'a> Validator<'a> {
             }
             last_ms = step.at_ms;
             let op = step.op.as_str();
-            if !OPS.contains(&op) || op.is_empty() {
+            if !OPS.contains(&op) {
                 return self.fail(
                     &path("op"),
                     format!("unknown op '{op}' (expected one of {})", one_of(&OPS)),
