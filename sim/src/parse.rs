@@ -131,6 +131,12 @@ fn expect_values(op: &str) -> &'static [&'static str] {
     }
 }
 
+/// The most events a scripted scenario may publish (a bound, so that a typo cannot make a
+/// replay run out of memory).
+pub const EVENTS_MAX: u32 = 100_000;
+/// The most leases one fetch step may ask for.
+pub const LIMIT_MAX: u32 = 10_000;
+
 const OUTCOMES: [&str; 5] = ["ok", "error", "ack", "nack", "reject"];
 const CALLS: [&str; 3] = ["ack", "nack", "reject"];
 
@@ -442,6 +448,12 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        if c.events > EVENTS_MAX {
+            return self.fail(
+                &key("events"),
+                format!("events = {} exceeds events_max = {EVENTS_MAX}", c.events),
+            );
+        }
         if c.lease_ms == 0 {
             return self.fail(
                 &key("lease_ms"),
@@ -560,6 +572,12 @@ impl<'a> Validator<'a> {
             }
             if op == "publish" {
                 events += 1;
+                if events > EVENTS_MAX {
+                    return self.fail(
+                        &path("op"),
+                        format!("this publish exceeds events_max = {EVENTS_MAX}"),
+                    );
+                }
             }
             if let Some(expect) = &step.expect {
                 let allowed = expect_values(op);
@@ -797,6 +815,12 @@ impl<'a> Validator<'a> {
                 let limit = step.limit.unwrap_or(1);
                 if limit == 0 {
                     return self.fail(&path("limit"), "limit = 0 fetches nothing".to_string());
+                }
+                if limit > LIMIT_MAX {
+                    return self.fail(
+                        &path("limit"),
+                        format!("limit = {limit} exceeds limit_max = {LIMIT_MAX}"),
+                    );
                 }
                 if step.lease_ms == Some(0) {
                     return self.fail(&path("lease_ms"), "lease_ms = 0".to_string());
