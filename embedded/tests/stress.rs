@@ -8,11 +8,11 @@
 use leasehold_embedded::{EmbeddedBroker, ManualClock};
 use leasehold_model::{BrokerConfig, BrokerView, Lease, SettleError, Status, Variant};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const GROUPS: usize = 2;
-const EVENTS: u32 = 300;
+const EVENTS: u32 = 2_000;
 const WORKERS: u64 = 3;
 const MAX_ATTEMPTS: u32 = 3;
 const ITERATIONS_MAX: u32 = 200_000;
@@ -22,11 +22,19 @@ struct Counters {
     acks: Vec<AtomicU32>,
     /// Accepted rejects per (group, seq).
     rejects: Vec<AtomicU32>,
+    /// The lease id of the last accepted ack or reject per (group, seq).
+    settled_by: Vec<AtomicU64>,
 }
 
 impl Counters {
     fn index(lease: &Lease) -> usize {
         lease.group * EVENTS as usize + lease.seq as usize - 1
+    }
+
+    fn accepted(&self, lease: &Lease, counter: &[AtomicU32]) -> u32 {
+        let index = Counters::index(lease);
+        self.settled_by[index].store(lease.lease_id.0, Ordering::SeqCst);
+        counter[index].fetch_add(1, Ordering::SeqCst)
     }
 }
 
@@ -49,11 +57,25 @@ fn worker(
         }
         if iteration % 4 == 0 {
             clock.advance(1);
+            // Give the other workers a turn (on a busy machine a worker could otherwise drain
+            // the whole stream within one time slice).
+            std::thread::yield_now();
         }
         let group = (iteration as usize) % GROUPS;
         for lease in broker.fetch(group, 2, None).expect("valid fetch") {
             assert!(lease.attempt <= MAX_ATTEMPTS, "attempts bounded: {lease:?}");
             issued.push(lease.clone());
+            // Now and then, first replay an ack of a recent lease of this worker: usually
+            // stale, it must count only when that lease is still the record's current one.
+            if next(5) == 0 {
+                let recent = issued.len().min(8) as u64;
+                let old = issued[issued.len() - 1 - next(recent) as usize].clone();
+                match broker.ack(&old) {
+                    Ok(()) => counters.accepted(&old, &counters.acks),
+                    Err(SettleError::StaleLease) => 0,
+                    Err(error) => panic!("unexpected settle error {error:?}"),
+                };
+            }
             let outcome = match next(20) {
                 0..=11 => broker.ack(&lease).map(|()| "ack"),
                 12..=14 => broker.nack(&lease, next(3)).map(|()| "nack"),
@@ -65,10 +87,8 @@ fn worker(
                 _ => Ok("abandon"), // left to expire
             };
             match outcome {
-                Ok("ack") => counters.acks[Counters::index(&lease)].fetch_add(1, Ordering::SeqCst),
-                Ok("reject") => {
-                    counters.rejects[Counters::index(&lease)].fetch_add(1, Ordering::SeqCst)
-                }
+                Ok("ack") => counters.accepted(&lease, &counters.acks),
+                Ok("reject") => counters.accepted(&lease, &counters.rejects),
                 Ok(_) => 0,
                 Err(SettleError::StaleLease) => 0, // expired under us: a no, not a retry
                 Err(error) => panic!("unexpected settle error {error:?}"),
@@ -95,6 +115,7 @@ fn settles_race_expiries_without_breaking_an_invariant() {
     let counters = Arc::new(Counters {
         acks: (0..slots).map(|_| AtomicU32::new(0)).collect(),
         rejects: (0..slots).map(|_| AtomicU32::new(0)).collect(),
+        settled_by: (0..slots).map(|_| AtomicU64::new(0)).collect(),
     });
     let workers: Vec<_> = (0..WORKERS)
         .map(|index| {
@@ -102,13 +123,22 @@ fn settles_race_expiries_without_breaking_an_invariant() {
             std::thread::spawn(move || worker(&broker, &clock, &counters, 0x9e37_79b9 + index))
         })
         .collect();
-    let issued: Vec<Lease> = workers
+    let per_worker: Vec<Vec<Lease>> = workers
         .into_iter()
-        .flat_map(|worker| worker.join().expect("worker"))
+        .map(|worker| worker.join().expect("worker"))
         .collect();
+    let shares: Vec<usize> = per_worker.iter().map(Vec::len).collect();
+    let issued: Vec<Lease> = per_worker.into_iter().flatten().collect();
 
     let ids: BTreeSet<_> = issued.iter().map(|lease| lease.lease_id).collect();
     assert_eq!(ids.len(), issued.len(), "a lease id was handed out twice");
+    // Leases of one record are issued one after the other (each claim is exclusive), so the
+    // record's current lease is the one with the highest id: only it may settle the record.
+    let mut last_issued = vec![0u64; slots];
+    for lease in &issued {
+        let index = Counters::index(lease);
+        last_issued[index] = last_issued[index].max(lease.lease_id.0);
+    }
     for group in 0..GROUPS {
         assert_eq!(
             broker.frontier(group),
@@ -120,6 +150,13 @@ fn settles_race_expiries_without_breaking_an_invariant() {
             let acks = counters.acks[index].load(Ordering::SeqCst);
             let rejects = counters.rejects[index].load(Ordering::SeqCst);
             let (status, reason) = broker.status(group, seq);
+            if acks + rejects > 0 {
+                assert_eq!(
+                    counters.settled_by[index].load(Ordering::SeqCst),
+                    last_issued[index],
+                    "g{group} e{seq}: settled by a lease that was not the current one (I1)"
+                );
+            }
             match status {
                 Status::Acked => assert_eq!((acks, rejects), (1, 0), "g{group} e{seq}"),
                 Status::DeadLettered => {
@@ -144,7 +181,7 @@ fn settles_race_expiries_without_breaking_an_invariant() {
         .filter(|&(group, seq)| broker.status(group, seq).0 == Status::DeadLettered)
         .count();
     eprintln!(
-        "{} leases issued for {} records; {dead} dead-lettered; clock at {}",
+        "{} leases issued ({shares:?} per worker) for {} records; {dead} dead-lettered; clock at {}",
         issued.len(),
         GROUPS * EVENTS as usize,
         broker.now_ms()
