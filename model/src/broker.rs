@@ -59,6 +59,16 @@ pub trait BrokerView {
     fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>);
     /// The committed frontier of `group`.
     fn frontier(&self, group: GroupIx) -> Seq;
+    /// The status of (group, seq) without its reason. Override it when [`BrokerView::status`]
+    /// allocates: the oracle calls this for every record after every step.
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        self.status(group, seq).0
+    }
+    /// Whether (group, seq) is dead-lettered with exactly `reason`. Override it when
+    /// [`BrokerView::status`] allocates.
+    fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
+        matches!(self.status(group, seq), (Status::DeadLettered, Some(kept)) if kept == reason)
+    }
 }
 
 /// The broker's whole state.
@@ -170,7 +180,7 @@ impl Broker {
                 seq,
                 attempt: attempts + 1,
                 deadline_ms,
-                receipt: redis.then_some(Receipt(u64::from(seq))),
+                receipt: redis.then_some(entry_id(seq)),
             };
             self.next_lease_id += 1;
             self.records[group][index] = Record::Leased {
@@ -258,12 +268,17 @@ impl Broker {
                     let reason = reason.as_deref().unwrap_or(REASON_MAX_ATTEMPTS);
                     self.dead_letter(lease.group, lease.seq, reason);
                 } else {
+                    let mut not_before_ms = now_ms.saturating_add(*delay_ms);
+                    if self.config.variant.is_redis() {
+                        // No XNACK: the entry stays pending and is claimable once idle.
+                        not_before_ms = not_before_ms.max(pending_until(record));
+                    }
                     self.set(
                         lease.group,
                         lease.seq,
                         Record::Available {
                             attempts,
-                            not_before_ms: now_ms.saturating_add(*delay_ms),
+                            not_before_ms,
                         },
                     );
                 }
@@ -284,14 +299,21 @@ impl Broker {
         now_ms: Ms,
     ) -> Result<(), SettleError> {
         let lease = &request.lease;
-        let accepted = match self.config.variant.fence(&request.op) {
-            Fence::LeaseId => match record {
+        let fence = self.config.variant.fence(&request.op);
+        // The clock the deadline is checked against: the broker's own, except in the
+        // `worker-clock-expiry` mutant, which trusts the time the worker reports.
+        let clock_ms = match fence {
+            Fence::WorkerClock => request.worker_clock_ms,
+            _ => now_ms,
+        };
+        let accepted = match fence {
+            Fence::LeaseId | Fence::WorkerClock => match record {
                 Record::Leased {
                     lease_id,
                     deadline_ms,
                     receipt,
                     ..
-                } if *lease_id == lease.lease_id && now_ms < *deadline_ms => {
+                } if *lease_id == lease.lease_id && clock_ms < *deadline_ms => {
                     if *receipt != lease.receipt {
                         return Err(SettleError::ReceiptMismatch);
                     }
@@ -299,17 +321,19 @@ impl Broker {
                 }
                 _ => false,
             },
-            Fence::Pending => match record {
-                Record::Leased { .. } => true,
-                Record::Available { attempts, .. } => *attempts > 0,
-                _ => false,
-            },
-            Fence::None => true,
-            Fence::WorkerClock => {
-                !record.is_settled()
-                    && *record != Record::Dropped
-                    && request.worker_clock_ms < lease.deadline_ms
+            Fence::Pending => {
+                let pending = match record {
+                    Record::Leased { .. } => true,
+                    Record::Available { attempts, .. } => *attempts > 0,
+                    _ => false,
+                };
+                // XACK names the entry by its id: another id does not settle this entry.
+                if pending && lease.receipt != Some(entry_id(lease.seq)) {
+                    return Err(SettleError::ReceiptMismatch);
+                }
+                pending
             }
+            Fence::None => true,
         };
         if accepted {
             Ok(())
@@ -440,6 +464,36 @@ impl Broker {
         })
     }
 
+    /// The untimed model's passage of time over one lease: the deadline of the armed lease on
+    /// (group, seq) becomes `now_ms`, so the lease is no longer valid (valid while
+    /// `now < deadline`) and the broker expires it at its next `expire_due` (lazily, on the next
+    /// fetch). Returns whether there was such a lease.
+    pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> bool {
+        let Some(Record::Leased {
+            deadline_ms,
+            armed: true,
+            ..
+        }) = self
+            .records
+            .get_mut(group)
+            .and_then(|records| records.get_mut((seq as usize).checked_sub(1)?))
+        else {
+            return false;
+        };
+        *deadline_ms = (*deadline_ms).min(now_ms);
+        true
+    }
+
+    /// The untimed model's "time may pass before a fetch": every delayed available record
+    /// becomes eligible now (`not_before_ms` ≤ `now_ms`).
+    pub fn release_delays(&mut self, now_ms: Ms) {
+        for record in self.records.iter_mut().flatten() {
+            if let Record::Available { not_before_ms, .. } = record {
+                *not_before_ms = (*not_before_ms).min(now_ms);
+            }
+        }
+    }
+
     /// Whether (group, seq) holds a lease the broker will expire.
     pub fn has_armed_lease(&self, group: GroupIx, seq: Seq) -> bool {
         matches!(
@@ -523,6 +577,15 @@ impl BrokerView for Broker {
     fn frontier(&self, group: GroupIx) -> Seq {
         self.frontier[group]
     }
+
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        self.record(group, seq)
+            .map_or(Status::Dropped, Record::status)
+    }
+
+    fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
+        matches!(self.record(group, seq), Some(Record::DeadLettered { reason: kept }) if kept == reason)
+    }
 }
 
 impl Broker {
@@ -534,6 +597,21 @@ impl Broker {
     /// The committed frontier of `group`.
     pub fn frontier(&self, group: GroupIx) -> Seq {
         BrokerView::frontier(self, group)
+    }
+}
+
+/// The Redis variants' receipt: the stream entry id of event `seq`.
+fn entry_id(seq: Seq) -> Receipt {
+    Receipt(u64::from(seq))
+}
+
+/// When a pending Redis entry becomes claimable again: its idle deadline (the lease's), or at
+/// once for an entry that is already idle.
+fn pending_until(record: &Record) -> Ms {
+    match record {
+        Record::Leased { deadline_ms, .. } => *deadline_ms,
+        Record::Available { not_before_ms, .. } => *not_before_ms,
+        _ => 0,
     }
 }
 

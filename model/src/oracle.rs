@@ -184,6 +184,13 @@ impl Oracle {
         }
     }
 
+    /// Like [`Oracle::fail`], building the detail only when the invariant is newly violated.
+    fn fail_with(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
+        if !self.violated(invariant) {
+            self.fail(invariant, detail());
+        }
+    }
+
     fn ghost(&self, group: GroupIx, seq: Seq) -> Option<&GhostRecord> {
         self.records.get(group)?.get((seq as usize).checked_sub(1)?)
     }
@@ -222,18 +229,21 @@ impl Oracle {
             });
             return issuance;
         }
-        let record = self.ghost(group, seq).expect("checked").clone();
-        if let Some(settled) = &record.settled {
-            let detail = format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}");
+        let record = self.ghost(group, seq).expect("checked");
+        let redelivered = record.settled.as_ref().map(|settled| {
+            format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}")
+        });
+        let other = record.live.first().copied();
+        let deliveries = record.deliveries + 1;
+        if let Some(detail) = redelivered {
             self.fail(Invariant::I3, detail);
         }
-        if let Some(&other) = record.live.first() {
+        if let Some(other) = other {
             let detail = format!(
                 "{issuance} issued for event {seq} of group {group} while {other} is unexpired"
             );
             self.fail(Invariant::I2, detail);
         }
-        let deliveries = record.deliveries + 1;
         let max_attempts = self.config.max_attempts;
         if deliveries > max_attempts || lease.attempt > max_attempts {
             let detail = format!(
@@ -264,7 +274,9 @@ impl Oracle {
     }
 
     /// Time passed to `now_ms`: every live lease whose contract deadline is `<= now_ms` expires
-    /// (a lease is valid while `now < deadline`).
+    /// (a lease is valid while `now < deadline`). Engines on virtual time call it before
+    /// reporting anything that happens at `now_ms` (also when time did not move: a renew or a
+    /// fetch with a zero duration ends at once).
     pub fn advance(&mut self, now_ms: Ms) {
         for index in 0..self.leases.len() {
             let lease = &self.leases[index];
@@ -407,43 +419,47 @@ impl Oracle {
         }
     }
 
+    /// Compares one broker record with the ghost. Allocation-free unless a violation or a new
+    /// dead letter is found (this runs for every record after every step).
     fn observe_record(&mut self, view: &impl BrokerView, group: GroupIx, seq: Seq) {
-        let (status, reason) = view.status(group, seq);
-        let record = self.ghost(group, seq).expect("published").clone();
-        let what = format!("event {seq} of group {group}");
+        let status = view.status_kind(group, seq);
+        let record = self.ghost(group, seq).expect("published");
+        let deliveries = record.deliveries;
         match (&record.settled, status) {
             (_, Status::Dropped) => {
-                self.fail(Invariant::I3, format!("{what} is gone from the broker"));
+                self.fail_with(Invariant::I3, || {
+                    format!("event {seq} of group {group} is gone from the broker")
+                });
             }
-            (Some(Final::Acked), Status::Acked) => {}
+            (Some(Final::Acked), Status::Acked) | (None, Status::Available | Status::Leased) => {}
             (Some(Final::DeadLettered(kept)), Status::DeadLettered)
-                if reason.as_deref() == Some(kept.as_str()) => {}
+                if view.dead_letter_reason_is(group, seq, kept) => {}
             (Some(settled), _) => {
+                let settled = format!("{settled:?}");
+                let (status, reason) = view.status(group, seq);
                 let detail = format!(
-                    "{what} was {settled:?} and is now {status:?} {}",
+                    "event {seq} of group {group} was {settled} and is now {status:?} {}",
                     reason.as_deref().unwrap_or("")
                 );
                 self.fail(Invariant::I3, detail.trim_end().to_string());
             }
             (None, Status::DeadLettered) => {
-                let reason = reason.unwrap_or_default();
-                if record.deliveries < self.config.max_attempts {
+                let reason = view.status(group, seq).1.unwrap_or_default();
+                let max_attempts = self.config.max_attempts;
+                if deliveries < max_attempts {
                     let detail = format!(
-                        "{what} dead-lettered ({reason}) after {} of {} attempts, without a reject",
-                        record.deliveries, self.config.max_attempts
+                        "event {seq} of group {group} dead-lettered ({reason}) after {deliveries} of {max_attempts} attempts, without a reject",
                     );
                     self.fail(Invariant::I3, detail);
                 }
                 self.settle_record(group, seq, Final::DeadLettered(reason));
             }
             (None, Status::Acked) => {
-                self.fail(
-                    Invariant::I3,
-                    format!("{what} is acked but no ack was accepted"),
-                );
+                self.fail_with(Invariant::I3, || {
+                    format!("event {seq} of group {group} is acked but no ack was accepted")
+                });
                 self.settle_record(group, seq, Final::Acked);
             }
-            (None, Status::Available | Status::Leased) => {}
         }
     }
 
@@ -452,17 +468,30 @@ impl Oracle {
             let frontier = view.frontier(group);
             let before = self.frontier[group];
             if frontier < before {
-                let detail =
-                    format!("frontier of group {group} went back from {before} to {frontier}");
-                self.fail(Invariant::I4, detail);
+                self.fail_with(Invariant::I4, || {
+                    format!("frontier of group {group} went back from {before} to {frontier}")
+                });
             }
+            // Settled by the ghost's account (accepted settles, observed dead letters) and, now,
+            // by the broker's own records: a record that left its settled state (an unfenced
+            // settle after an ack, a lost ack) must not stay under the frontier.
             let prefix = self.settled_prefix[group];
-            if frontier > prefix {
-                let detail = format!(
-                    "frontier of group {group} is {frontier} but event {} is not settled",
-                    prefix + 1
-                );
-                self.fail(Invariant::I4, detail);
+            let unsettled = if frontier > prefix {
+                Some(prefix + 1)
+            } else {
+                (1..=frontier).find(|&seq| {
+                    !matches!(
+                        view.status_kind(group, seq),
+                        Status::Acked | Status::DeadLettered
+                    )
+                })
+            };
+            if let Some(seq) = unsettled {
+                self.fail_with(Invariant::I4, || {
+                    format!(
+                        "frontier of group {group} is {frontier} but event {seq} is not settled"
+                    )
+                });
             }
             self.frontier[group] = frontier;
         }

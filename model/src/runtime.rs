@@ -192,6 +192,9 @@ pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Vec
             }),
             Outcome::Ack => Some(SettleOp::Ack),
             Outcome::Nack(_) => Some(nack(outcome.reason())),
+            // The outcome names the failure when it has a text or a kind: an error raised after
+            // `nack()` is dead-lettered with the error's reason, not `NackMessage`.
+            Outcome::Error { .. } if nacked => Some(nack(outcome.reason())),
             _ if nacked => Some(nack(Outcome::Nack(String::new()).reason())),
             Outcome::Ok => match policy {
                 AckPolicy::NackOnError | AckPolicy::AckAlways => Some(SettleOp::Ack),

@@ -26,8 +26,8 @@ pub enum Fence {
     Pending,
     /// By (group, seq) alone: no check at all.
     None,
-    /// The worker's reported clock against the lease's own deadline; the record only has to be
-    /// unsettled.
+    /// As [`Fence::LeaseId`], but the deadline is checked against the clock the worker reports
+    /// instead of the broker's own: a worker whose clock runs behind settles an expired lease.
     WorkerClock,
 }
 
@@ -87,7 +87,7 @@ variants! {
     NackOnAmbiguous => "nack-on-ambiguous", Mutant, Some(Invariant::I4),
         "the runtime nacks after an ambiguous ack error, on an unfenced broker";
     WorkerClockExpiry => "worker-clock-expiry", Mutant, Some(Invariant::I1),
-        "the broker trusts the worker's clock against the lease's deadline instead of its own record";
+        "the broker checks the lease's deadline against the clock the worker reports instead of its own";
     DlqDrop => "dlq-drop", Mutant, Some(Invariant::I3),
         "dead-lettering drops the record instead of keeping it with its reason";
     OnlyAckFenced => "only-ack-fenced", Mutant, Some(Invariant::I1),

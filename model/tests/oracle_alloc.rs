@@ -1,0 +1,81 @@
+//! `Oracle::end_step` runs after every step of both engines: on a broker where nothing new
+//! happened it must not allocate.
+
+use leasehold_model::broker::{Broker, BrokerConfig};
+use leasehold_model::{Oracle, OracleConfig, Variant};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts the allocations of the current thread (tests run on several threads).
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[test]
+fn end_step_does_not_allocate_when_nothing_changed() {
+    let mut broker = Broker::new(BrokerConfig {
+        group_count: 2,
+        lease_ms: 100,
+        max_attempts: 1,
+        variant: Variant::Fenced,
+    });
+    let mut oracle = Oracle::new(OracleConfig {
+        group_count: 2,
+        max_attempts: 1,
+        check_at_least_once: false,
+    });
+    for _ in 0..5 {
+        broker.publish();
+        oracle.published();
+    }
+    // Group 0: acked, rejected, expired at max attempts (dead letter), leased, available.
+    let leases = broker.fetch(0, 4, 0, None).expect("fetch");
+    let issued: Vec<_> = leases.iter().map(|l| oracle.fetched(l, 0, 100)).collect();
+    broker.ack(&leases[0], 1).expect("ack");
+    oracle.settled(issued[0], &leasehold_model::SettleOp::Ack, true, 1);
+    broker.reject(&leases[1], 1, "poison").expect("reject");
+    let reject = leasehold_model::SettleOp::Reject {
+        reason: "poison".to_string(),
+    };
+    oracle.settled(issued[1], &reject, true, 1);
+    oracle.end_step(&broker);
+    let renewed = broker.renew(&leases[3], 50, 1_000).expect("renew");
+    let renew = leasehold_model::SettleOp::Renew { extend_ms: 1_000 };
+    oracle.settled(issued[3], &renew, true, 50);
+    assert_eq!(renewed.deadline_ms, 1_050);
+    oracle.advance(100);
+    broker.expire_due(100);
+    oracle.end_step(&broker); // sees the dead letter of event 3: allowed to allocate
+    assert_eq!(oracle.violations(), []);
+    assert_eq!(broker.frontier(0), 3);
+
+    let before = allocations();
+    for _ in 0..10 {
+        oracle.end_step(&broker);
+    }
+    let after = allocations();
+    assert_eq!(oracle.violations(), []);
+    assert_eq!(after - before, 0, "end_step allocated");
+}

@@ -1,0 +1,128 @@
+//! The command line as a user runs it: `protocols`, `--help`, and bad usage.
+
+use leasehold_model::{Variant, VariantKind};
+use std::process::{Command, Output};
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args(args)
+        .output()
+        .expect("run leasehold")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).expect("utf-8 output")
+}
+
+/// SPEC section 2, written out: a variant missing from `Variant::ALL` fails here.
+const SPEC_PROTOCOLS: [&str; 3] = ["fenced", "redis-streams", "redis-streams-fenced"];
+const SPEC_MUTANTS: [(&str, &str); 12] = [
+    ("unfenced-settle", "I1"),
+    ("renew-revives", "I2"),
+    ("lease-id-reuse", "I1"),
+    ("max-seen-frontier", "I4"),
+    ("no-dead-letter", "I5"),
+    ("volatile-ack", "I4"),
+    ("nack-on-ambiguous", "I4"),
+    ("worker-clock-expiry", "I1"),
+    ("dlq-drop", "I3"),
+    ("only-ack-fenced", "I1"),
+    ("attempts-reset", "I5"),
+    ("stuck-lease", "I6"),
+];
+
+/// The line `protocols` prints for `name` (names are unique and no name ends another's
+/// prefix followed by a space).
+fn line_of<'a>(stdout: &'a str, name: &str) -> &'a str {
+    let lines: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.trim_start().starts_with(&format!("{name} ")))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line for {name} in:\n{stdout}");
+    lines[0]
+}
+
+#[test]
+fn protocols_lists_every_variant_and_mutant() {
+    let out = leasehold(&["protocols"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    for variant in Variant::ALL {
+        let line = line_of(&stdout, variant.name());
+        assert!(line.contains(variant.summary()), "{line}");
+    }
+    for name in SPEC_PROTOCOLS {
+        let line = line_of(&stdout, name);
+        let variant = Variant::from_name(name).expect("a SPEC protocol");
+        assert_eq!(variant.kind(), VariantKind::Protocol);
+        match variant.expected_violation() {
+            None => assert!(line.contains("holds"), "{line}"),
+            Some(inv) => assert!(line.contains(&format!("breaks {inv}")), "{line}"),
+        }
+    }
+    // redis-streams is the documented I1 failure.
+    assert!(line_of(&stdout, "redis-streams").contains("breaks I1 stale-never-counts"));
+    for (name, id) in SPEC_MUTANTS {
+        let line = line_of(&stdout, name);
+        let variant = Variant::from_name(name).expect("a SPEC mutant");
+        assert_eq!(variant.kind(), VariantKind::Mutant, "{name}");
+        assert_eq!(variant.expected_violation().map(|i| i.id()), Some(id));
+        assert!(line.contains(&format!("breaks {id} ")), "{line}");
+    }
+    assert_eq!(
+        Variant::ALL.len(),
+        SPEC_PROTOCOLS.len() + SPEC_MUTANTS.len()
+    );
+}
+
+#[test]
+fn protocols_json_names_every_variant() {
+    let out = leasehold(&["protocols", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let names: Vec<&str> = rows
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|row| row["name"].as_str().expect("a name"))
+        .collect();
+    let expected: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn an_unknown_command_exits_2_with_one_line() {
+    let out = leasehold(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    assert!(stderr.contains("frobnicate"), "{stderr:?}");
+    assert!(stderr.starts_with("leasehold: error: "), "{stderr:?}");
+}
+
+#[test]
+fn an_unknown_flag_exits_2_with_one_line() {
+    let out = leasehold(&["protocols", "--frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).lines().count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn help_exits_0_and_lists_the_commands() {
+    let out = leasehold(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    for command in ["check", "sim", "replay", "shrink", "timeline", "protocols"] {
+        assert!(
+            stdout.lines().any(|l| l.trim_start().starts_with(command)),
+            "{command} missing from:\n{stdout}"
+        );
+    }
+}
