@@ -193,6 +193,8 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
             expiry: None,
         },
         seed: None,
+        faults: None,
+        workload: None,
         steps: out,
         expect: Some(Expect {
             violated: Some(cx.invariant.id().to_string()),
