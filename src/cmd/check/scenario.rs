@@ -190,7 +190,8 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
             max_attempts: config.max_attempts,
             ack_policy: config.policy.name().to_string(),
             clock_offset_ms,
-            expiry: None,
+            // The model expired this variant's leases lazily (at the broker's next fetch).
+            expiry: model.config().lazy_expiry().then(|| "on_fetch".to_string()),
         },
         seed: None,
         faults: None,
