@@ -24,7 +24,12 @@
 //!
 //! Timelines are stable text, made for snapshot tests; [`text`] is what the trace hash covers.
 
-use crate::trace::{fnv1a64, FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx};
+use crate::trace::{
+    fnv1a64_extend, FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx,
+    FNV1A64_OFFSET,
+};
+use std::fmt::Write as _;
+
 use leasehold_model::{ErrorAction, GroupIx, Seq, SettleError, SettleOp, Status};
 
 /// A rendered timeline: the text lines and, for each trace line, its `tN` index.
@@ -50,24 +55,40 @@ impl Timeline {
 /// The timeline as text, a line per step, each ending in a newline.
 pub fn text(trace: &Trace) -> String {
     let mut out = String::new();
-    for line in render(trace).lines {
-        out.push_str(&line);
+    render_each(trace, |line| {
+        out.push_str(line);
         out.push('\n');
-    }
+    });
     out
 }
 
 /// The trace hash: FNV-1a 64 of [`text`].
 pub fn trace_hash(trace: &Trace) -> u64 {
-    fnv1a64(text(trace).as_bytes())
+    let mut hash = FNV1A64_OFFSET;
+    render_each(trace, |line| {
+        hash = fnv1a64_extend(fnv1a64_extend(hash, line.as_bytes()), b"\n");
+    });
+    hash
 }
 
 /// Renders every line of `trace`.
 pub fn render(trace: &Trace) -> Timeline {
+    let mut lines = Vec::new();
+    let mut timeline = render_each(trace, |line| lines.push(line.to_string()));
+    timeline.lines = lines;
+    timeline
+}
+
+/// Renders every line of `trace`, handing each visible line (without its newline) to `emit`;
+/// the returned timeline has the index but no lines.
+fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
     let mut timeline = Timeline {
         lines: Vec::new(),
         index: vec![None; trace.lines.len()],
     };
+    let follow_ups = follow_ups(trace);
+    let mut shown = 0;
+    let mut out = String::new();
     let mut restarted = vec![false; trace.workers.len()];
     let mut folded_restarts = Vec::new();
     for (i, line) in trace.lines.iter().enumerate() {
@@ -85,15 +106,29 @@ pub fn render(trace: &Trace) -> Timeline {
                 notes.push("restarted");
             }
         }
-        let body = body(trace, i, &mut notes);
-        let who = match line.worker {
-            Some(worker) if notes.is_empty() => format!("worker {} ", trace.workers[worker]),
-            Some(worker) => format!("worker {} ({}) ", trace.workers[worker], notes.join(", ")),
-            None => String::new(),
-        };
-        let t = timeline.lines.len();
+        let body = body(trace, &follow_ups, i, &mut notes);
+        let t = shown;
+        shown += 1;
         timeline.index[i] = Some(t);
-        timeline.lines.push(format!("t{t}  {who}{body}"));
+        out.clear();
+        // Writing into a String cannot fail.
+        let _ = write!(out, "t{t}  ");
+        match line.worker {
+            Some(worker) if notes.is_empty() => {
+                let _ = write!(out, "worker {} ", trace.workers[worker]);
+            }
+            Some(worker) => {
+                let _ = write!(
+                    out,
+                    "worker {} ({}) ",
+                    trace.workers[worker],
+                    notes.join(", ")
+                );
+            }
+            None => {}
+        }
+        out.push_str(&body);
+        emit(&out);
     }
     for i in folded_restarts {
         let worker = trace.lines[i].worker;
@@ -104,13 +139,20 @@ pub fn render(trace: &Trace) -> Timeline {
     timeline
 }
 
-/// Whether request `id` is the runtime's nack after another request failed (it is told as
-/// part of that request).
-fn is_follow_up(trace: &Trace, id: RequestId) -> bool {
-    trace
-        .requests
-        .iter()
-        .any(|r| r.follow_up_request == Some(id))
+/// For each request, whether it is the runtime's nack after another request failed (it is
+/// told as part of that request).
+fn follow_ups(trace: &Trace) -> Vec<bool> {
+    let mut follow_ups = vec![false; trace.requests.len()];
+    for id in trace.requests.iter().filter_map(|r| r.follow_up_request) {
+        if let Some(flag) = follow_ups.get_mut(id.0 as usize) {
+            *flag = true;
+        }
+    }
+    follow_ups
+}
+
+fn is_follow_up(follow_ups: &[bool], id: RequestId) -> bool {
+    follow_ups.get(id.0 as usize).copied().unwrap_or(false)
 }
 
 fn has_later_line(trace: &Trace, i: usize, worker: WorkerIx) -> bool {
@@ -131,7 +173,7 @@ fn frontier(trace: &Trace, group: GroupIx, before: Seq, after: Seq) -> String {
     }
 }
 
-fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
+fn body(trace: &Trace, follow_ups: &[bool], i: usize, notes: &mut Vec<&'static str>) -> String {
     let line = &trace.lines[i];
     match &line.kind {
         LineKind::Published { seq } => format!("event {} published", event(*seq)),
@@ -141,7 +183,7 @@ fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
                 .parts
                 .iter()
                 .filter_map(|part| match part {
-                    Part::Request(id) if !is_follow_up(trace, *id) => Some(*id),
+                    Part::Request(id) if !is_follow_up(follow_ups, *id) => Some(*id),
                     _ => None,
                 })
                 .map(|id| {
@@ -165,7 +207,7 @@ fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
                 .parts
                 .iter()
                 .filter_map(|part| match part {
-                    Part::Request(id) if is_follow_up(trace, *id) => None,
+                    Part::Request(id) if is_follow_up(follow_ups, *id) => None,
                     Part::Request(id) => Some(settle(trace, *id)),
                     Part::HandlerFinished { outcome, .. } => Some(format!("handler {outcome}")),
                     Part::HandlerKilled => Some("handler killed by the crash".to_string()),
