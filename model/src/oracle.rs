@@ -437,21 +437,34 @@ impl Oracle {
                 for (offset, slot) in chunk.iter_mut().enumerate().skip(written) {
                     *slot = view.status_kind(group, first + offset as Seq);
                 }
-                for (offset, &status) in chunk.iter().enumerate() {
-                    let seq = first + offset as Seq;
-                    if open.is_none() && !matches!(status, Status::Acked | Status::DeadLettered) {
-                        open = Some(seq);
-                    }
-                    // The common cases, decided without building anything: the ghost and the
-                    // broker agree that the record is acked, or that it is not settled.
-                    let agree = matches!(
-                        (&self.records[group][seq as usize - 1].settled, status),
-                        (Some(Final::Acked), Status::Acked)
-                            | (None, Status::Available | Status::Leased)
-                    );
-                    if !agree {
-                        self.observe_record(view, group, seq, status);
-                    }
+                if open.is_none() {
+                    open = chunk
+                        .iter()
+                        .position(|&status| !matches!(status, Status::Acked | Status::DeadLettered))
+                        .map(|offset| first + offset as Seq);
+                }
+                // The common cases, decided without building anything: the ghost and the broker
+                // agree that the record is acked, or that it is not settled. Every other record
+                // gets the full comparison, in seq order.
+                let base = first as usize - 1;
+                let mut offset = 0;
+                while offset < len {
+                    let ghosts = &self.records[group][base + offset..base + len];
+                    let disagree =
+                        ghosts
+                            .iter()
+                            .zip(&chunk[offset..])
+                            .position(|(ghost, &status)| {
+                                !matches!(
+                                    (&ghost.settled, status),
+                                    (Some(Final::Acked), Status::Acked)
+                                        | (None, Status::Available | Status::Leased)
+                                )
+                            });
+                    let Some(found) = disagree else { break };
+                    let at = offset + found;
+                    self.observe_record(view, group, first + at as Seq, chunk[at]);
+                    offset = at + 1;
                 }
                 first += len as Seq;
             }
