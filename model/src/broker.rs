@@ -69,6 +69,18 @@ pub trait BrokerView {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.status(group, seq), (Status::DeadLettered, Some(kept)) if kept == reason)
     }
+    /// Writes the statuses of (group, first), (group, first + 1), … into `out`, as many as fit
+    /// and are published; returns how many it wrote. Override it to read a group's records in
+    /// one pass: the oracle reads every record through it after every step.
+    fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
+        let count = self.event_count();
+        let mut written = 0;
+        for (slot, seq) in out.iter_mut().zip(first..=count) {
+            *slot = self.status_kind(group, seq);
+            written += 1;
+        }
+        written
+    }
 }
 
 /// The broker's whole state.
@@ -83,6 +95,9 @@ pub struct Broker {
     next_lease_id: u64,
     /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`).
     unflushed: Vec<(GroupIx, Seq, Record)>,
+    /// The earliest deadline of an armed lease: a function of `records`, refreshed by every
+    /// method that changes them, so that `next_deadline` and `expire_due` need not scan.
+    earliest_deadline: Option<Ms>,
 }
 
 const _: () = assert!(!REASON_MAX_ATTEMPTS.is_empty());
@@ -102,6 +117,7 @@ impl Broker {
             max_acked: vec![0; config.group_count],
             next_lease_id: 1,
             unflushed: Vec::new(),
+            earliest_deadline: None,
             config,
         }
     }
@@ -117,6 +133,7 @@ impl Broker {
     }
 
     /// The record of (group, seq), if both exist.
+    #[inline]
     pub fn record(&self, group: GroupIx, seq: Seq) -> Option<&Record> {
         let index = (seq as usize).checked_sub(1)?;
         self.records.get(group)?.get(index)
@@ -192,6 +209,12 @@ impl Broker {
             };
             leases.push(lease);
         }
+        if !leases.is_empty() {
+            self.earliest_deadline = Some(
+                self.earliest_deadline
+                    .map_or(deadline_ms, |earliest| earliest.min(deadline_ms)),
+            );
+        }
         Ok(leases)
     }
 
@@ -236,6 +259,18 @@ impl Broker {
     /// Applies a settle or renew request. A request that fails changes nothing. An accepted
     /// renew returns the renewed lease.
     pub fn settle(
+        &mut self,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        let result = self.settle_records(request, now_ms);
+        if result.is_ok() {
+            self.refresh_earliest_deadline();
+        }
+        result
+    }
+
+    fn settle_records(
         &mut self,
         request: &SettleRequest,
         now_ms: Ms,
@@ -407,6 +442,12 @@ impl Broker {
     /// Expires every armed lease whose deadline is `<= now_ms`, in (group, seq) order.
     pub fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         let mut expired = Vec::new();
+        if self
+            .earliest_deadline
+            .is_none_or(|earliest| earliest > now_ms)
+        {
+            return expired;
+        }
         for group in 0..self.records.len() {
             for index in 0..self.records[group].len() {
                 if let Record::Leased {
@@ -417,17 +458,26 @@ impl Broker {
                 {
                     if deadline_ms <= now_ms {
                         let seq = index as Seq + 1;
-                        expired.extend(self.expire(group, seq, deadline_ms));
+                        expired.extend(self.expire_record(group, seq, deadline_ms));
                     }
                 }
             }
         }
+        self.refresh_earliest_deadline();
         expired
     }
 
     /// Expires the lease on (group, seq) now, whatever its deadline — the untimed model's
     /// expiry action. Returns `None` when the record holds no armed lease.
     pub fn expire(&mut self, group: GroupIx, seq: Seq, not_before_ms: Ms) -> Option<Expired> {
+        let expired = self.expire_record(group, seq, not_before_ms);
+        if expired.is_some() {
+            self.refresh_earliest_deadline();
+        }
+        expired
+    }
+
+    fn expire_record(&mut self, group: GroupIx, seq: Seq, not_before_ms: Ms) -> Option<Expired> {
         let Some(Record::Leased {
             lease_id,
             attempts,
@@ -481,6 +531,7 @@ impl Broker {
             return false;
         };
         *deadline_ms = (*deadline_ms).min(now_ms);
+        self.refresh_earliest_deadline();
         true
     }
 
@@ -503,7 +554,17 @@ impl Broker {
     }
 
     /// The earliest deadline of an armed lease, for a simulator's timer.
+    #[inline]
     pub fn next_deadline(&self) -> Option<Ms> {
+        debug_assert_eq!(self.earliest_deadline, self.scan_earliest_deadline());
+        self.earliest_deadline
+    }
+
+    fn refresh_earliest_deadline(&mut self) {
+        self.earliest_deadline = self.scan_earliest_deadline();
+    }
+
+    fn scan_earliest_deadline(&self) -> Option<Ms> {
         self.records
             .iter()
             .flatten()
@@ -549,6 +610,7 @@ impl Broker {
         for group in 0..self.config.group_count {
             self.advance_frontier(group);
         }
+        self.refresh_earliest_deadline();
     }
 
     /// Whether every record of every group is settled.
@@ -562,6 +624,7 @@ impl BrokerView for Broker {
         self.config.group_count
     }
 
+    #[inline]
     fn event_count(&self) -> Seq {
         self.records[0].len() as Seq
     }
@@ -574,13 +637,28 @@ impl BrokerView for Broker {
         }
     }
 
+    #[inline]
     fn frontier(&self, group: GroupIx) -> Seq {
         self.frontier[group]
     }
 
+    #[inline]
     fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
         self.record(group, seq)
             .map_or(Status::Dropped, Record::status)
+    }
+
+    fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
+        let start = (first as usize).saturating_sub(1);
+        let records = match (first, self.records.get(group)) {
+            (1.., Some(records)) => records.get(start..).unwrap_or(&[]),
+            _ => &[],
+        };
+        let written = out.len().min(records.len());
+        for (slot, record) in out.iter_mut().zip(records) {
+            *slot = record.status();
+        }
+        written
     }
 
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {

@@ -95,6 +95,13 @@ struct GhostRecord {
     handler_runs: u32,
 }
 
+/// Groups for which [`Oracle::end_step`] remembers, between its record and frontier checks,
+/// the first record the broker does not show settled (further groups read them again).
+const FIRST_OPEN_GROUPS: usize = 16;
+
+/// Records read per [`BrokerView::status_kinds`] call.
+const STATUS_CHUNK: usize = 64;
+
 /// The ghost state and the violations found so far.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Oracle {
@@ -398,31 +405,79 @@ impl Oracle {
 
     /// Ends a step: reads the broker and checks I3 and I4.
     pub fn end_step(&mut self, view: &impl BrokerView) {
-        self.observe_records(view);
-        self.observe_frontier(view);
+        let mut first_open = [None; FIRST_OPEN_GROUPS];
+        self.observe_records(view, &mut first_open);
+        self.observe_frontier(view, &first_open);
         self.step += 1;
     }
 
-    fn observe_records(&mut self, view: &impl BrokerView) {
+    /// Reads every record of every group; for the first [`FIRST_OPEN_GROUPS`] groups, notes in
+    /// `first_open` the first read seq the broker does not show acked or dead-lettered, so that
+    /// [`Oracle::observe_frontier`] need not read the records again.
+    fn observe_records(
+        &mut self,
+        view: &impl BrokerView,
+        first_open: &mut [Option<Seq>; FIRST_OPEN_GROUPS],
+    ) {
         let published = self.records.first().map_or(0, Vec::len) as Seq;
-        if view.event_count() != published {
-            let detail = format!(
-                "{published} events published, the broker has {}",
-                view.event_count()
-            );
+        let count = view.event_count();
+        if count != published {
+            let detail = format!("{published} events published, the broker has {count}");
             self.fail(Invariant::I3, detail);
         }
+        let count = published.min(count);
+        let mut statuses = [Status::Dropped; STATUS_CHUNK];
         for group in 0..self.config.group_count {
-            for seq in 1..=published.min(view.event_count()) {
-                self.observe_record(view, group, seq);
+            let mut open = None;
+            let mut first: Seq = 1;
+            while first <= count {
+                let len = ((count - first) as usize + 1).min(STATUS_CHUNK);
+                let chunk = &mut statuses[..len];
+                let written = view.status_kinds(group, first, chunk).min(len);
+                for (offset, slot) in chunk.iter_mut().enumerate().skip(written) {
+                    *slot = view.status_kind(group, first + offset as Seq);
+                }
+                if open.is_none() {
+                    open = chunk
+                        .iter()
+                        .position(|&status| !matches!(status, Status::Acked | Status::DeadLettered))
+                        .map(|offset| first + offset as Seq);
+                }
+                // The common cases, decided without building anything: the ghost and the broker
+                // agree that the record is acked, or that it is not settled. Every other record
+                // gets the full comparison, in seq order.
+                let base = first as usize - 1;
+                let mut offset = 0;
+                while offset < len {
+                    let ghosts = &self.records[group][base + offset..base + len];
+                    let disagree =
+                        ghosts
+                            .iter()
+                            .zip(&chunk[offset..])
+                            .position(|(ghost, &status)| {
+                                !matches!(
+                                    (&ghost.settled, status),
+                                    (Some(Final::Acked), Status::Acked)
+                                        | (None, Status::Available | Status::Leased)
+                                )
+                            });
+                    let Some(found) = disagree else { break };
+                    let at = offset + found;
+                    self.observe_record(view, group, first + at as Seq, chunk[at]);
+                    offset = at + 1;
+                }
+                first += len as Seq;
+            }
+            if let Some(slot) = first_open.get_mut(group) {
+                // `None` here means every read record is settled; reads stopped at `count`.
+                *slot = Some(open.unwrap_or(count + 1));
             }
         }
     }
 
     /// Compares one broker record with the ghost. Allocation-free unless a violation or a new
     /// dead letter is found (this runs for every record after every step).
-    fn observe_record(&mut self, view: &impl BrokerView, group: GroupIx, seq: Seq) {
-        let status = view.status_kind(group, seq);
+    fn observe_record(&mut self, view: &impl BrokerView, group: GroupIx, seq: Seq, status: Status) {
         let record = self.ghost(group, seq).expect("published");
         let deliveries = record.deliveries;
         match (&record.settled, status) {
@@ -463,7 +518,13 @@ impl Oracle {
         }
     }
 
-    fn observe_frontier(&mut self, view: &impl BrokerView) {
+    fn observe_frontier(
+        &mut self,
+        view: &impl BrokerView,
+        first_open: &[Option<Seq>; FIRST_OPEN_GROUPS],
+    ) {
+        let published = self.records.first().map_or(0, Vec::len) as Seq;
+        let count = published.min(view.event_count());
         for group in 0..self.config.group_count {
             let frontier = view.frontier(group);
             let before = self.frontier[group];
@@ -476,15 +537,22 @@ impl Oracle {
             // by the broker's own records: a record that left its settled state (an unfenced
             // settle after an ack, a lost ack) must not stay under the frontier.
             let prefix = self.settled_prefix[group];
+            let is_open = |seq: Seq| {
+                !matches!(
+                    view.status_kind(group, seq),
+                    Status::Acked | Status::DeadLettered
+                )
+            };
             let unsettled = if frontier > prefix {
                 Some(prefix + 1)
             } else {
-                (1..=frontier).find(|&seq| {
-                    !matches!(
-                        view.status_kind(group, seq),
-                        Status::Acked | Status::DeadLettered
-                    )
-                })
+                match first_open.get(group).copied().flatten() {
+                    // Read this step: records before `open` settled, `open` itself open.
+                    Some(open) if open <= count => (open <= frontier).then_some(open),
+                    // Every read record settled; the rest was not read.
+                    Some(open) => (open..=frontier).find(|&seq| is_open(seq)),
+                    None => (1..=frontier).find(|&seq| is_open(seq)),
+                }
             };
             if let Some(seq) = unsettled {
                 self.fail_with(Invariant::I4, || {

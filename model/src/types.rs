@@ -82,6 +82,7 @@ pub enum Record {
 
 impl Record {
     /// The record's status without its payload.
+    #[inline]
     pub fn status(&self) -> Status {
         match self {
             Record::Available { .. } => Status::Available,
@@ -93,6 +94,7 @@ impl Record {
     }
 
     /// Acked or dead-lettered.
+    #[inline]
     pub fn is_settled(&self) -> bool {
         matches!(self, Record::Acked | Record::DeadLettered { .. })
     }

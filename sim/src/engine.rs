@@ -305,6 +305,8 @@ pub struct Engine<B: Backend> {
     renewed: BTreeMap<RequestId, Lease>,
     /// Follow-up nacks the runtime sends travel this way.
     pub follow_up_delivery: Delivery,
+    /// Reused buffer: the frontiers before an expiry.
+    frontier_scratch: Vec<Seq>,
 }
 
 impl<B: Backend> Engine<B> {
@@ -346,6 +348,7 @@ impl<B: Backend> Engine<B> {
             deliveries: Vec::new(),
             renewed: BTreeMap::new(),
             follow_up_delivery: Delivery::INSTANT,
+            frontier_scratch: Vec::new(),
             setup,
         }
     }
@@ -465,9 +468,9 @@ impl<B: Backend> Engine<B> {
     fn expire_at(&mut self, at_ms: Ms) -> bool {
         self.now_ms = self.now_ms.max(at_ms);
         let now_ms = self.now_ms;
-        let before: Vec<Seq> = (0..self.setup.groups.len())
-            .map(|g| self.backend.frontier(g))
-            .collect();
+        let mut before = std::mem::take(&mut self.frontier_scratch);
+        before.clear();
+        before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
         let expired = self.backend.expire_due(now_ms);
         self.oracle.advance(now_ms);
         for item in &expired {
@@ -501,6 +504,7 @@ impl<B: Backend> Engine<B> {
             );
             self.trace.lines[line].at_ms = at;
         }
+        self.frontier_scratch = before;
         !expired.is_empty()
     }
 
@@ -1135,7 +1139,7 @@ impl<B: Backend> Engine<B> {
         (0..self.setup.groups.len()).all(|group| {
             (1..=self.backend.event_count()).all(|seq| {
                 matches!(
-                    self.backend.status(group, seq).0,
+                    self.backend.status_kind(group, seq),
                     Status::Acked | Status::DeadLettered
                 )
             })

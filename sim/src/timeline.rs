@@ -24,7 +24,12 @@
 //!
 //! Timelines are stable text, made for snapshot tests; [`text`] is what the trace hash covers.
 
-use crate::trace::{fnv1a64, FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx};
+use crate::trace::{
+    fnv1a64_extend, FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx,
+    FNV1A64_OFFSET,
+};
+use std::fmt::Write as _;
+
 use leasehold_model::{ErrorAction, GroupIx, Seq, SettleError, SettleOp, Status};
 
 /// A rendered timeline: the text lines and, for each trace line, its `tN` index.
@@ -50,24 +55,41 @@ impl Timeline {
 /// The timeline as text, a line per step, each ending in a newline.
 pub fn text(trace: &Trace) -> String {
     let mut out = String::new();
-    for line in render(trace).lines {
-        out.push_str(&line);
+    render_each(trace, |line| {
+        out.push_str(line);
         out.push('\n');
-    }
+    });
     out
 }
 
 /// The trace hash: FNV-1a 64 of [`text`].
 pub fn trace_hash(trace: &Trace) -> u64 {
-    fnv1a64(text(trace).as_bytes())
+    let mut hash = FNV1A64_OFFSET;
+    render_each(trace, |line| {
+        hash = fnv1a64_extend(fnv1a64_extend(hash, line.as_bytes()), b"\n");
+    });
+    hash
 }
 
 /// Renders every line of `trace`.
 pub fn render(trace: &Trace) -> Timeline {
+    let mut lines = Vec::new();
+    let mut timeline = render_each(trace, |line| lines.push(line.to_string()));
+    timeline.lines = lines;
+    timeline
+}
+
+/// Renders every line of `trace`, handing each visible line (without its newline) to `emit`;
+/// the returned timeline has the index but no lines.
+fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
     let mut timeline = Timeline {
         lines: Vec::new(),
         index: vec![None; trace.lines.len()],
     };
+    let follow_ups = follow_ups(trace);
+    let mut shown = 0;
+    let mut out = String::new();
+    let mut text = String::new();
     let mut restarted = vec![false; trace.workers.len()];
     let mut folded_restarts = Vec::new();
     for (i, line) in trace.lines.iter().enumerate() {
@@ -85,15 +107,30 @@ pub fn render(trace: &Trace) -> Timeline {
                 notes.push("restarted");
             }
         }
-        let body = body(trace, i, &mut notes);
-        let who = match line.worker {
-            Some(worker) if notes.is_empty() => format!("worker {} ", trace.workers[worker]),
-            Some(worker) => format!("worker {} ({}) ", trace.workers[worker], notes.join(", ")),
-            None => String::new(),
-        };
-        let t = timeline.lines.len();
+        text.clear();
+        body(&mut text, trace, &follow_ups, i, &mut notes);
+        let t = shown;
+        shown += 1;
         timeline.index[i] = Some(t);
-        timeline.lines.push(format!("t{t}  {who}{body}"));
+        out.clear();
+        // Writing into a String cannot fail.
+        let _ = write!(out, "t{t}  ");
+        match line.worker {
+            Some(worker) if notes.is_empty() => {
+                let _ = write!(out, "worker {} ", trace.workers[worker]);
+            }
+            Some(worker) => {
+                let _ = write!(
+                    out,
+                    "worker {} ({}) ",
+                    trace.workers[worker],
+                    notes.join(", ")
+                );
+            }
+            None => {}
+        }
+        out.push_str(&text);
+        emit(&out);
     }
     for i in folded_restarts {
         let worker = trace.lines[i].worker;
@@ -104,13 +141,20 @@ pub fn render(trace: &Trace) -> Timeline {
     timeline
 }
 
-/// Whether request `id` is the runtime's nack after another request failed (it is told as
-/// part of that request).
-fn is_follow_up(trace: &Trace, id: RequestId) -> bool {
-    trace
-        .requests
-        .iter()
-        .any(|r| r.follow_up_request == Some(id))
+/// For each request, whether it is the runtime's nack after another request failed (it is
+/// told as part of that request).
+fn follow_ups(trace: &Trace) -> Vec<bool> {
+    let mut follow_ups = vec![false; trace.requests.len()];
+    for id in trace.requests.iter().filter_map(|r| r.follow_up_request) {
+        if let Some(flag) = follow_ups.get_mut(id.0 as usize) {
+            *flag = true;
+        }
+    }
+    follow_ups
+}
+
+fn is_follow_up(follow_ups: &[bool], id: RequestId) -> bool {
+    follow_ups.get(id.0 as usize).copied().unwrap_or(false)
 }
 
 fn has_later_line(trace: &Trace, i: usize, worker: WorkerIx) -> bool {
@@ -119,84 +163,106 @@ fn has_later_line(trace: &Trace, i: usize, worker: WorkerIx) -> bool {
         .any(|line| line.worker == Some(worker) && line.kind != LineKind::Restarted)
 }
 
-fn event(seq: Seq) -> String {
-    format!("E{seq}")
+// Writing into a String cannot fail: the functions below ignore `write!`'s result.
+
+fn event(out: &mut String, seq: Seq) {
+    let _ = write!(out, "E{seq}");
 }
 
-fn frontier(trace: &Trace, group: GroupIx, before: Seq, after: Seq) -> String {
+fn frontier(out: &mut String, trace: &Trace, group: GroupIx, before: Seq, after: Seq) {
     if trace.groups.len() > 1 {
-        format!("frontier of {} {before} → {after}", trace.groups[group])
+        let _ = write!(
+            out,
+            "frontier of {} {before} → {after}",
+            trace.groups[group]
+        );
     } else {
-        format!("frontier {before} → {after}")
+        let _ = write!(out, "frontier {before} → {after}");
     }
 }
 
-fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
+/// Writes `": "` before the first part of a list and `"; "` before the others.
+fn separate(out: &mut String, first: &mut bool) {
+    out.push_str(if std::mem::take(first) { ": " } else { "; " });
+}
+
+fn body(
+    out: &mut String,
+    trace: &Trace,
+    follow_ups: &[bool],
+    i: usize,
+    notes: &mut Vec<&'static str>,
+) {
     let line = &trace.lines[i];
     match &line.kind {
-        LineKind::Published { seq } => format!("event {} published", event(*seq)),
-        LineKind::Fetched { group, result } => fetched(trace, *group, result),
+        LineKind::Published { seq } => {
+            out.push_str("event ");
+            event(out, *seq);
+            out.push_str(" published");
+        }
+        LineKind::Fetched { group, result } => fetched(out, trace, *group, result),
         LineKind::Settle => {
-            let parts: Vec<String> = line
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::Request(id) if !is_follow_up(trace, *id) => Some(*id),
-                    _ => None,
-                })
-                .map(|id| {
-                    if trace.request(id).delayed && !notes.contains(&"delayed") {
-                        notes.push("delayed");
-                    }
-                    settle(trace, id)
-                })
-                .collect();
-            parts.join("; ")
+            let mut first = true;
+            for part in &line.parts {
+                let Part::Request(id) = part else { continue };
+                if is_follow_up(follow_ups, *id) {
+                    continue;
+                }
+                if trace.request(*id).delayed && !notes.contains(&"delayed") {
+                    notes.push("delayed");
+                }
+                if !std::mem::take(&mut first) {
+                    out.push_str("; ");
+                }
+                settle(out, trace, *id);
+            }
         }
         LineKind::Handle { issuance } => {
             let lease = trace.lease(*issuance);
-            let head = format!(
-                "handles {} ({}, delivery {})",
-                event(lease.lease.seq),
-                lease.name,
-                lease.lease.attempt
-            );
-            let mut parts: Vec<String> = line
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::Request(id) if is_follow_up(trace, *id) => None,
-                    Part::Request(id) => Some(settle(trace, *id)),
-                    Part::HandlerFinished { outcome, .. } => Some(format!("handler {outcome}")),
-                    Part::HandlerKilled => Some("handler killed by the crash".to_string()),
-                })
-                .collect();
+            out.push_str("handles ");
+            event(out, lease.lease.seq);
+            let _ = write!(out, " ({}, delivery {})", lease.name, lease.lease.attempt);
+            let mut first = true;
+            for part in &line.parts {
+                match part {
+                    Part::Request(id) if is_follow_up(follow_ups, *id) => {}
+                    Part::Request(id) => {
+                        separate(out, &mut first);
+                        settle(out, trace, *id);
+                    }
+                    Part::HandlerFinished { outcome, .. } => {
+                        separate(out, &mut first);
+                        let _ = write!(out, "handler {outcome}");
+                    }
+                    Part::HandlerKilled => {
+                        separate(out, &mut first);
+                        out.push_str("handler killed by the crash");
+                    }
+                }
+            }
             let sent = line.parts.iter().any(|p| matches!(p, Part::Request(_)));
             let finished = line
                 .parts
                 .iter()
                 .any(|p| matches!(p, Part::HandlerFinished { .. }));
             if finished && !sent {
-                parts.push("nothing settled (left to expire)".to_string());
-            }
-            if parts.is_empty() {
-                head
-            } else {
-                format!("{head}: {}", parts.join("; "))
+                separate(out, &mut first);
+                out.push_str("nothing settled (left to expire)");
             }
         }
-        LineKind::Crashed { held } if held.is_empty() => "crashes".to_string(),
-        LineKind::Crashed { .. } => "crashes before ACK".to_string(),
-        LineKind::Restarted => "restarts".to_string(),
+        LineKind::Crashed { held } if held.is_empty() => out.push_str("crashes"),
+        LineKind::Crashed { .. } => out.push_str("crashes before ACK"),
+        LineKind::Restarted => out.push_str("restarts"),
         LineKind::Paused { until_ms } => {
-            format!("stalls for {} ms", until_ms.saturating_sub(line.at_ms))
+            let _ = write!(out, "stalls for {} ms", until_ms.saturating_sub(line.at_ms));
         }
         LineKind::BrokerRestarted { frontier: moved } => {
-            let mut text = "broker restarts".to_string();
+            out.push_str("broker restarts");
             for &(group, before, after) in moved {
-                text.push_str(&format!(" ({})", frontier(trace, group, before, after)));
+                out.push_str(" (");
+                frontier(out, trace, group, before, after);
+                out.push(')');
             }
-            text
         }
         LineKind::Expired {
             issuance,
@@ -204,22 +270,25 @@ fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
             frontier: moved,
         } => {
             let lease = trace.lease(*issuance);
-            let mut text = format!("lease {} expires", lease.name);
+            let _ = write!(out, "lease {} expires", lease.name);
             if *dead_lettered {
-                text.push_str(&format!(
-                    " → {} dead-lettered (max attempts)",
-                    event(lease.lease.seq)
-                ));
+                out.push_str(" → ");
+                event(out, lease.lease.seq);
+                out.push_str(" dead-lettered (max attempts)");
             }
             if let Some((before, after)) = moved {
-                text.push_str(&format!(
-                    " ({})",
-                    frontier(trace, lease.lease.group, *before, *after)
-                ));
+                out.push_str(" (");
+                frontier(out, trace, lease.lease.group, *before, *after);
+                out.push(')');
             }
-            text
         }
-        LineKind::DrainStarted => "faults heal; the workers drain the queue".to_string(),
+        LineKind::DrainStarted => out.push_str("faults heal; the workers drain the queue"),
+        kind @ LineKind::DrainEnded { .. } => out.push_str(&drain_ended(trace, kind)),
+    }
+}
+
+fn drain_ended(trace: &Trace, kind: &LineKind) -> String {
+    match kind {
         LineKind::DrainEnded {
             settled,
             why,
@@ -245,39 +314,47 @@ fn body(trace: &Trace, i: usize, notes: &mut Vec<&'static str>) -> String {
                 )
             }
         }
+        _ => String::new(),
     }
 }
 
-fn fetched(trace: &Trace, group: GroupIx, result: &FetchResult) -> String {
-    let of_group = if trace.groups.len() > 1 {
-        format!(" of {}", trace.groups[group])
-    } else {
-        String::new()
+fn fetched(out: &mut String, trace: &Trace, group: GroupIx, result: &FetchResult) {
+    let of_group = |out: &mut String| {
+        if trace.groups.len() > 1 {
+            let _ = write!(out, " of {}", trace.groups[group]);
+        }
     };
     match result {
-        FetchResult::Failed(error) => format!("fetch{of_group} fails ({})", error.name()),
+        FetchResult::Failed(error) => {
+            out.push_str("fetch");
+            of_group(out);
+            let _ = write!(out, " fails ({})", error.name());
+        }
         FetchResult::Leased { leases, .. } if leases.is_empty() => {
-            format!("fetches{of_group} → nothing available")
+            out.push_str("fetches");
+            of_group(out);
+            out.push_str(" → nothing available");
         }
         FetchResult::Leased { leases, reply_lost } => {
-            let events: Vec<String> = leases
-                .iter()
-                .map(|&l| event(trace.lease(l).lease.seq))
-                .collect();
-            let names: Vec<&str> = leases
-                .iter()
-                .map(|&l| trace.lease(l).name.as_str())
-                .collect();
             let plural = if leases.len() > 1 { "s" } else { "" };
-            let mut text = format!(
-                "fetches event{plural} {}{of_group} → lease{plural} {}",
-                events.join(", "),
-                names.join(", ")
-            );
-            if *reply_lost {
-                text.push_str(" issued, reply lost (ambiguous)");
+            let _ = write!(out, "fetches event{plural} ");
+            for (k, &l) in leases.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                event(out, trace.lease(l).lease.seq);
             }
-            text
+            of_group(out);
+            let _ = write!(out, " → lease{plural} ");
+            for (k, &l) in leases.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&trace.lease(l).name);
+            }
+            if *reply_lost {
+                out.push_str(" issued, reply lost (ambiguous)");
+            }
         }
     }
 }
@@ -291,87 +368,107 @@ fn verb(op: &SettleOp) -> &'static str {
     }
 }
 
-fn refused(error: &SettleError) -> String {
-    format!("rejected ({})", error.name())
+fn refused(out: &mut String, error: &SettleError) {
+    let _ = write!(out, "rejected ({})", error.name());
 }
 
 /// One settle request and everything that came of it.
-fn settle(trace: &Trace, id: RequestId) -> String {
+fn settle(out: &mut String, trace: &Trace, id: RequestId) {
     use crate::trace::Fault;
     let request = trace.request(id);
     let name = &trace.lease(request.issuance).name;
-    let tries = if matches!(request.answer, Some(Err(_))) {
-        "tries "
-    } else {
-        ""
-    };
-    let result = match (request.fault, &request.answer) {
-        (Fault::Dropped, _) => "request lost (ambiguous)".to_string(),
-        (Fault::Unavailable, _) => "backend unavailable, not applied".to_string(),
-        (Fault::Failed, _) => "failed, not applied".to_string(),
-        (_, None) => "still in flight".to_string(),
+    if matches!(request.answer, Some(Err(_))) {
+        out.push_str("tries ");
+    }
+    let _ = write!(out, "{} {name} → ", verb(&request.op));
+    match (request.fault, &request.answer) {
+        (Fault::Dropped, _) => out.push_str("request lost (ambiguous)"),
+        (Fault::Unavailable, _) => out.push_str("backend unavailable, not applied"),
+        (Fault::Failed, _) => out.push_str("failed, not applied"),
+        (_, None) => out.push_str("still in flight"),
         (Fault::LostReply, Some(Ok(()))) => {
-            let effect = effect(trace, request);
-            format!("applied, reply lost (ambiguous); broker: {effect}")
+            out.push_str("applied, reply lost (ambiguous); broker: ");
+            effect(out, trace, request);
         }
         (Fault::LostReply, Some(Err(error))) => {
-            format!("{}, reply lost (ambiguous)", refused(error))
+            refused(out, error);
+            out.push_str(", reply lost (ambiguous)");
         }
-        (Fault::None, Some(Ok(()))) => effect(trace, request),
-        (Fault::None, Some(Err(error))) => refused(error),
-    };
-    let mut text = format!("{tries}{} {name} → {result}", verb(&request.op));
+        (Fault::None, Some(Ok(()))) => effect(out, trace, request),
+        (Fault::None, Some(Err(error))) => refused(out, error),
+    }
     for answer in &request.duplicate_answers {
-        let dup = match answer {
-            Ok(()) => "accepted".to_string(),
-            Err(error) => refused(error),
-        };
-        text.push_str(&format!(" (duplicate → {dup})"));
+        out.push_str(" (duplicate → ");
+        match answer {
+            Ok(()) => out.push_str("accepted"),
+            Err(error) => refused(out, error),
+        }
+        out.push(')');
     }
     match request.follow_up {
-        Some(ErrorAction::Drop) => text.push_str("; lease dropped, no nack"),
-        Some(ErrorAction::LeaveToExpire) => text.push_str("; left to expire"),
+        Some(ErrorAction::Drop) => out.push_str("; lease dropped, no nack"),
+        Some(ErrorAction::LeaveToExpire) => out.push_str("; left to expire"),
         Some(ErrorAction::Nack) => {
-            text.push_str("; runtime nacks: ");
+            out.push_str("; runtime nacks: ");
             match request.follow_up_request {
-                Some(nack) => text.push_str(&settle(trace, nack)),
-                None => text.push_str("not sent"),
+                Some(nack) => settle(out, trace, nack),
+                None => out.push_str("not sent"),
             }
         }
         None => {}
     }
-    text
 }
 
 /// What an accepted request did, in words.
-fn effect(trace: &Trace, request: &Request) -> String {
+fn effect(out: &mut String, trace: &Trace, request: &Request) {
     let lease = &trace.lease(request.issuance).lease;
     let e = &request.effect;
-    let moved = e
-        .frontier
-        .map(|(before, after)| frontier(trace, lease.group, before, after));
-    let with_frontier = |text: String| match &moved {
-        Some(moved) => format!("{text} ({moved})"),
-        None => text,
+    let with_frontier = |out: &mut String| {
+        if let Some((before, after)) = e.frontier {
+            out.push_str(" (");
+            frontier(out, trace, lease.group, before, after);
+            out.push(')');
+        }
     };
     match (&request.op, e.status) {
         (SettleOp::Renew { .. }, _) => match e.renewed_until_ms {
-            Some(until) => format!("renewed until {until} ms"),
-            None => "renewed".to_string(),
+            Some(until) => {
+                let _ = write!(out, "renewed until {until} ms");
+            }
+            None => out.push_str("renewed"),
         },
-        (SettleOp::Ack, Some(Status::Acked)) => match &moved {
-            Some(moved) => format!("durable progress ({moved})"),
-            None => format!("acked (frontier stays {})", e.frontier_after),
+        (SettleOp::Ack, Some(Status::Acked)) => match e.frontier {
+            Some((before, after)) => {
+                out.push_str("durable progress (");
+                frontier(out, trace, lease.group, before, after);
+                out.push(')');
+            }
+            None => {
+                let _ = write!(out, "acked (frontier stays {})", e.frontier_after);
+            }
         },
-        (_, Some(Status::DeadLettered)) => with_frontier(format!(
-            "{} dead-lettered ({})",
-            event(lease.seq),
-            e.reason.as_deref().unwrap_or("")
-        )),
-        (_, Some(Status::Available)) => {
-            with_frontier(format!("{} available again", event(lease.seq)))
+        (_, Some(Status::DeadLettered)) => {
+            event(out, lease.seq);
+            let _ = write!(
+                out,
+                " dead-lettered ({})",
+                e.reason.as_deref().unwrap_or("")
+            );
+            with_frontier(out);
         }
-        (_, Some(Status::Dropped)) => with_frontier(format!("{} record dropped", event(lease.seq))),
-        (_, _) => with_frontier("accepted".to_string()),
+        (_, Some(Status::Available)) => {
+            event(out, lease.seq);
+            out.push_str(" available again");
+            with_frontier(out);
+        }
+        (_, Some(Status::Dropped)) => {
+            event(out, lease.seq);
+            out.push_str(" record dropped");
+            with_frontier(out);
+        }
+        (_, _) => {
+            out.push_str("accepted");
+            with_frontier(out);
+        }
     }
 }

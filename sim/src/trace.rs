@@ -330,7 +330,15 @@ impl Trace {
 /// FNV-1a, 64 bits: a stable hash of a trace's rendered text (no std hasher, whose output may
 /// change between Rust releases).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    fnv1a64_extend(FNV1A64_OFFSET, bytes)
+}
+
+/// FNV-1a 64's initial state: `fnv1a64_extend(FNV1A64_OFFSET, b)` is `fnv1a64(b)`.
+pub const FNV1A64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Continues an FNV-1a 64 hash over `bytes`: hashing a text piece by piece gives the hash of
+/// the whole text.
+pub fn fnv1a64_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     for &byte in bytes {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
@@ -348,5 +356,7 @@ mod tests {
         assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
         assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
         assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+        let pieces = fnv1a64_extend(fnv1a64_extend(FNV1A64_OFFSET, b"foo"), b"bar");
+        assert_eq!(pieces, 0x85944171f73967e8);
     }
 }

@@ -314,7 +314,12 @@ impl<'a, B: Backend> Driver<'a, B> {
             let current = finish_ms < info.lease.deadline_ms;
             world.write(info.lease.group, info.lease.seq, current);
         }
-        let text = timeline::text(&trace);
+        let (trace_hash, text) = if keep {
+            let text = timeline::text(&trace);
+            (crate::trace::fnv1a64(text.as_bytes()), Some(text))
+        } else {
+            (timeline::trace_hash(&trace), None)
+        };
         RunOutcome {
             seed: setup.seed,
             violations,
@@ -322,8 +327,8 @@ impl<'a, B: Backend> Driver<'a, B> {
             bound_hit,
             steps,
             sim_ms,
-            trace_hash: crate::trace::fnv1a64(text.as_bytes()),
-            trace: keep.then_some(text),
+            trace_hash,
+            trace: text,
             duplicate_runs,
             duplicate_writes: world.duplicates(),
             ghost_writes: world.ghost_writes(),

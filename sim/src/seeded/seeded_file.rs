@@ -80,6 +80,9 @@ impl BrokerView for BoxedBackend {
     fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
         self.0.status_kind(group, seq)
     }
+    fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
+        self.0.status_kinds(group, first, out)
+    }
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         self.0.dead_letter_reason_is(group, seq, reason)
     }
