@@ -9,10 +9,13 @@
 //!   classification.
 //! * [`invariant`] — the invariants I1–I7 and their stable names.
 //! * [`oracle`] — ghost bookkeeping that checks the invariants after every step.
+//! * [`check`] — the stateright model of a bounded configuration, the shortest-counterexample
+//!   search and counterexample timelines.
 #![deny(missing_docs)]
 
 pub mod backend;
 pub mod broker;
+pub mod check;
 pub mod invariant;
 pub mod oracle;
 pub mod runtime;

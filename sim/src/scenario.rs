@@ -2,7 +2,33 @@
 //!
 //! The scripted form is a public contract that users write by hand. The model checker and the
 //! simulator write their findings in the same format. Parsing with file/line/column errors
-//! lives beside these types.
+//! lives beside these types ([`crate::parse`]); running a scripted scenario is
+//! [`crate::script`].
+//!
+//! # Extensions beyond SPEC section 6
+//! Steps:
+//! * `fault = "lost_reply" | "dropped" | "unavailable" | "failed"` on a settle, `handle` or
+//!   `fetch` step (for `handle`: on the first settle the runtime sends);
+//! * `receipt = N` on a settle: send this receipt instead of the lease's own;
+//! * `calls = ["ack", "nack", "reject"]` on `handle`: the handler's calls on its message handle;
+//! * `error_kind = "RuntimeError"` on `handle` / `drain` with `outcome = "error"`: the error's
+//!   type name (the dead-letter reason when `reason` is empty; default `RuntimeError`);
+//! * ops `publish` (one more event), `broker_restart`, and `drain`: the liveness phase — faults
+//!   heal (crashed workers restart), the workers fetch and run the handler (`outcome`, or
+//!   `outcomes[seq - 1]` per event) until every event is settled, the queue is quiescent, or
+//!   `liveness_ms_max` passes (default `(events × max_attempts + 2) × lease_ms`); then I6
+//!   (eventually-settled) is checked.
+//!
+//! Config: `clock_offset_ms = { A = -5000 }` (a worker's clock reads broker time + offset);
+//! `expiry = "on_fetch"` (the broker expires due leases only when it next fetches, as Redis
+//! claims idle entries; default `"at_deadline"`: before a step at time `t` every lease whose
+//! deadline is `<= t` expires). The oracle's ghost leases expire at their deadline either way.
+//!
+//! `[expect]`, beyond `invariants = "hold"`, `violated = "I1"`, `frontier` and `dead_letters`:
+//! * `handler_calls = N` — handler runs in the whole run;
+//! * `handler_runs = ["E1#1", "E3#2"]` — every handler run in order, as event # delivery;
+//! * `pending = N` — records (over all groups) neither acked nor dead-lettered at the end;
+//! * `dead_letter_reasons = ["NackMessage"]` — every dead letter's reason, by group then seq.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,6 +49,12 @@ pub struct Scenario {
     /// A seed, for the seeded form (the simulator's failures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The seeded form's workload beyond `[config]` (defaults when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::seeded::Workload>,
+    /// The seeded form's effective fault plan (the default mix when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults: Option<crate::seeded::FaultPlan>,
     /// The explicit steps of the scripted form, in order.
     #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
@@ -52,6 +84,9 @@ pub struct Config {
     /// Per-worker clock offsets in ms (a worker's clock reads broker time + offset).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clock_offset_ms: BTreeMap<String, i64>,
+    /// When the broker applies due expiries: `at_deadline` (default) or `on_fetch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expiry: Option<String>,
 }
 
 fn default_policy() -> String {
@@ -68,6 +103,7 @@ impl Default for Config {
             max_attempts: 3,
             ack_policy: default_policy(),
             clock_offset_ms: BTreeMap::new(),
+            expiry: None,
         }
     }
 }
@@ -82,7 +118,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
     /// `fetch | ack | nack | renew | reject | handle | crash | restart | pause | publish |
-    /// broker_restart`.
+    /// broker_restart | drain`.
     pub op: String,
     /// `fetch`: the name bound to the returned lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,7 +144,7 @@ pub struct Step {
     /// `reject`, `nack`, `handle`: the reason text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// `handle`: `ok | error | ack | nack | reject`.
+    /// `handle`, `drain`: `ok | error | ack | nack | reject`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
     /// `handle`: calls the handler makes on its message handle, in order
@@ -120,12 +156,24 @@ pub struct Step {
     pub for_ms: Option<u64>,
     /// Settles: a network or backend fault on this request: `lost_reply` (applied, the reply
     /// is lost: the worker sees `ambiguous`), `dropped` (never arrives: `ambiguous`, not
-    /// applied), `unavailable` (fails fast: `backend_unavailable`, not applied).
+    /// applied), `unavailable` (fails fast: `backend_unavailable`, not applied), `failed` (the
+    /// backend reports a failure: `failed`, not applied). Also on `handle` (the first settle)
+    /// and `fetch`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
     /// Settles: send this receipt instead of the lease's own (to provoke `receipt_mismatch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt: Option<u64>,
+    /// `handle`, `drain`: the error's type name for `outcome = "error"` (default
+    /// `RuntimeError`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// `drain`: the handler's outcome per event (`outcomes[seq - 1]`), overriding `outcome`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outcomes: Vec<String>,
+    /// `drain`: the bound on the liveness phase's virtual time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub liveness_ms_max: Option<u64>,
     /// The expected result: `ok`, `empty`, `stale_lease`, `receipt_mismatch`,
     /// `backend_unavailable`, `ambiguous`, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,4 +196,16 @@ pub struct Expect {
     /// Dead letters at the end, over all groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letters: Option<u32>,
+    /// Handler runs in the whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler_calls: Option<u32>,
+    /// Every handler run in order, as `E<seq>#<delivery>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler_runs: Option<Vec<String>>,
+    /// Records neither acked nor dead-lettered at the end, over all groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<u32>,
+    /// Every dead letter's reason, by group then sequence number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dead_letter_reasons: Option<Vec<String>>,
 }

@@ -1,14 +1,79 @@
-//! `leasehold replay` (being built: exits 2 until it lands).
+//! `leasehold replay FILE`: re-runs a scenario, prints its timeline, checks its expectations.
+//!
+//! Exit status (SPEC section 7): 0 when the run matched the file (every step's `expect` and the
+//! `[expect]` block — a file expecting `violated = "I1"` that reproduces it matched); 1 when it
+//! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
-use crate::cli::{CmdResult, UserError};
+use crate::cli::{CmdResult, Status, UserError};
+use leasehold_model::Broker;
+use leasehold_sim::parse;
+use leasehold_sim::script::{self, Replay, Script};
+use std::path::{Path, PathBuf};
 
 /// Arguments of `leasehold replay`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The scenario file (TOML).
+    pub file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The broker under test.
+    #[arg(long, default_value = "pure", value_parser = ["pure"])]
+    pub backend: String,
+}
+
+/// Reads and parses a scenario file; any failure is a one-line user error.
+pub fn load(path: &Path) -> Result<Script, UserError> {
+    let name = path.display().to_string();
+    let src = std::fs::read_to_string(path)
+        .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
+    let script = parse::parse(&src, &name).map_err(|e| UserError(e.to_string()))?;
+    if script.steps.is_empty() {
+        return Err(UserError(format!(
+            "{name}: a seeded scenario (no [[step]]) is replayed by the simulator, which this build does not include"
+        )));
+    }
+    Ok(script)
+}
+
+/// Runs `script` on the named backend.
+pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
+    match backend {
+        "pure" => Ok(script::run(
+            script,
+            Broker::new(script.setup.broker_config()),
+        )),
+        other => Err(UserError(format!("unknown backend '{other}'"))),
+    }
+}
+
+/// The `--json` object.
+pub fn json(replay: &Replay) -> serde_json::Value {
+    serde_json::json!({
+        "header": replay.header,
+        "timeline": replay.timeline,
+        "violations": replay.violations,
+        "steps": replay.steps,
+        "mismatches": replay.mismatches,
+        "notes": replay.notes,
+        "trace_hash": replay.trace_hash,
+        "matched": replay.matched,
+    })
+}
 
 /// Runs the command.
-pub fn run(_args: Args) -> CmdResult {
-    Err(UserError(
-        "'replay' is not available in this build yet".to_string(),
-    ))
+pub fn run(args: Args) -> CmdResult {
+    let script = load(&args.file)?;
+    let replay = run_on(&script, &args.backend)?;
+    if args.json {
+        println!("{}", json(&replay));
+    } else {
+        print!("{}", replay.text());
+    }
+    Ok(if replay.matched {
+        Status::Ok
+    } else {
+        Status::Failed
+    })
 }

@@ -1,0 +1,33 @@
+//! The seeded simulator: one seed, a fault plan and a workload drive a whole run on virtual
+//! time; campaigns run ranges of seeds; failures are saved as seeded scenarios and shrunk.
+//!
+//! * [`ratio`] — probabilities as integer fractions (`3/100`).
+//! * [`prng`] — the root seed and one named ChaCha8 generator per component.
+//! * [`faults`] — the fault plan, its switches and intensities, swarm draws.
+//! * [`workload`] — the `[workload]` table: handler timing, outcome rates, named bounds.
+//! * [`setup`] — the effective configuration of one run and the bounds derived from it.
+//! * [`world`] — the external world the handlers write to (duplicates, ghost writes).
+//! * [`run`] — one seeded run: a driver of workers, network and faults on the engine.
+//! * [`seeded_file`] — seeded scenario files: build a run from one, write one for a failure.
+//! * [`campaign`] — ranges of seeds over threads and shards, with a deterministic summary.
+//! * [`shrink`] — minimising a failing seeded scenario.
+
+pub mod campaign;
+pub mod faults;
+pub mod prng;
+pub mod ratio;
+pub mod run;
+pub mod seeded_file;
+pub mod setup;
+pub mod shrink;
+pub mod workload;
+pub mod world;
+
+pub use campaign::{Campaign, Summary};
+pub use faults::{Fault, FaultPlan};
+pub use prng::Prng;
+pub use ratio::Ratio;
+pub use run::RunOutcome;
+pub use seeded_file::{run_seeded, BackendKind};
+pub use setup::Setup;
+pub use workload::Workload;

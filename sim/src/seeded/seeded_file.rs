@@ -1,0 +1,171 @@
+//! Seeded scenario files: a [`Setup`] from a scenario's `seed`, `[config]`, `[workload]` and
+//! `[faults]`, and back, so a failing seed is saved as a file that replays byte for byte.
+
+use super::run::{run, RunOutcome};
+use super::setup::Setup;
+use crate::scenario::{Config, Expect, Scenario};
+use leasehold_model::{AckPolicy, Broker, Variant};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Which broker a seeded run drives. Every kind implements `Backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The pure state machine (`leasehold_model::Broker`).
+    Pure,
+}
+
+impl BackendKind {
+    /// Every kind, by name.
+    pub const ALL: [BackendKind; 1] = [BackendKind::Pure];
+
+    /// The name used by `--backend`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Pure => "pure",
+        }
+    }
+
+    /// Parses a `--backend` name.
+    pub fn from_name(name: &str) -> Option<BackendKind> {
+        BackendKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Runs `setup` on a fresh broker of `kind`; keeps the trace text when `keep_trace`.
+pub fn run_setup(setup: &Setup, kind: BackendKind, keep_trace: bool) -> RunOutcome {
+    match kind {
+        BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), keep_trace),
+    }
+}
+
+/// Runs a seeded scenario (one with `seed = S`) on `kind`, with its trace kept. Errors name
+/// the field that is wrong.
+pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, String> {
+    let setup = setup_from_scenario(scenario)?;
+    Ok(run_setup(&setup, kind, true))
+}
+
+/// The run a seeded scenario describes.
+pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
+    let seed = scenario
+        .seed
+        .ok_or("a seeded scenario needs 'seed = <number>'")?;
+    if !scenario.steps.is_empty() {
+        return Err("a scenario has either 'seed' or '[[step]]', not both".to_string());
+    }
+    let variant = Variant::from_name(&scenario.variant).ok_or_else(|| {
+        format!(
+            "variant: unknown '{}' (one of {})",
+            scenario.variant,
+            Variant::names()
+        )
+    })?;
+    let c = &scenario.config;
+    let policy = AckPolicy::from_name(&c.ack_policy).ok_or_else(|| {
+        format!(
+            "config.ack_policy: unknown '{}' (nack_on_error, ack_always, ack_first, manual)",
+            c.ack_policy
+        )
+    })?;
+    if c.groups.is_empty() {
+        return Err("config.groups: at least one group".to_string());
+    }
+    if c.workers.is_empty() {
+        return Err("config.workers: at least one worker".to_string());
+    }
+    if c.max_attempts == 0 {
+        return Err("config.max_attempts: at least 1".to_string());
+    }
+    if c.lease_ms == 0 {
+        return Err("config.lease_ms: at least 1".to_string());
+    }
+    for name in c.clock_offset_ms.keys() {
+        if !c.workers.contains(name) {
+            return Err(format!("config.clock_offset_ms: unknown worker '{name}'"));
+        }
+    }
+    let clock_offset_ms = c
+        .workers
+        .iter()
+        .map(|w| c.clock_offset_ms.get(w).copied())
+        .collect();
+    Ok(Setup {
+        seed,
+        variant,
+        group_names: c.groups.clone(),
+        worker_names: c.workers.clone(),
+        events: c.events,
+        lease_ms: c.lease_ms,
+        max_attempts: c.max_attempts,
+        policy,
+        clock_offset_ms,
+        workload: scenario.workload.clone().unwrap_or_default(),
+        faults: scenario.faults.clone().unwrap_or_default(),
+    })
+}
+
+/// The seeded scenario of `setup`, expecting `violated` (or that every invariant holds).
+pub fn scenario_of(setup: &Setup, violated: Option<&str>, note: Option<String>) -> Scenario {
+    let clock_offset_ms: BTreeMap<String, i64> = setup
+        .worker_names
+        .iter()
+        .zip(&setup.clock_offset_ms)
+        .filter_map(|(name, offset)| offset.map(|o| (name.clone(), o)))
+        .collect();
+    let expect = match violated {
+        Some(id) => Expect {
+            violated: Some(id.to_string()),
+            ..Expect::default()
+        },
+        None => Expect {
+            invariants: Some("hold".to_string()),
+            ..Expect::default()
+        },
+    };
+    Scenario {
+        name: format!("sim {} seed {}", setup.variant, setup.seed),
+        variant: setup.variant.name().to_string(),
+        note,
+        config: Config {
+            groups: setup.group_names.clone(),
+            events: setup.events,
+            workers: setup.worker_names.clone(),
+            lease_ms: setup.lease_ms,
+            max_attempts: setup.max_attempts,
+            ack_policy: setup.policy.name().to_string(),
+            clock_offset_ms,
+            expiry: None,
+        },
+        seed: Some(setup.seed),
+        workload: Some(setup.workload.clone()),
+        faults: Some(setup.faults.clone()),
+        steps: Vec::new(),
+        expect: Some(expect),
+    }
+}
+
+/// The TOML text of a scenario.
+pub fn to_toml(scenario: &Scenario) -> String {
+    toml::to_string(scenario).expect("a scenario always serialises")
+}
+
+/// Parses scenario text; an error is one line, with the 1-based line number when known.
+pub fn parse_toml(text: &str) -> Result<Scenario, String> {
+    toml::from_str(text).map_err(|e| {
+        let message = e.message().trim().to_string();
+        match e.span() {
+            Some(span) => {
+                let line = text[..span.start].matches('\n').count() + 1;
+                format!("line {line}: {message}")
+            }
+            None => message,
+        }
+    })
+}

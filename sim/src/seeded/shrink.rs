@@ -1,0 +1,128 @@
+//! Shrinking a failing seeded scenario: fewer events, workers, groups and faults, a shorter
+//! safety phase, a plainer workload — each change kept only if the run still breaks the same
+//! invariant. The seed stays; the result is again a seeded scenario that replays exactly.
+
+use super::ratio::Ratio;
+use super::seeded_file::{run_setup, BackendKind};
+use super::setup::Setup;
+use leasehold_model::Invariant;
+
+/// A shrunk setup and what changed.
+#[derive(Clone, Debug)]
+pub struct Shrunk {
+    /// The smallest failing setup found.
+    pub setup: Setup,
+    /// One line per accepted change (`events 40 → 3`).
+    pub changes: Vec<String>,
+    /// Runs tried.
+    pub runs: u64,
+}
+
+/// Whether `setup` breaks `target`.
+pub fn breaks(setup: &Setup, kind: BackendKind, target: Invariant) -> bool {
+    run_setup(setup, kind, false)
+        .violations
+        .iter()
+        .any(|v| v.invariant == target)
+}
+
+/// A measure of a setup's size: smaller is simpler (used to show that shrinking shrank).
+pub fn size(setup: &Setup) -> u64 {
+    u64::from(setup.events) * 100
+        + setup.worker_names.len() as u64 * 10
+        + setup.group_names.len() as u64 * 10
+        + setup.faults.enabled().len() as u64 * 5
+        + setup.workload.safety_ms_max / 1_000
+}
+
+/// Shrinks `setup` (which must break `target`) with at most `runs_max` runs.
+pub fn shrink(setup: &Setup, kind: BackendKind, target: Invariant, runs_max: u64) -> Shrunk {
+    let mut shrunk = Shrunk {
+        setup: setup.clone(),
+        changes: Vec::new(),
+        runs: 0,
+    };
+    loop {
+        let before = shrunk.changes.len();
+        for candidate in candidates(&shrunk.setup) {
+            if shrunk.runs >= runs_max {
+                return shrunk;
+            }
+            shrunk.runs += 1;
+            if breaks(&candidate.0, kind, target) {
+                shrunk.setup = candidate.0;
+                shrunk.changes.push(candidate.1);
+                break;
+            }
+        }
+        if shrunk.changes.len() == before {
+            return shrunk;
+        }
+    }
+}
+
+/// Smaller variations of `setup`, the boldest first, each with its description.
+fn candidates(setup: &Setup) -> Vec<(Setup, String)> {
+    let mut out = Vec::new();
+    let events = setup.events;
+    for fewer in [1, events / 4, events / 2, events - 1] {
+        if fewer >= 1 && fewer < events {
+            let mut s = setup.clone();
+            s.events = fewer;
+            out.push((s, format!("events {events} → {fewer}")));
+        }
+    }
+    let workers = setup.worker_names.len();
+    for fewer in [1, workers / 2, workers - 1] {
+        if fewer >= 1 && fewer < workers {
+            let mut s = setup.clone();
+            s.worker_names.truncate(fewer);
+            s.clock_offset_ms.truncate(fewer);
+            out.push((s, format!("workers {workers} → {fewer}")));
+        }
+    }
+    let groups = setup.group_names.len();
+    if groups > 1 {
+        let mut s = setup.clone();
+        s.group_names.truncate(groups - 1);
+        out.push((s, format!("groups {groups} → {}", groups - 1)));
+    }
+    for fault in setup.faults.enabled() {
+        let mut s = setup.clone();
+        *s.faults.ratio_mut(fault) = Ratio::ZERO;
+        out.push((s, format!("fault {} off", fault.name())));
+    }
+    let safety = setup.workload.safety_ms_max;
+    for shorter in [safety / 4, safety / 2] {
+        if shorter > 0 && shorter < safety {
+            let mut s = setup.clone();
+            s.workload.safety_ms_max = shorter;
+            out.push((s, format!("safety_ms_max {safety} → {shorter}")));
+        }
+    }
+    let w = &setup.workload;
+    type Plainer = fn(&mut Setup);
+    let plain: [(&str, Ratio, Plainer); 5] = [
+        ("poison", w.poison, |s| s.workload.poison = Ratio::ZERO),
+        ("long_handler", w.long_handler, |s| {
+            s.workload.long_handler = Ratio::ZERO
+        }),
+        ("outcome_ack", w.outcome_ack, |s| {
+            s.workload.outcome_ack = Ratio::ZERO
+        }),
+        ("outcome_nack", w.outcome_nack, |s| {
+            s.workload.outcome_nack = Ratio::ZERO
+        }),
+        ("outcome_reject", w.outcome_reject, |s| {
+            s.workload.outcome_reject = Ratio::ZERO
+        }),
+    ];
+    for (name, ratio, apply) in plain {
+        if !ratio.is_zero() {
+            let mut s = setup.clone();
+            apply(&mut s);
+            out.push((s, format!("workload {name} off")));
+        }
+    }
+    out
+}

@@ -1,0 +1,471 @@
+//! The SVG timeline: a lane per worker on a time axis in virtual milliseconds, a bar per lease
+//! from fetch to expiry or settle, crash / restart / pause markers, settles marked accepted,
+//! rejected or ambiguous, and a legend. Plain SVG 1.1 with no scripts or external resources, so
+//! any browser draws it; deterministic (same trace, same bytes).
+
+use crate::trace::{Fault, LeaseEnd, LineKind, Trace};
+use leasehold_model::Ms;
+use std::fmt::Write;
+
+const WIDTH: f64 = 1160.0;
+const LEFT: f64 = 120.0;
+const RIGHT: f64 = 40.0;
+const TOP: f64 = 72.0;
+const LANE: f64 = 78.0;
+const ROW: f64 = 20.0;
+
+const GREEN: &str = "#2e7d32";
+const RED: &str = "#c62828";
+const ORANGE: &str = "#ef6c00";
+const BLUE: &str = "#1565c0";
+const GREY: &str = "#757575";
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A "nice" tick step for a span of `span_ms`: 1, 2 or 5 × 10^k, about 8 ticks.
+fn tick_step(span_ms: Ms) -> Ms {
+    let raw = (span_ms / 8).max(1);
+    let mut base = 1;
+    while base * 10 <= raw {
+        base *= 10;
+    }
+    [1, 2, 5, 10]
+        .into_iter()
+        .map(|m| m * base)
+        .find(|&step| step >= raw)
+        .unwrap_or(base * 10)
+}
+
+struct Scale {
+    end_ms: Ms,
+}
+
+impl Scale {
+    fn x(&self, at_ms: Ms) -> f64 {
+        let width = WIDTH - LEFT - RIGHT;
+        LEFT + width * (at_ms as f64) / (self.end_ms.max(1) as f64)
+    }
+}
+
+/// Draws `trace` as an SVG document headed `title` and `subtitle`; `provenance` (e.g. the
+/// command that produced it) is kept in the document's `<desc>`.
+pub fn render(trace: &Trace, title: &str, subtitle: &str, provenance: &str) -> String {
+    let last_ms = trace
+        .lines
+        .iter()
+        .map(|l| l.at_ms)
+        .chain(trace.requests.iter().filter_map(|r| r.delivered_ms))
+        .chain(
+            trace
+                .leases
+                .iter()
+                .filter_map(|l| l.ended.as_ref().map(|e| e.0)),
+        )
+        .chain([trace.end_ms])
+        .max()
+        .unwrap_or(0);
+    let step = tick_step(last_ms.max(1));
+    let end_ms = (last_ms / step + 1) * step;
+    let scale = Scale { end_ms };
+    let lanes = trace.workers.len().max(1);
+    let axis_y = TOP + LANE * lanes as f64 + 10.0;
+    let height = axis_y + 110.0;
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="DejaVu Sans, Arial, sans-serif" font-size="12">"#
+    );
+    if !provenance.is_empty() {
+        let _ = writeln!(svg, "<desc>{}</desc>", escape(provenance));
+    }
+    let _ = writeln!(
+        svg,
+        r#"<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>"#
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#,
+        escape(title)
+    );
+    let _ = writeln!(
+        svg,
+        r##"<text x="{LEFT}" y="42" fill="#616161">{}</text>"##,
+        escape(subtitle)
+    );
+    lanes_and_axis(&mut svg, trace, &scale, step, axis_y);
+    lease_bars(&mut svg, trace, &scale);
+    markers(&mut svg, trace, &scale);
+    legend(&mut svg, axis_y + 52.0);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+fn lane_y(worker: usize) -> f64 {
+    TOP + LANE * worker as f64
+}
+
+fn lanes_and_axis(svg: &mut String, trace: &Trace, scale: &Scale, step: Ms, axis_y: f64) {
+    for (worker, name) in trace.workers.iter().enumerate() {
+        let y = lane_y(worker);
+        let fill = if worker % 2 == 0 {
+            "#f5f7fa"
+        } else {
+            "#ffffff"
+        };
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{LEFT}" y="{y}" width="{}" height="{LANE}" fill="{fill}" stroke="#e0e0e0"/>"##,
+            WIDTH - LEFT - RIGHT
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="end" font-size="13" font-weight="bold">worker {}</text>"#,
+            LEFT - 10.0,
+            y + LANE / 2.0 + 4.0,
+            escape(name)
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r##"<line x1="{LEFT}" y1="{axis_y}" x2="{}" y2="{axis_y}" stroke="#424242"/>"##,
+        WIDTH - RIGHT
+    );
+    let mut at = 0;
+    while at <= scale.end_ms {
+        let x = scale.x(at);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{}" stroke="#eeeeee"/><line x1="{x:.1}" y1="{axis_y}" x2="{x:.1}" y2="{}" stroke="#424242"/><text x="{x:.1}" y="{}" text-anchor="middle" fill="#424242">{at}</text>"##,
+            axis_y,
+            axis_y + 5.0,
+            axis_y + 18.0
+        );
+        at += step;
+    }
+    let _ = writeln!(
+        svg,
+        r##"<text x="{}" y="{}" text-anchor="end" fill="#424242">virtual time (ms)</text>"##,
+        WIDTH - RIGHT,
+        axis_y + 34.0
+    );
+}
+
+fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
+    // Stack overlapping leases of one lane in rows.
+    let mut rows: Vec<Vec<Ms>> = vec![Vec::new(); trace.workers.len()];
+    for info in &trace.leases {
+        let end = info.ended.as_ref().map_or(scale.end_ms, |e| e.0);
+        let lane_rows = &mut rows[info.holder];
+        let row = match lane_rows.iter().position(|&free| free <= info.fetched_ms) {
+            Some(row) => row,
+            None => {
+                lane_rows.push(0);
+                lane_rows.len() - 1
+            }
+        };
+        lane_rows[row] = end;
+        let y = lane_y(info.holder) + 8.0 + ROW * (row % 3) as f64;
+        let (x1, x2) = (
+            scale.x(info.fetched_ms),
+            scale.x(end).max(scale.x(info.fetched_ms) + 3.0),
+        );
+        let (fill, stroke, how) = match &info.ended {
+            Some((_, LeaseEnd::Settled { op: "ack" })) => ("#c8e6c9", GREEN, "acked"),
+            Some((_, LeaseEnd::Settled { op })) => ("#ffe0b2", ORANGE, *op),
+            Some((_, LeaseEnd::Expired { .. })) => ("#e0e0e0", GREY, "expired"),
+            None => ("#bbdefb", BLUE, "held"),
+        };
+        let dash = if info.ended.is_none() {
+            r#" stroke-dasharray="4 3""#
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{x1:.1}" y="{y:.1}" width="{:.1}" height="{}" rx="3" fill="{fill}" stroke="{stroke}"{dash}><title>lease {} on E{}: {} → {how}</title></rect>"#,
+            x2 - x1,
+            ROW - 4.0,
+            escape(&info.name),
+            info.lease.seq,
+            info.fetched_ms
+        );
+        let text = format!("lease {} · E{} ({how})", escape(&info.name), info.lease.seq);
+        let text_width = 7.0 * text.chars().count() as f64;
+        let (text_x, anchor) = if x2 - x1 >= text_width + 8.0 {
+            (x1 + 4.0, "start")
+        } else if x2 + 4.0 + text_width < WIDTH - 4.0 {
+            (x2 + 4.0, "start")
+        } else {
+            (x1 - 4.0, "end")
+        };
+        let _ = writeln!(
+            svg,
+            r##"<text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#212121">{text}</text>"##,
+            y + 12.0,
+        );
+        if let Some((at, LeaseEnd::Expired { .. })) = &info.ended {
+            let x = scale.x(*at);
+            let _ = writeln!(
+                svg,
+                r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{GREY}" stroke-width="2" stroke-dasharray="2 2"/>"#,
+                y - 3.0,
+                y + ROW - 1.0
+            );
+        }
+    }
+}
+
+/// The marker shapes, centred on (x, y).
+fn accepted(svg: &mut String, x: f64, y: f64) {
+    let _ = writeln!(
+        svg,
+        r#"<circle cx="{x:.1}" cy="{y:.1}" r="7" fill="{GREEN}"/><path d="M{:.1},{:.1} l3,3 l5,-6" stroke="white" stroke-width="2" fill="none"/>"#,
+        x - 4.0,
+        y
+    );
+}
+
+fn rejected(svg: &mut String, x: f64, y: f64) {
+    let _ = writeln!(
+        svg,
+        r#"<circle cx="{x:.1}" cy="{y:.1}" r="7" fill="white" stroke="{RED}" stroke-width="2"/><path d="M{:.1},{:.1} l7,7 M{:.1},{:.1} l-7,7" stroke="{RED}" stroke-width="2"/>"#,
+        x - 3.5,
+        y - 3.5,
+        x + 3.5,
+        y - 3.5
+    );
+}
+
+fn ambiguous(svg: &mut String, x: f64, y: f64) {
+    let _ = writeln!(
+        svg,
+        r#"<path d="M{x:.1},{:.1} l7,7 l-7,7 l-7,-7 z" fill="{ORANGE}"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="white" font-weight="bold" font-size="10">?</text>"#,
+        y - 7.0,
+        y + 4.0
+    );
+}
+
+fn crash(svg: &mut String, x: f64, y: f64) {
+    let _ = writeln!(
+        svg,
+        r#"<path d="M{:.1},{:.1} l12,12 M{:.1},{:.1} l-12,12" stroke="{RED}" stroke-width="4"/>"#,
+        x - 6.0,
+        y - 6.0,
+        x + 6.0,
+        y - 6.0
+    );
+}
+
+fn restart(svg: &mut String, x: f64, y: f64) {
+    let _ = writeln!(
+        svg,
+        r#"<path d="M{:.1},{:.1} l12,7 l-12,7 z" fill="{GREEN}"/>"#,
+        x - 5.0,
+        y - 7.0
+    );
+}
+
+/// A marker with its label, placed in a lane so that units do not overlap: each takes the
+/// first of three rows (beside the lane's bottom, or one or two rows above) where it fits.
+struct Unit {
+    worker: usize,
+    x: f64,
+    marker: Option<Marker>,
+    text: String,
+    colour: &'static str,
+    /// For a pause: where the stall ends.
+    until_x: Option<f64>,
+}
+
+fn place_units(svg: &mut String, units: &[Unit]) {
+    // (worker, row, start, end) of every placed unit.
+    let mut placed: Vec<(usize, usize, f64, f64)> = Vec::new();
+    for unit in units {
+        let width = 7.2 * unit.text.chars().count() as f64;
+        let anchor_end = unit.x > WIDTH - 300.0;
+        let (start, end) = if anchor_end {
+            (unit.x - 10.0 - width, unit.x + 8.0)
+        } else {
+            (unit.x - 8.0, unit.x + 10.0 + width)
+        };
+        let row = (0..3)
+            .find(|&row| {
+                !placed
+                    .iter()
+                    .any(|&(w, r, s, e)| w == unit.worker && r == row && s < end && start < e)
+            })
+            .unwrap_or(0);
+        placed.push((unit.worker, row, start, end));
+        let y = lane_y(unit.worker) + LANE - 16.0 - 17.0 * row as f64;
+        if let Some(until_x) = unit.until_x {
+            let _ = writeln!(
+                svg,
+                r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="8" fill="{ORANGE}" opacity="0.5"/>"#,
+                unit.x,
+                y - 4.0,
+                (until_x - unit.x).max(2.0)
+            );
+        }
+        if let Some(marker) = unit.marker {
+            marker(svg, unit.x, y);
+        }
+        label(svg, unit.x, y, &unit.text, unit.colour, anchor_end);
+    }
+}
+
+fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
+    let mut units = Vec::new();
+    for line in &trace.lines {
+        let x = scale.x(line.at_ms);
+        if let LineKind::BrokerRestarted { .. } = &line.kind {
+            broker_restart(svg, x, trace.workers.len());
+            continue;
+        }
+        let Some(worker) = line.worker else { continue };
+        let (marker, text, colour, until_x): (Option<Marker>, &str, &'static str, Option<f64>) =
+            match &line.kind {
+                LineKind::Crashed { .. } => (Some(crash), "crash", RED, None),
+                LineKind::Restarted => (Some(restart), "restart", GREEN, None),
+                LineKind::Paused { until_ms } => (None, "paused", ORANGE, Some(scale.x(*until_ms))),
+                _ => continue,
+            };
+        units.push(Unit {
+            worker,
+            x,
+            marker,
+            text: text.to_string(),
+            colour,
+            until_x,
+        });
+    }
+    for request in &trace.requests {
+        let at = request.delivered_ms.unwrap_or(request.sent_ms);
+        let name = &trace.lease(request.issuance).name;
+        let verb = request.op.name().to_uppercase();
+        let delayed = if request.delayed { " (delayed)" } else { "" };
+        let (marker, text): (Marker, String) = match (&request.answer, request.fault) {
+            (_, Fault::Dropped) => (ambiguous, format!("{verb} {name}{delayed}: lost")),
+            (Some(Ok(())), Fault::LostReply) => (
+                ambiguous,
+                format!("{verb} {name}{delayed}: applied, reply lost"),
+            ),
+            (Some(Ok(())), _) => (accepted, format!("{verb} {name}{delayed} accepted")),
+            (Some(Err(error)), _) => (
+                rejected,
+                format!("{verb} {name}{delayed} rejected ({})", error.name()),
+            ),
+            (None, _) => {
+                let seen = request
+                    .seen
+                    .as_ref()
+                    .and_then(|s| s.as_ref().err())
+                    .map_or("not applied", |e| e.name());
+                (rejected, format!("{verb} {name}{delayed}: {seen}"))
+            }
+        };
+        let colour = match &request.answer {
+            Some(Ok(())) if request.fault == Fault::None => GREEN,
+            Some(Ok(())) => ORANGE,
+            _ => RED,
+        };
+        units.push(Unit {
+            worker: request.worker,
+            x: scale.x(at),
+            marker: Some(marker),
+            text,
+            colour,
+            until_x: None,
+        });
+    }
+    place_units(svg, &units);
+}
+
+/// A broker restart: a dashed line across every lane, labelled above them.
+fn broker_restart(svg: &mut String, x: f64, lanes: usize) {
+    let bottom = TOP + LANE * lanes.max(1) as f64;
+    let _ = writeln!(
+        svg,
+        r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="{BLUE}" stroke-width="2" stroke-dasharray="6 3"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="{BLUE}" font-weight="bold">broker restart</text>"#,
+        TOP - 4.0,
+        TOP - 8.0
+    );
+}
+
+fn label(svg: &mut String, x: f64, y: f64, text: &str, colour: &str, anchor_end: bool) {
+    let (anchor, dx) = if anchor_end {
+        ("end", -10.0)
+    } else {
+        ("start", 10.0)
+    };
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="{anchor}" fill="{colour}" font-weight="bold">{}</text>"#,
+        x + dx,
+        y + 4.0,
+        escape(text)
+    );
+}
+
+/// Draws a marker centred on (x, y).
+type Marker = fn(&mut String, f64, f64);
+
+fn legend(svg: &mut String, y: f64) {
+    let mut x = LEFT;
+    let _ = writeln!(
+        svg,
+        r##"<text x="{x}" y="{:.1}" font-weight="bold" fill="#424242">legend</text>"##,
+        y - 14.0
+    );
+    let bars = [
+        ("#c8e6c9", GREEN, "lease, acked"),
+        ("#e0e0e0", GREY, "lease, expired"),
+        ("#ffe0b2", ORANGE, "lease, nacked/rejected"),
+        ("#bbdefb", BLUE, "lease, still held"),
+    ];
+    for (fill, stroke, text) in bars {
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{x:.1}" y="{:.1}" width="26" height="12" rx="3" fill="{fill}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}">{text}</text>"#,
+            y - 6.0,
+            x + 32.0,
+            y + 4.0
+        );
+        x += 170.0;
+    }
+    let y = y + 26.0;
+    let mut x = LEFT + 8.0;
+    let items: [(Marker, &str); 5] = [
+        (accepted, "settle accepted"),
+        (rejected, "settle rejected"),
+        (ambiguous, "ambiguous (reply lost)"),
+        (crash, "worker crash"),
+        (restart, "worker restart"),
+    ];
+    for (draw, text) in items {
+        draw(svg, x, y);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}">{text}</text>"#,
+            x + 14.0,
+            y + 4.0
+        );
+        x += 170.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick_step;
+
+    #[test]
+    fn ticks_are_one_two_or_five_times_a_power_of_ten() {
+        assert_eq!(tick_step(33_000), 5_000);
+        assert_eq!(tick_step(8), 1);
+        assert_eq!(tick_step(1_600), 200);
+    }
+}

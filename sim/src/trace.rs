@@ -1,0 +1,352 @@
+//! The structured trace of a run: what the engine did, line by line, from which the text
+//! timeline ([`crate::timeline`]) and the SVG ([`crate::svg`]) are rendered and the trace hash is
+//! computed.
+//!
+//! A [`Line`] is one thing an actor did (a fetch, a settle, a handler run, a crash, an expiry…);
+//! its consequences that happen later (the broker's answer, the reply the worker saw, the
+//! runtime's follow-up) are recorded on the [`Request`] the line points to, so one line tells the
+//! whole story of one action even when the network delays its parts.
+
+use leasehold_model::{
+    ErrorAction, GroupIx, Invariant, Issuance, Lease, Ms, Seq, SettleError, SettleOp, Status,
+    Violation,
+};
+use serde::Serialize;
+
+/// Index of a worker in the configuration.
+pub type WorkerIx = usize;
+
+/// Index of a settle (or renew) request in [`Trace::requests`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct RequestId(pub u32);
+
+/// A fault injected on one request (SPEC section 5). Chosen by the driver: a scenario step's
+/// `fault`, or a seeded fault plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Fault {
+    /// Delivered, applied, answered.
+    #[default]
+    None,
+    /// Delivered and applied, but the reply is lost: the worker sees `Ambiguous`.
+    LostReply,
+    /// Never arrives: not applied; the worker times out and sees `Ambiguous`.
+    Dropped,
+    /// The broker fails fast: not applied; the worker sees `BackendUnavailable`.
+    Unavailable,
+    /// The backend reports a failure: not applied; the worker sees `Failed`.
+    Failed,
+}
+
+impl Fault {
+    /// The name used in scenario files (`lost_reply`, `dropped`, `unavailable`, `failed`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::None => "none",
+            Fault::LostReply => "lost_reply",
+            Fault::Dropped => "dropped",
+            Fault::Unavailable => "unavailable",
+            Fault::Failed => "failed",
+        }
+    }
+
+    /// Every fault a scenario file may name.
+    pub const NAMED: [Fault; 4] = [
+        Fault::LostReply,
+        Fault::Dropped,
+        Fault::Unavailable,
+        Fault::Failed,
+    ];
+
+    /// Parses a scenario file's fault name.
+    pub fn from_name(name: &str) -> Option<Fault> {
+        Fault::NAMED.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// How one lease's life ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum LeaseEnd {
+    /// The broker expired it.
+    Expired {
+        /// Whether the expiry dead-lettered the event (attempts exhausted).
+        dead_lettered: bool,
+    },
+    /// The broker accepted a settle of it.
+    Settled {
+        /// `ack`, `nack` or `reject`.
+        op: &'static str,
+    },
+}
+
+/// Everything the engine knows of one issued lease, indexed by its [`Issuance`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeaseInfo {
+    /// Its name in the timeline (a scenario's `bind`, or `L<n>`).
+    pub name: String,
+    /// The oracle's name for it.
+    pub issuance: Issuance,
+    /// The holder's copy (updated by an accepted renew's reply).
+    pub lease: Lease,
+    /// The worker that fetched it.
+    pub holder: WorkerIx,
+    /// The holder's incarnation when it fetched (a crash starts a new incarnation).
+    pub holder_incarnation: u32,
+    /// Whether the holder learned of it (false when the fetch reply was lost).
+    pub delivered: bool,
+    /// When it was issued.
+    pub fetched_ms: Ms,
+    /// When and how it ended, if it did.
+    pub ended: Option<(Ms, LeaseEnd)>,
+}
+
+/// What an accepted settle did to the broker.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Effect {
+    /// The group's frontier before and after, when it moved.
+    pub frontier: Option<(Seq, Seq)>,
+    /// The group's frontier afterwards.
+    pub frontier_after: Seq,
+    /// The record's status afterwards.
+    pub status: Option<Status>,
+    /// The dead-letter reason, when the record is dead-lettered afterwards.
+    pub reason: Option<String>,
+    /// The new deadline, for an accepted renew.
+    pub renewed_until_ms: Option<Ms>,
+}
+
+/// One settle or renew request, from sending to the worker's reaction to its reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Request {
+    /// Its id.
+    pub id: RequestId,
+    /// The sending worker.
+    pub worker: WorkerIx,
+    /// The sender's incarnation (a reply to an older incarnation is discarded).
+    pub incarnation: u32,
+    /// The lease it names.
+    pub issuance: Issuance,
+    /// What it asks.
+    pub op: SettleOp,
+    /// The lease as sent (the holder's copy, possibly with a forged receipt).
+    pub lease: Lease,
+    /// The worker's clock when sending (offset applied).
+    pub worker_clock_ms: Ms,
+    /// When it was sent.
+    pub sent_ms: Ms,
+    /// The injected fault.
+    pub fault: Fault,
+    /// Sent before its sender crashed and delivered after (an in-flight message that survived
+    /// the crash).
+    pub delayed: bool,
+    /// Whether the runtime may nack after this request fails (false for the runtime's own nack:
+    /// it nacks once).
+    pub nack_on_failure: bool,
+    /// When it reached the broker (None: not yet, or dropped).
+    pub delivered_ms: Option<Ms>,
+    /// The broker's true answer (None when it was not applied: dropped, unavailable, failed).
+    pub answer: Option<Result<(), SettleError>>,
+    /// What the accepted request did.
+    pub effect: Effect,
+    /// Answers to duplicated deliveries of the same request.
+    pub duplicate_answers: Vec<Result<(), SettleError>>,
+    /// What the worker saw (None: no reply yet).
+    pub seen: Option<Result<(), SettleError>>,
+    /// The reply reached a worker that had crashed since sending: nobody acted on it.
+    pub reply_discarded: bool,
+    /// The runtime's reaction to a failed request.
+    pub follow_up: Option<ErrorAction>,
+    /// The runtime's nack after a failure, when it sent one.
+    pub follow_up_request: Option<RequestId>,
+}
+
+impl Request {
+    /// The result this request stands for in a scenario's `expect`: what the worker saw, or
+    /// the broker's answer when the worker never saw a reply (its sender crashed).
+    pub fn result(&self) -> Option<Result<(), SettleError>> {
+        match (&self.seen, self.reply_discarded, &self.answer) {
+            (_, true, Some(answer)) => Some(answer.clone()),
+            (Some(seen), _, _) => Some(seen.clone()),
+            (None, _, answer) => answer.clone(),
+        }
+    }
+}
+
+/// How a fetch went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum FetchResult {
+    /// Leases issued (possibly none), and whether the reply reached the worker.
+    Leased {
+        /// The issued leases.
+        leases: Vec<Issuance>,
+        /// False when the reply was lost: the leases exist but nobody holds them.
+        reply_lost: bool,
+    },
+    /// The fetch failed; nothing was issued.
+    Failed(SettleError),
+}
+
+/// A piece of a line, in the order it happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum Part {
+    /// A settle or renew request sent as part of this line.
+    Request(RequestId),
+    /// The handler finished with this outcome.
+    HandlerFinished {
+        /// `returns`, `raises RuntimeError (boom)`, `raises NackMessage` …
+        outcome: String,
+        /// Whether the outcome counts as success.
+        success: bool,
+    },
+    /// The handler never finished: its worker crashed first.
+    HandlerKilled,
+}
+
+/// What a line is about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum LineKind {
+    /// An event was published.
+    Published {
+        /// Its sequence number.
+        seq: Seq,
+    },
+    /// A worker fetched.
+    Fetched {
+        /// The group.
+        group: GroupIx,
+        /// What it got.
+        result: FetchResult,
+    },
+    /// A worker sent a settle or renew on its own (not from a handler run).
+    Settle,
+    /// A worker ran its handler on a lease under the consumer runtime.
+    Handle {
+        /// The lease.
+        issuance: Issuance,
+    },
+    /// A worker crashed.
+    Crashed {
+        /// The leases it held unsettled.
+        held: Vec<Issuance>,
+    },
+    /// A worker restarted. Not a line of its own in the text timeline: it folds into that
+    /// worker's next line as "(restarted)".
+    Restarted,
+    /// A worker stalled.
+    Paused {
+        /// Until when.
+        until_ms: Ms,
+    },
+    /// The broker restarted.
+    BrokerRestarted {
+        /// Per group whose frontier moved: (group, before, after).
+        frontier: Vec<(GroupIx, Seq, Seq)>,
+    },
+    /// The broker expired a lease.
+    Expired {
+        /// The lease.
+        issuance: Issuance,
+        /// Whether the expiry dead-lettered the event.
+        dead_lettered: bool,
+        /// The group's frontier before and after, when it moved.
+        frontier: Option<(Seq, Seq)>,
+    },
+    /// Faults heal and the workers drain the queue (liveness phase).
+    DrainStarted,
+    /// The liveness phase ended.
+    DrainEnded {
+        /// Every event of every group settled.
+        settled: bool,
+        /// What ended it.
+        why: String,
+        /// The frontier of each group.
+        frontier: Vec<Seq>,
+    },
+}
+
+/// One line of the timeline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Line {
+    /// Virtual time at which it started.
+    pub at_ms: Ms,
+    /// The acting worker, if any.
+    pub worker: Option<WorkerIx>,
+    /// The driver's step index (a scenario step) when the line was recorded.
+    pub step: Option<usize>,
+    /// What it is about.
+    pub kind: LineKind,
+    /// What happened as part of it, in order.
+    pub parts: Vec<Part>,
+}
+
+/// An invariant violation, where it was found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Found {
+    /// The oracle's report.
+    pub violation: Violation,
+    /// Index in [`Trace::lines`] of the last line recorded before the check that found it.
+    pub line: Option<usize>,
+    /// The driver's step index at that moment.
+    pub step: Option<usize>,
+}
+
+impl Found {
+    /// The invariant.
+    pub fn invariant(&self) -> Invariant {
+        self.violation.invariant
+    }
+}
+
+/// The whole trace of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Trace {
+    /// Worker names.
+    pub workers: Vec<String>,
+    /// Group names.
+    pub groups: Vec<String>,
+    /// Every issued lease, by issuance.
+    pub leases: Vec<LeaseInfo>,
+    /// Every settle or renew request, by id.
+    pub requests: Vec<Request>,
+    /// The lines, in the order they started.
+    pub lines: Vec<Line>,
+    /// Violations found, in the order found.
+    pub violations: Vec<Found>,
+    /// Virtual time at the end of the run.
+    pub end_ms: Ms,
+}
+
+impl Trace {
+    /// The lease recorded for `issuance`.
+    pub fn lease(&self, issuance: Issuance) -> &LeaseInfo {
+        &self.leases[issuance.0 as usize]
+    }
+
+    /// The request `id`.
+    pub fn request(&self, id: RequestId) -> &Request {
+        &self.requests[id.0 as usize]
+    }
+}
+
+/// FNV-1a, 64 bits: a stable hash of a trace's rendered text (no std hasher, whose output may
+/// change between Rust releases).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64_matches_the_published_test_vectors() {
+        // From the FNV reference test suite (draft-eastlake-fnv).
+        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
+    }
+}

@@ -1,0 +1,158 @@
+//! The engine on its own: the seed's t0–t5 story driven by hand, faults, the runtime's
+//! follow-ups, determinism.
+
+use leasehold_model::{AckPolicy, Broker, Invariant, Outcome, SettleError, SettleOp, Variant};
+use leasehold_sim::engine::{Delivery, Engine, HandlerRun, Setup};
+use leasehold_sim::trace::Fault;
+
+fn engine(variant: Variant) -> Engine<Broker> {
+    let setup = Setup::new(
+        variant,
+        &["g"],
+        &["A", "B"],
+        30_000,
+        3,
+        AckPolicy::NackOnError,
+    );
+    let setup = Setup {
+        check_at_least_once: false,
+        ..setup
+    };
+    let mut engine = Engine::new(Broker::new(setup.broker_config()), setup);
+    engine.publish_initial(1);
+    engine
+}
+
+/// t0–t5 of the first seed: A's late ack after a crash is refused on `fenced` and counts on
+/// `unfenced-settle`.
+fn stale_ack_story(variant: Variant) -> (Engine<Broker>, Result<(), SettleError>) {
+    let mut e = engine(variant);
+    let l1 = e.fetch(0, 0, 1, None, &["L1".into()], Fault::None).unwrap()[0];
+    e.end_step();
+    e.run_until(1_000);
+    e.crash(0);
+    e.end_step();
+    e.run_until(2_000);
+    e.restart(0);
+    e.end_step();
+    e.run_until(31_000);
+    let l2 = e.fetch(1, 0, 1, None, &["L2".into()], Fault::None).unwrap()[0];
+    e.end_step();
+    e.run_until(32_000);
+    let late = e.send(0, l1, None, SettleOp::Ack, Delivery::INSTANT);
+    e.run_until(32_000);
+    e.end_step();
+    let late = e.trace().request(late).result().unwrap();
+    e.run_until(33_000);
+    e.send(1, l2, None, SettleOp::Ack, Delivery::INSTANT);
+    e.run_until(33_000);
+    e.end_step();
+    (e, late)
+}
+
+#[test]
+fn the_stale_ack_is_refused_on_fenced_and_counts_on_unfenced() {
+    let (fenced, late) = stale_ack_story(Variant::Fenced);
+    assert_eq!(late, Err(SettleError::StaleLease));
+    assert!(fenced.oracle().violations().is_empty());
+    assert_eq!(fenced.backend().frontier(0), 1);
+    let request = &fenced.trace().requests[0];
+    assert!(request.delayed, "A's ack was sent before its crash");
+    assert!(
+        request.reply_discarded,
+        "A restarted: nobody reads the reply"
+    );
+
+    let (unfenced, late) = stale_ack_story(Variant::UnfencedSettle);
+    assert_eq!(late, Ok(()));
+    assert!(unfenced.oracle().violated(Invariant::I1));
+}
+
+#[test]
+fn a_lost_reply_is_applied_but_seen_as_ambiguous_and_left_to_expire() {
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    let id = e.send(
+        0,
+        l1,
+        None,
+        SettleOp::Ack,
+        Delivery::with_fault(Fault::LostReply),
+    );
+    e.run_until(0);
+    e.end_step();
+    let request = e.trace().request(id);
+    assert_eq!(request.answer, Some(Ok(())));
+    assert!(matches!(request.seen, Some(Err(SettleError::Ambiguous(_)))));
+    assert_eq!(
+        request.follow_up,
+        Some(leasehold_model::ErrorAction::LeaveToExpire)
+    );
+    assert_eq!(e.backend().frontier(0), 1);
+    assert!(e.workers()[0].held.is_empty());
+}
+
+#[test]
+fn a_failed_ack_is_nacked_once_and_the_event_is_redelivered_at_once() {
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    let id = e.send(
+        0,
+        l1,
+        None,
+        SettleOp::Ack,
+        Delivery::with_fault(Fault::Failed),
+    );
+    e.run_until(0);
+    e.end_step();
+    let request = e.trace().request(id);
+    assert_eq!(request.answer, None, "a failed request is not applied");
+    let nack = request.follow_up_request.expect("the runtime nacks");
+    assert_eq!(e.trace().request(nack).answer, Some(Ok(())));
+    let again = e.fetch(1, 0, 1, None, &[], Fault::None).unwrap();
+    assert_eq!(e.trace().lease(again[0]).lease.attempt, 2);
+}
+
+#[test]
+fn a_handler_run_under_nack_on_error_nacks_then_dead_letters() {
+    let setup = Setup::new(
+        Variant::Fenced,
+        &["g"],
+        &["A"],
+        200,
+        2,
+        AckPolicy::NackOnError,
+    );
+    let mut e = Engine::new(Broker::new(setup.broker_config()), setup);
+    e.publish_initial(1);
+    let boom = || {
+        HandlerRun::of(Outcome::Error {
+            kind: "RuntimeError".into(),
+            text: "boom".into(),
+        })
+    };
+    let report = e.drain(10_000, &|_, _, _| boom());
+    assert!(report.settled, "{}", report.why);
+    assert_eq!(e.handler_calls().len(), 2);
+    let (status, reason) = leasehold_model::BrokerView::status(e.backend(), 0, 1);
+    assert_eq!(status, leasehold_model::Status::DeadLettered);
+    assert_eq!(reason.as_deref(), Some("boom"));
+    assert!(e.oracle().violations().is_empty());
+}
+
+#[test]
+fn a_pause_holds_the_reply_until_the_worker_wakes() {
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    let id = e.send(0, l1, None, SettleOp::Ack, Delivery::INSTANT);
+    e.pause(0, 5_000);
+    e.run_until(0);
+    assert_eq!(
+        e.workers()[0].held,
+        vec![l1],
+        "the reply waits for the pause"
+    );
+    e.run_until(5_000);
+    assert!(e.workers()[0].held.is_empty());
+    assert_eq!(e.trace().request(id).answer, Some(Ok(())));
+}

@@ -1,0 +1,341 @@
+//! `leasehold replay` and `leasehold timeline` as a user runs them: exit statuses (SPEC
+//! section 7), the first line, `--json`, malformed files (exit 2, one stderr line naming file and
+//! line), the SVG output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+/// A scratch file with `contents`, unique to this test process.
+fn scratch(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("leasehold-replay-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+fn t0_t5() -> String {
+    std::fs::read_to_string(root().join("scenarios/t0-t5-stale-ack.toml")).unwrap()
+}
+
+/// t0-t5 with `from` replaced by `to` (which must occur once).
+fn t0_t5_with(from: &str, to: &str) -> String {
+    let src = t0_t5();
+    assert_eq!(src.matches(from).count(), 1, "{from}");
+    src.replace(from, to)
+}
+
+#[test]
+fn replay_prints_the_recipe_and_the_six_line_timeline_and_exits_0() {
+    let out = leasehold(&["replay", "scenarios/t0-t5-stale-ack.toml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("variant fenced"), "{}", lines[0]);
+    assert!(lines[0].contains("lease_ms 30000"), "{}", lines[0]);
+    let timeline: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('t') && l.as_bytes().get(1).is_some_and(u8::is_ascii_digit))
+        .collect();
+    assert_eq!(timeline.len(), 6, "{text}");
+    assert_eq!(
+        timeline[4],
+        "t4  worker A (restarted, delayed) tries ACK L1 → rejected (stale_lease)"
+    );
+}
+
+#[test]
+fn every_scenario_replays_with_exit_0() {
+    let mut failures = Vec::new();
+    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let relative = format!("scenarios/{}", path.file_name().unwrap().to_string_lossy());
+        let out = leasehold(&["replay", &relative]);
+        if out.status.code() != Some(0) {
+            failures.push(format!("{relative}: {}{}", stdout(&out), stderr(&out)));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn a_reproduced_expected_violation_exits_0_and_names_the_invariant_and_step() {
+    let out = leasehold(&["replay", "scenarios/redis-streams-late-xack.toml"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.contains("violated: I1 stale-never-counts at t4 (step[4])"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_violation_without_expect_exits_1() {
+    let src = t0_t5_with("variant = \"fenced\"", "variant = \"unfenced-settle\"");
+    let src = src.replace("expect = \"stale_lease\"\n", "");
+    let src = src.split("[expect]").next().unwrap().to_string();
+    let path = scratch("no-expect.toml", &src);
+    let out = leasehold(&["replay", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("violated: I1 stale-never-counts"));
+}
+
+#[test]
+fn an_expected_violation_that_does_not_happen_exits_1() {
+    let src = t0_t5_with("invariants = \"hold\"", "violated = \"I1\"");
+    let path = scratch("expects-i1.toml", &src);
+    let out = leasehold(&["replay", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("expected I1 stale-never-counts to be violated"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_mismatched_step_expect_exits_1_naming_the_step() {
+    let src = t0_t5_with("expect = \"stale_lease\"", "expect = \"ok\"");
+    let path = scratch("step-mismatch.toml", &src);
+    let out = leasehold(&["replay", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("mismatch: step[4] (t4): expected ok, got stale_lease"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn json_is_one_object_with_the_timeline_hash_and_verdict() {
+    let out = leasehold(&["replay", "scenarios/t0-t5-stale-ack.toml", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one JSON object");
+    assert_eq!(value["matched"], true);
+    assert_eq!(value["timeline"].as_array().unwrap().len(), 6);
+    assert_eq!(value["violations"].as_array().unwrap().len(), 0);
+    let hash = value["trace_hash"].as_str().unwrap();
+    assert_eq!(hash.len(), 16);
+    let again = leasehold(&["replay", "scenarios/t0-t5-stale-ack.toml", "--json"]);
+    assert_eq!(stdout(&out), stdout(&again), "same file, same output");
+}
+
+/// Each malformed file exits 2 with one stderr line that names the file and line.
+#[test]
+fn malformed_files_exit_2_with_file_and_line() {
+    let cases: &[(&str, &str, &str, usize, &str)] = &[
+        (
+            "unknown-key",
+            "bind = \"L1\"\n",
+            "bind = \"L1\"\nbnd = 1\n",
+            21,
+            "unknown field `bnd`",
+        ),
+        (
+            "unknown-op",
+            "op = \"crash\"",
+            "op = \"crashh\"",
+            26,
+            "unknown op 'crashh'",
+        ),
+        (
+            "unknown-worker",
+            "worker = \"B\"\nop = \"ack\"",
+            "worker = \"C\"\nop = \"ack\"",
+            51,
+            "unknown worker 'C'",
+        ),
+        (
+            "unknown-variant",
+            "variant = \"fenced\"",
+            "variant = \"fencd\"",
+            6,
+            "unknown variant",
+        ),
+        (
+            "unknown-group",
+            "bind = \"L2\"",
+            "bind = \"L2\"\ngroup = \"shipping\"",
+            39,
+            "unknown group 'shipping'",
+        ),
+        (
+            "unknown-policy",
+            "ack_policy = \"nack_on_error\"",
+            "ack_policy = \"ack_twice\"",
+            14,
+            "unknown ack_policy",
+        ),
+        (
+            "unbound-lease",
+            "lease = \"L2\"",
+            "lease = \"L3\"",
+            53,
+            "used before it is bound",
+        ),
+        (
+            "time-backwards",
+            "at_ms = 33000",
+            "at_ms = 500",
+            50,
+            "time goes backwards",
+        ),
+        (
+            "no-groups",
+            "groups = [\"fulfillment\"]",
+            "groups = []",
+            9,
+            "no groups",
+        ),
+        (
+            "no-workers",
+            "workers = [\"A\", \"B\"]",
+            "workers = []",
+            11,
+            "no workers",
+        ),
+        (
+            "duplicate-workers",
+            "workers = [\"A\", \"B\"]",
+            "workers = [\"A\", \"A\"]",
+            11,
+            "duplicate worker name",
+        ),
+        ("no-events", "events = 1", "events = 0", 10, "events = 0"),
+        (
+            "max-attempts-0",
+            "max_attempts = 3",
+            "max_attempts = 0",
+            13,
+            "max_attempts = 0",
+        ),
+        (
+            "lease-ms-0",
+            "lease_ms = 30000",
+            "lease_ms = 0",
+            12,
+            "lease_ms = 0",
+        ),
+        ("missing-field", "lease = \"L2\"\n", "", 49, "needs `lease`"),
+        (
+            "malformed-step-expect",
+            "expect = \"stale_lease\"",
+            "expect = \"stale\"",
+            47,
+            "malformed expect",
+        ),
+        (
+            "malformed-expect-block",
+            "invariants = \"hold\"",
+            "invariants = \"mostly\"",
+            57,
+            "malformed expect",
+        ),
+        (
+            "bad-invariant",
+            "invariants = \"hold\"",
+            "violated = \"I8\"",
+            57,
+            "unknown invariant",
+        ),
+        ("syntax", "op = \"crash\"", "op = crash", 26, "invalid TOML"),
+    ];
+    for &(name, from, to, line, fragment) in cases {
+        let path = scratch(&format!("{name}.toml"), &t0_t5_with(from, to));
+        let shown = path.display().to_string();
+        let out = leasehold(&["replay", &shown]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: one line: {err}");
+        assert!(
+            err.contains(&format!("{shown}:{line}:")),
+            "{name}: expected {shown}:{line}: in {err}"
+        );
+        assert!(err.contains(fragment), "{name}: {err}");
+        assert!(stdout(&out).is_empty(), "{name}: nothing on stdout");
+    }
+}
+
+#[test]
+fn a_missing_file_exits_2() {
+    let out = leasehold(&["replay", "scenarios/does-not-exist.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("does-not-exist.toml"));
+}
+
+#[test]
+fn timeline_prints_the_lines_and_draws_the_svg() {
+    let out = leasehold(&["timeline", "scenarios/t0-t5-stale-ack.toml"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out).lines().count(), 6);
+    let svg = std::env::temp_dir().join(format!("leasehold-t0t5-{}.svg", std::process::id()));
+    let out = leasehold(&[
+        "timeline",
+        "scenarios/t0-t5-stale-ack.toml",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let drawing = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawing.starts_with("<svg"));
+    for needle in [
+        "lease L1 · E1 (expired)",
+        "lease L2 · E1 (acked)",
+        "ACK L1 (delayed) rejected (stale_lease)",
+        "ACK L2 accepted",
+        ">crash<",
+        "virtual time (ms)",
+        "legend",
+    ] {
+        assert!(drawing.contains(needle), "{needle}");
+    }
+    let _ = std::fs::remove_file(svg);
+}
+
+#[test]
+fn the_committed_svg_is_the_one_timeline_draws() {
+    let committed = std::fs::read_to_string(root().join("reports/t0-t5-stale-ack.svg")).unwrap();
+    let svg =
+        std::env::temp_dir().join(format!("leasehold-t0t5-report-{}.svg", std::process::id()));
+    leasehold(&[
+        "timeline",
+        "scenarios/t0-t5-stale-ack.toml",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let fresh = std::fs::read_to_string(&svg).unwrap();
+    let _ = std::fs::remove_file(&svg);
+    // The provenance names the output path; everything else must be identical.
+    let strip = |s: &str| -> String { s.lines().filter(|l| !l.starts_with("<desc>")).collect() };
+    assert_eq!(
+        strip(&committed),
+        strip(&fresh),
+        "regenerate reports/t0-t5-stale-ack.svg"
+    );
+}
