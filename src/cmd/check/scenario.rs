@@ -169,8 +169,11 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
             max_attempts: config.max_attempts,
             ack_policy: config.policy.name().to_string(),
             clock_offset_ms,
+            expiry: None,
         },
         seed: None,
+        workload: None,
+        faults: None,
         steps: out,
         expect: Some(Expect {
             violated: Some(cx.invariant.id().to_string()),

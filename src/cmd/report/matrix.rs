@@ -96,10 +96,16 @@ impl Evidence {
                 seeds_to_first_failure,
                 median_seeds_to_failure,
                 ..
-            } => match median_seeds_to_failure {
-                Some(median) => format!("{seeds_to_first_failure} seeds, median {median}"),
-                None => format!("{seeds_to_first_failure} seeds"),
-            },
+            } => {
+                let seeds = match seeds_to_first_failure {
+                    1 => "1 seed".to_string(),
+                    n => format!("{n} seeds"),
+                };
+                match median_seeds_to_failure {
+                    Some(median) => format!("{seeds}, median {median}"),
+                    None => seeds,
+                }
+            }
         }
     }
 }
