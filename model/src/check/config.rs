@@ -108,6 +108,7 @@ impl CheckConfig {
                 2,
                 Budgets {
                     lost_replies: 1,
+                    broker_restarts: 1,
                     ..none
                 },
             ),

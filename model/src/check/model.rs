@@ -160,7 +160,7 @@ impl LeaseModel {
     /// Whether any action is enabled in `state` (a state with none is terminal). The same
     /// conditions as [`Model::actions`], without building the actions.
     pub fn has_action(&self, state: &State) -> bool {
-        if !state.oracle.violations().is_empty() {
+        if state.oracle.violated(Invariant::I5) {
             return false;
         }
         let budgets = &self.config.budgets;
@@ -410,8 +410,13 @@ impl Model for LeaseModel {
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if !state.oracle.violations().is_empty() {
-            return; // a violating state is a leaf: mutants stay finite
+        if state.oracle.violated(Invariant::I5) {
+            // The one violation that lets the space grow without bound (deliveries past
+            // max_attempts): such a state is a leaf, so mutants stay finite. Other violating
+            // states are explored further, so one run reports every invariant the
+            // configuration can break (nack-on-ambiguous's I4 only shows after a broker
+            // restart recomputes the frontier over the un-acked event).
+            return;
         }
         let budgets = &self.config.budgets;
         let used = &state.used;

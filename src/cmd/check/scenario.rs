@@ -7,10 +7,12 @@
 //! is a settle step with `fault = "lost_reply"`; a dropped request sends nothing; a duplicated
 //! request is the same settle step twice; the `worker-clock-expiry` mutant gets clock offsets
 //! that keep the workers' clocks before every deadline, as the model's workers' clocks are.
+//! An I6 counterexample ends in a state where no action is enabled; its scenario ends with a
+//! `drain` step (the liveness phase), after which the replay checks I6.
 
 use leasehold_model::check::trace::{group_name, steps, worker_name, Heard, Step as Told};
 use leasehold_model::check::{Counterexample, LeaseModel};
-use leasehold_model::{SettleError, SettleOp, Variant};
+use leasehold_model::{Invariant, SettleError, SettleOp, Variant};
 use leasehold_sim::scenario::{Config, Expect, Scenario, Step};
 use std::collections::BTreeMap;
 
@@ -139,6 +141,15 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
             | Told::Drop { .. }
             | Told::Duplicate { .. } => {}
         }
+    }
+    if cx.invariant == Invariant::I6 {
+        // The model's path ends in a state with no action enabled; the replay's liveness
+        // phase (faults healed, workers draining) must then find the event stuck.
+        out.push(Step {
+            at_ms: at(told.len()),
+            op: "drain".to_string(),
+            ..Step::default()
+        });
     }
     let workers: Vec<String> = (0..config.worker_count).map(worker_name).collect();
     let end_ms = at(told.len() + 1);
