@@ -973,16 +973,15 @@ impl<B: Backend> Engine<B> {
         self.line(Some(worker), LineKind::Crashed { held });
     }
 
-    /// Sets `worker`'s clock offset from now on (a seeded driver moves it to model drift and
-    /// zeroes it when faults heal).
-    pub fn set_clock_offset(&mut self, worker: WorkerIx, offset_ms: i64) {
-        self.workers[worker].clock_offset_ms = offset_ms;
-    }
-
     /// `worker` restarts (empty-handed).
     pub fn restart(&mut self, worker: WorkerIx) {
         self.workers[worker].up = true;
         self.line(Some(worker), LineKind::Restarted);
+    }
+
+    /// Sets `worker`'s clock offset from now on (a driver models drift by moving it).
+    pub fn set_clock_offset(&mut self, worker: WorkerIx, clock_offset_ms: i64) {
+        self.workers[worker].clock_offset_ms = clock_offset_ms;
     }
 
     /// `worker` stalls for `for_ms` (a GC pause): replies and handler completions wait.

@@ -8,7 +8,7 @@
 //! # Extensions beyond SPEC section 6
 //! Steps:
 //! * `fault = "lost_reply" | "dropped" | "unavailable" | "failed"` on a settle, `handle` or
-//!   `fetch` step (for `handle`: on the first settle the runtime sends);
+//!   `fetch` step (for `handle`: on the settles that handler run sends, not on the runtime's follow-up nack);
 //! * `receipt = N` on a settle: send this receipt instead of the lease's own;
 //! * `calls = ["ack", "nack", "reject"]` on `handle`: the handler's calls on its message handle;
 //! * `error_kind = "RuntimeError"` on `handle` / `drain` with `outcome = "error"`: the error's
@@ -17,7 +17,14 @@
 //!   heal (crashed workers restart), the workers fetch and run the handler (`outcome`, or
 //!   `outcomes[seq - 1]` per event) until every event is settled, the queue is quiescent, or
 //!   `liveness_ms_max` passes (default `(events × max_attempts + 2) × lease_ms`); then I6
-//!   (eventually-settled) is checked.
+//!   (eventually-settled) is checked;
+//! * a `fetch` with `limit = n` binds `bind`, `bind-2`, …, `bind-n`;
+//! * `expect` of a `handle` step is the first failed settle's error, else `ok`; of a `drain`
+//!   step, `ok` (every event settled) or `unsettled`; a settle's is what the worker saw, or
+//!   the broker's answer when its sender crashed before the reply (a delayed in-flight
+//!   request);
+//! * a settle step by a worker that crashed since it fetched the lease is a request it sent
+//!   before crashing that lands late (the timeline says `delayed`).
 //!
 //! Config: `clock_offset_ms = { A = -5000 }` (a worker's clock reads broker time + offset);
 //! `expiry = "on_fetch"` (the broker expires due leases only when it next fetches, as Redis
@@ -157,7 +164,7 @@ pub struct Step {
     /// Settles: a network or backend fault on this request: `lost_reply` (applied, the reply
     /// is lost: the worker sees `ambiguous`), `dropped` (never arrives: `ambiguous`, not
     /// applied), `unavailable` (fails fast: `backend_unavailable`, not applied), `failed` (the
-    /// backend reports a failure: `failed`, not applied). Also on `handle` (the first settle)
+    /// backend reports a failure: `failed`, not applied). Also on `handle` (its settles)
     /// and `fetch`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,

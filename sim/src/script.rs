@@ -159,6 +159,8 @@ impl StepResult {
 /// A replayed scenario.
 #[derive(Clone, Debug, Serialize)]
 pub struct Replay {
+    /// The scenario file's display name.
+    pub file: String,
     /// The replay recipe: variant and config, one line.
     pub header: String,
     /// The timeline, `tN` lines.
@@ -291,6 +293,7 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     let mismatches = mismatches(script, &steps, &violations, &outcome);
     let text: String = timeline.lines.iter().map(|l| format!("{l}\n")).collect();
     Replay {
+        file: script.file.clone(),
         header: header(script),
         trace_hash: format!("{:016x}", fnv1a64(text.as_bytes())),
         matched: mismatches.is_empty(),
@@ -571,7 +574,10 @@ impl Replay {
         if self.matched {
             out.push_str("ok: the run matched the file's expectations\n");
         } else {
-            out.push_str("FAILED: the run did not match the file's expectations\n");
+            out.push_str(&format!(
+                "FAILED: the run did not match the file's expectations (reproduce: leasehold replay {})\n",
+                self.file
+            ));
         }
         out
     }

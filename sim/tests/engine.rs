@@ -156,3 +156,125 @@ fn a_pause_holds_the_reply_until_the_worker_wakes() {
     assert!(e.workers()[0].held.is_empty());
     assert_eq!(e.trace().request(id).answer, Some(Ok(())));
 }
+
+#[test]
+fn an_expiry_due_at_the_same_time_as_a_delivery_runs_first() {
+    // A lease is valid while now < deadline: an ack that reaches the broker at the deadline is
+    // stale, even though it was sent before.
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    e.run_until(29_000);
+    let delivery = Delivery {
+        delay_ms: 1_000,
+        ..Delivery::INSTANT
+    };
+    let id = e.send(0, l1, None, SettleOp::Ack, delivery);
+    e.run_until(30_000);
+    e.end_step();
+    assert_eq!(
+        e.trace().request(id).answer,
+        Some(Err(SettleError::StaleLease))
+    );
+    let expiry = e
+        .trace()
+        .lines
+        .iter()
+        .position(|l| matches!(l.kind, leasehold_sim::trace::LineKind::Expired { .. }));
+    assert!(expiry.is_some());
+    assert!(e.oracle().violations().is_empty());
+}
+
+#[test]
+fn a_dropped_request_is_not_applied_and_a_duplicate_is_answered_again() {
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    let dropped = e.send(
+        0,
+        l1,
+        None,
+        SettleOp::Ack,
+        Delivery::with_fault(Fault::Dropped),
+    );
+    e.run_until(0);
+    assert_eq!(e.trace().request(dropped).answer, None);
+    assert!(matches!(
+        e.trace().request(dropped).seen,
+        Some(Err(SettleError::Ambiguous(_)))
+    ));
+    assert_eq!(e.backend().frontier(0), 0);
+
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    let delivery = Delivery {
+        duplicate_after_ms: Some(500),
+        ..Delivery::INSTANT
+    };
+    let id = e.send(0, l1, None, SettleOp::Ack, delivery);
+    e.run_until(1_000);
+    e.end_step();
+    let request = e.trace().request(id);
+    assert_eq!(request.answer, Some(Ok(())));
+    assert_eq!(
+        request.duplicate_answers,
+        vec![Err(SettleError::StaleLease)],
+        "the copy finds the record acked"
+    );
+    assert!(e.oracle().violations().is_empty());
+}
+
+#[test]
+fn a_crash_kills_the_running_handler_and_its_settles() {
+    let mut e = engine(Variant::Fenced);
+    let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+    let run = HandlerRun {
+        handler_ms: 5_000,
+        ..HandlerRun::ok()
+    };
+    let line = e.handle(0, l1, run, Delivery::INSTANT);
+    e.run_until(1_000);
+    e.crash(0);
+    e.run_until(10_000);
+    e.end_step();
+    assert!(e.trace().requests.is_empty(), "no ack was sent");
+    assert_eq!(
+        e.trace().lines[line].parts,
+        vec![leasehold_sim::trace::Part::HandlerKilled]
+    );
+    assert_eq!(e.backend().frontier(0), 0);
+}
+
+#[test]
+fn on_fetch_expiry_leaves_the_record_leased_until_the_next_fetch() {
+    let setup = Setup {
+        expiry: leasehold_sim::engine::Expiry::OnFetch,
+        check_at_least_once: false,
+        ..Setup::new(
+            Variant::Fenced,
+            &["g"],
+            &["A", "B"],
+            1_000,
+            3,
+            AckPolicy::NackOnError,
+        )
+    };
+    let mut e = Engine::new(Broker::new(setup.broker_config()), setup);
+    e.publish_initial(1);
+    e.fetch(0, 0, 1, None, &[], Fault::None).unwrap();
+    e.run_until(5_000);
+    let (status, _) = leasehold_model::BrokerView::status(e.backend(), 0, 1);
+    assert_eq!(status, leasehold_model::Status::Leased, "not expired yet");
+    let again = e.fetch(1, 0, 1, None, &[], Fault::None).unwrap();
+    assert_eq!(again.len(), 1, "the fetch expired it and leased it again");
+    e.end_step();
+    assert!(e.oracle().violations().is_empty());
+}
+
+#[test]
+fn same_driver_same_trace() {
+    let hash = |variant| {
+        let (e, _) = stale_ack_story(variant);
+        leasehold_sim::timeline::trace_hash(&e.into_trace())
+    };
+    assert_eq!(hash(Variant::Fenced), hash(Variant::Fenced));
+    assert_ne!(hash(Variant::Fenced), hash(Variant::UnfencedSettle));
+}

@@ -1,0 +1,194 @@
+//! The seeded simulator checks itself: determinism (same seed, same trace; any thread count,
+//! same summary), failures that replay from their saved file, shrinking that keeps the failure,
+//! a clean reference protocol, and every planted bug caught.
+
+use leasehold_model::{AckPolicy, Variant};
+use leasehold_sim::seeded::campaign::Campaign;
+use leasehold_sim::seeded::seeded_file::{
+    parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
+};
+use leasehold_sim::seeded::shrink::{breaks, shrink, size};
+use leasehold_sim::seeded::{BackendKind, FaultPlan, Ratio, Setup, Workload};
+
+const LEASE_MS: u64 = 30_000;
+
+fn template(variant: Variant) -> Setup {
+    Setup {
+        seed: 0,
+        variant,
+        group_names: vec!["g0".into(), "g1".into()],
+        worker_names: vec!["A".into(), "B".into(), "C".into()],
+        events: 20,
+        lease_ms: LEASE_MS,
+        max_attempts: 3,
+        policy: AckPolicy::NackOnError,
+        clock_offset_ms: vec![None; 3],
+        workload: Workload::for_lease(LEASE_MS),
+        faults: FaultPlan::for_lease(LEASE_MS),
+    }
+}
+
+fn campaign(
+    variant: Variant,
+    seeds: std::ops::Range<u64>,
+    swarm: bool,
+    threads: usize,
+) -> Campaign {
+    Campaign {
+        template: template(variant),
+        swarm,
+        seeds,
+        shard: (1, 1),
+        threads,
+        backend: BackendKind::Pure,
+        stop_on_failure: false,
+    }
+}
+
+#[test]
+fn the_same_seed_gives_the_same_trace_text_and_hash() {
+    let c = campaign(Variant::Fenced, 0..1, false, 1);
+    for seed in [3, 17] {
+        let setup = c.setup(seed);
+        let first = run_setup(&setup, BackendKind::Pure, true);
+        let second = run_setup(&setup, BackendKind::Pure, true);
+        let text = first.trace.clone().expect("kept");
+        assert!(text.lines().count() > 20, "a real run, not an empty one");
+        assert_eq!(first.trace, second.trace);
+        assert_eq!(first.trace_hash, second.trace_hash);
+        assert_eq!(first, second);
+        // The hash is the hash of the text, and not kept text changes nothing.
+        assert_eq!(
+            first.trace_hash,
+            leasehold_sim::trace::fnv1a64(text.as_bytes())
+        );
+        let unkept = run_setup(&setup, BackendKind::Pure, false);
+        assert_eq!(unkept.trace_hash, first.trace_hash);
+    }
+    let a = run_setup(&c.setup(3), BackendKind::Pure, false);
+    let b = run_setup(&c.setup(4), BackendKind::Pure, false);
+    assert_ne!(
+        a.trace_hash, b.trace_hash,
+        "different seeds, different runs"
+    );
+    let swarm = campaign(Variant::Fenced, 0..1, true, 1).setup(17);
+    let (x, y) = (
+        run_setup(&swarm, BackendKind::Pure, true),
+        run_setup(&swarm, BackendKind::Pure, true),
+    );
+    assert_eq!(x, y);
+}
+
+#[test]
+fn one_and_two_threads_give_identical_summaries() {
+    for (variant, swarm) in [(Variant::Fenced, true), (Variant::VolatileAck, false)] {
+        let one = campaign(variant, 0..40, swarm, 1).run(&|_| {});
+        let two = campaign(variant, 0..40, swarm, 2).run(&|_| {});
+        assert_eq!(one.seeds_run, 40);
+        assert_eq!(one, two, "{variant}");
+    }
+    // Shards partition the range: their runs add up to the whole.
+    let whole = campaign(Variant::VolatileAck, 0..30, false, 1).run(&|_| {});
+    let mut seeds = 0;
+    let mut failed = 0;
+    for k in 1..=3 {
+        let mut c = campaign(Variant::VolatileAck, 0..30, false, 1);
+        c.shard = (k, 3);
+        let part = c.run(&|_| {});
+        seeds += part.seeds_run;
+        failed += part.seeds_failed;
+    }
+    assert_eq!((seeds, failed), (whole.seeds_run, whole.seeds_failed));
+}
+
+#[test]
+fn a_saved_failing_seed_replays_to_the_same_violation() {
+    let c = campaign(Variant::VolatileAck, 0..30, false, 1);
+    let summary = c.run(&|_| {});
+    let (seed, violations) = summary.first_failure.clone().expect("volatile-ack fails");
+    let setup = c.setup(seed);
+    let invariant = violations[0].invariant;
+    let text = to_toml(&scenario_of(&setup, Some(invariant.id()), None));
+    assert!(text.contains(&format!("seed = {seed}")), "{text}");
+    assert!(
+        text.contains("[faults]") && text.contains("[workload]"),
+        "{text}"
+    );
+    let scenario = parse_toml(&text).expect("the file we write parses");
+    assert_eq!(setup_from_scenario(&scenario).unwrap(), setup);
+    let original = run_setup(&setup, BackendKind::Pure, true);
+    let replayed = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+    assert_eq!(replayed.violations, violations);
+    assert_eq!(replayed.trace, original.trace);
+    assert_eq!(replayed.trace_hash, original.trace_hash);
+}
+
+#[test]
+fn a_swarm_plan_is_stored_and_replays_without_the_swarm_draw() {
+    let c = campaign(Variant::Fenced, 0..1, true, 1);
+    let setup = c.setup(11);
+    assert_ne!(
+        setup.faults,
+        FaultPlan::for_lease(LEASE_MS),
+        "swarm drew a plan"
+    );
+    let scenario = parse_toml(&to_toml(&scenario_of(&setup, None, None))).unwrap();
+    assert_eq!(scenario.faults.as_ref(), Some(&setup.faults));
+    let direct = run_setup(&setup, BackendKind::Pure, false);
+    let replayed = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+    assert_eq!(direct.trace_hash, replayed.trace_hash);
+}
+
+#[test]
+fn shrinking_keeps_the_violation_and_makes_the_scenario_smaller() {
+    let c = campaign(Variant::VolatileAck, 0..30, false, 1);
+    let (seed, violations) = c.run(&|_| {}).first_failure.expect("fails");
+    let setup = c.setup(seed);
+    let target = violations[0].invariant;
+    let shrunk = shrink(&setup, BackendKind::Pure, target, 300);
+    assert!(!shrunk.changes.is_empty());
+    assert!(size(&shrunk.setup) < size(&setup));
+    assert!(shrunk.setup.events < setup.events);
+    assert!(breaks(&shrunk.setup, BackendKind::Pure, target));
+    assert_eq!(shrunk.setup.seed, seed);
+}
+
+#[test]
+fn fenced_under_a_swarm_of_200_seeds_breaks_nothing() {
+    for variant in [Variant::Fenced, Variant::RedisStreamsFenced] {
+        let summary = campaign(variant, 0..200, true, 2).run(&|_| {});
+        assert_eq!(summary.seeds_run, 200);
+        assert_eq!(
+            summary.failures,
+            Default::default(),
+            "{variant}: {summary:?}"
+        );
+        assert_eq!(summary.bound_hits, 0);
+        assert!(summary.duplicate_runs > 0, "the faults did fire");
+    }
+}
+
+#[test]
+fn ack_first_losses_are_the_policy_guarantee_not_a_failure() {
+    let mut c = campaign(Variant::Fenced, 0..40, false, 1);
+    c.template.policy = AckPolicy::AckFirst;
+    c.template.faults.crash = Ratio::new(1, 10);
+    let summary = c.run(&|_| {});
+    assert_eq!(summary.failures, Default::default());
+    assert!(summary.at_most_once_losses > 0, "{summary:?}");
+}
+
+#[test]
+fn every_mutant_and_redis_streams_is_caught_by_its_expected_invariant() {
+    for &variant in Variant::ALL {
+        let Some(expected) = variant.expected_violation() else {
+            continue;
+        };
+        let c = campaign(variant, 0..1, false, 1);
+        let caught = (0..300).find(|&seed| breaks(&c.setup(seed), BackendKind::Pure, expected));
+        assert!(
+            caught.is_some(),
+            "{variant} not caught breaking {expected} in 300 seeds"
+        );
+    }
+}
