@@ -96,6 +96,7 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
         out.push_str(&format!("* `{engine}`: {bounds}\n"));
     }
     out.push('\n');
+    out.push_str(&format!("**Headline**: {}\n\n", headline(rows)));
     if unexpected.is_empty() {
         out.push_str(&format!(
             "**Result: every cell as expected** ({} variants × {} invariants × 2 engines).\n\n",
@@ -117,6 +118,41 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
     evidence_table(&mut out, rows);
     commands_table(&mut out, rows);
     out
+}
+
+/// One sentence of counts: variants expected to hold that do, expected violations caught by
+/// each engine and by both, unexpected cells.
+pub fn headline(rows: &[Row]) -> String {
+    let holding: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.expectation.violated.is_none())
+        .collect();
+    let holding_ok = holding.iter().filter(|r| r.unexpected().is_empty()).count();
+    let breaking: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.expectation.violated.is_some())
+        .collect();
+    let caught = |row: &Row, engine: Engine| {
+        row.expectation
+            .violated
+            .is_some_and(|target| matches!(row.cell(engine, target), Cell::Violated(_)))
+    };
+    let by = |engine: Engine| breaking.iter().filter(|r| caught(r, engine)).count();
+    let both = breaking
+        .iter()
+        .filter(|r| Engine::ALL.iter().all(|&e| caught(r, e)))
+        .count();
+    let unexpected: usize = rows.iter().map(|r| r.unexpected().len()).sum();
+    format!(
+        "{holding_ok} of {} variants expected to hold hold in every cell the engines evaluate; \
+         {both} of {} expected violations are caught by both engines (check {}, sim {}); \
+         {unexpected} unexpected cell{}.",
+        holding.len(),
+        breaking.len(),
+        by(Engine::Check),
+        by(Engine::Sim),
+        if unexpected == 1 { "" } else { "s" }
+    )
 }
 
 fn matrix_table(out: &mut String, rows: &[Row]) {
