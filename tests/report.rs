@@ -176,3 +176,23 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+/// The README's headline is the committed report's, word for word (numbers are generated,
+/// never typed).
+#[test]
+fn the_readme_headline_is_the_committed_reports() {
+    let report = committed("reports/VERDICTS.md");
+    let headline = report
+        .lines()
+        .find_map(|l| l.strip_prefix("**Headline**: "))
+        .expect("VERDICTS.md has a headline");
+    let readme = committed("README.md");
+    let section = readme
+        .split("## What leasehold proves")
+        .nth(1)
+        .expect("README has the section");
+    assert!(
+        section.contains(&format!("\n> {headline}\n")),
+        "README's headline differs from reports/VERDICTS.md's: {headline}"
+    );
+}
