@@ -273,6 +273,29 @@ fn compare(committed_dir: &Path, fresh_dir: &Path, rows: &[Row]) -> Vec<String> 
     differences
 }
 
+/// Evidence files under `dir` left by an earlier run for one of `variants` that this run did
+/// not produce (the engine no longer finds that violation), relative to `dir`.
+fn stale_evidence(dir: &Path, rows: &[Row]) -> Vec<String> {
+    let fresh = evidence_files(rows);
+    let Ok(entries) = std::fs::read_dir(dir.join(engines::SCENARIOS)) else {
+        return Vec::new();
+    };
+    let mut stale: Vec<String> = entries
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| {
+            rows.iter().any(|row| {
+                Engine::ALL
+                    .iter()
+                    .any(|engine| name.starts_with(&format!("{}-{engine}-I", row.variant)))
+            })
+        })
+        .map(|name| format!("{}/{name}", engines::SCENARIOS))
+        .filter(|path| !fresh.contains(path))
+        .collect();
+    stale.sort();
+    stale
+}
+
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     let variants = selected_variants(&args)?;
@@ -348,10 +371,21 @@ pub fn run_with(
     files::write_atomic(&write_dir.join(VERDICTS_JSON), json_text.as_bytes())?;
     let unexpected: Vec<Unexpected> = rows.iter().flat_map(Row::unexpected).collect();
     let differences = if args.check_diff {
-        let differences = compare(&out, &write_dir, &rows);
+        let mut differences = compare(&out, &write_dir, &rows);
+        for path in stale_evidence(&out, &rows) {
+            differences.push(format!(
+                "{}: no longer produced (the violation it replays is not found any more)\n",
+                out.join(path).display()
+            ));
+        }
         let _ = std::fs::remove_dir_all(&write_dir);
         differences
     } else {
+        for path in stale_evidence(&out, &rows) {
+            std::fs::remove_file(out.join(&path)).map_err(|e| {
+                UserError(format!("{}: cannot remove: {e}", out.join(&path).display()))
+            })?;
+        }
         Vec::new()
     };
     if args.json {
@@ -569,6 +603,17 @@ mod tests {
         assert_eq!(run_stand_in(&diff), Status::Failed);
         std::fs::write(dir.join(VERDICTS_MD), &before).expect("restore");
         std::fs::write(dir.join("scenarios/dlq-drop-sim-I3.toml"), "edited").expect("edit");
+        assert_eq!(run_stand_in(&diff), Status::Failed);
+        // Evidence a run no longer produces is a difference, and a regeneration removes it
+        // (files of variants not run, and other files, are left alone).
+        let stale = dir.join("scenarios/dlq-drop-check-I6.toml");
+        let other = dir.join("scenarios/stuck-lease-check-I6.toml");
+        std::fs::write(&stale, "old").expect("write");
+        std::fs::write(&other, "kept").expect("write");
+        assert_eq!(run_stand_in(&args), Status::Ok);
+        assert!(!stale.exists());
+        assert!(other.exists());
+        std::fs::write(&stale, "old").expect("write");
         assert_eq!(run_stand_in(&diff), Status::Failed);
         let _ = std::fs::remove_dir_all(&dir);
     }
