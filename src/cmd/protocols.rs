@@ -1,6 +1,8 @@
-//! `leasehold protocols`: the variants and mutants, a line each.
+//! `leasehold protocols`: the variants and mutants, a line each, with the bounds `check` uses
+//! for each when no flag is given (budgets not shown are 0).
 
 use crate::cli::{CmdResult, Status};
+use leasehold_model::check::CheckConfig;
 use leasehold_model::{Variant, VariantKind};
 
 /// Arguments of `leasehold protocols`.
@@ -22,6 +24,7 @@ pub fn run(args: Args) -> CmdResult {
                     "kind": match v.kind() { VariantKind::Protocol => "protocol", VariantKind::Mutant => "mutant" },
                     "expected": v.expected_violation().map(|i| i.id()),
                     "summary": v.summary(),
+                    "check_defaults": CheckConfig::default_for(*v).flags(),
                 })
             })
             .collect();
@@ -46,12 +49,39 @@ pub fn table() -> String {
                 Some(inv) => format!("breaks {inv}"),
             };
             out.push_str(&format!(
-                "  {:<22} {:<30} {}\n",
+                "  {:<22} {:<30} {}\n  {:<22} {:<30} check defaults: {}\n",
                 v.name(),
                 expect,
-                v.summary()
+                v.summary(),
+                "",
+                "",
+                check_defaults(*v)
             ));
         }
     }
     out
+}
+
+/// The bounds `leasehold check --variant NAME` uses when no flag is given: the sizes, the
+/// policy and the budgets that are not zero.
+pub fn check_defaults(variant: Variant) -> String {
+    let c = CheckConfig::default_for(variant);
+    let b = &c.budgets;
+    let mut text = format!(
+        "--groups {} --events {} --workers {} --max-attempts {} --policy {}",
+        c.group_count, c.event_count, c.worker_count, c.max_attempts, c.policy
+    );
+    for (flag, value) in [
+        ("crashes", b.crashes),
+        ("drops", b.drops),
+        ("dups", b.dups),
+        ("lost-replies", b.lost_replies),
+        ("broker-restarts", b.broker_restarts),
+        ("renews", b.renews),
+    ] {
+        if value > 0 {
+            text.push_str(&format!(" --{flag} {value}"));
+        }
+    }
+    text
 }

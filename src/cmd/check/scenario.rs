@@ -8,7 +8,9 @@
 //! request is the same settle step twice; the `worker-clock-expiry` mutant gets clock offsets
 //! that keep the workers' clocks before every deadline, as the model's workers' clocks are.
 //! An I6 counterexample ends in a state where no action is enabled; its scenario ends with a
-//! `drain` step (the liveness phase), after which the replay checks I6.
+//! `drain` step (the liveness phase), after which the replay checks I6. Each model expiry is a
+//! zero-length `pause` step at the lease's deadline, so that the replay ends an oracle step
+//! right after the expiry, as the model does.
 
 use leasehold_model::check::trace::{group_name, steps, worker_name, Heard, Step as Told};
 use leasehold_model::check::{Counterexample, LeaseModel};
@@ -135,9 +137,17 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
                 op: "broker_restart".to_string(),
                 ..base
             }),
+            Told::Expire { .. } => out.push(Step {
+                // The lease's deadline is this step's time: the replay expires it before
+                // this step and the oracle observes the expiry on its own, as the model did.
+                // A zero-length pause changes nothing else.
+                worker: Some(worker_name(0)),
+                op: "pause".to_string(),
+                for_ms: Some(0),
+                ..base
+            }),
             Told::Handle { .. }
             | Told::Renew { .. }
-            | Told::Expire { .. }
             | Told::Drop { .. }
             | Told::Duplicate { .. } => {}
         }

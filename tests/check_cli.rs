@@ -1,0 +1,223 @@
+//! `leasehold check` as a user runs it: exit statuses, the replay recipe on the first line,
+//! every mutant caught with its expected invariant and a scenario file that replays to it,
+//! "bounded" instead of "holds" when the state bound cuts the search, and the Explorer.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A scratch folder unique to this test process and `name`.
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("leasehold-check-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+#[test]
+fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_property() {
+    let out_dir = scratch("fenced");
+    let output = leasehold(&["check", "--out", out_dir.to_str().unwrap()]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("leasehold check --variant fenced --groups 1 --events 2"),
+        "{first}"
+    );
+    for id in ["I1", "I2", "I3", "I4", "I5", "I6"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("always    {id} ")))
+            .unwrap();
+        assert!(line.ends_with("holds"), "{line}");
+    }
+    let reached = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("  sometimes") && l.ends_with(" reached") && !l.ends_with("not reached")
+        })
+        .count();
+    assert_eq!(reached, 4, "{text}");
+    assert!(!text.contains("not reached"), "{text}");
+    assert!(text.contains("unique states"), "{text}");
+    assert!(text.contains("fingerprint collision estimate"), "{text}");
+    assert!(!out_dir.exists(), "no counterexample, no file");
+}
+
+#[test]
+fn every_mutant_and_redis_streams_exits_1_naming_its_invariant_and_its_scenario_replays() {
+    let out_dir = scratch("mutants");
+    let rows: serde_json::Value =
+        serde_json::from_slice(&leasehold(&["protocols", "--json"]).stdout).expect("json");
+    for row in rows.as_array().unwrap() {
+        let name = row["name"].as_str().unwrap();
+        let Some(id) = row["expected"].as_str() else {
+            continue;
+        };
+        let output = leasehold(&[
+            "check",
+            "--variant",
+            name,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        let text = stdout(&output);
+        assert_eq!(output.status.code(), Some(1), "{name}: {text}");
+        let result = text
+            .lines()
+            .find(|l| l.starts_with("result: VIOLATED"))
+            .unwrap();
+        assert!(result.contains(id), "{name}: expected {id}: {result}");
+        let file = out_dir.join(format!("{name}-{id}.toml"));
+        assert!(file.exists(), "{name}: {} not written", file.display());
+        let replay = leasehold(&["replay", file.to_str().unwrap()]);
+        assert_eq!(replay.status.code(), Some(0), "{name}: {}", stdout(&replay));
+        assert!(
+            stdout(&replay).contains(&format!("violated: {id}")),
+            "{}",
+            stdout(&replay)
+        );
+    }
+}
+
+#[test]
+fn a_found_scenario_is_never_overwritten() {
+    let out_dir = scratch("twice");
+    for _ in 0..2 {
+        let output = leasehold(&[
+            "check",
+            "--variant",
+            "dlq-drop",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert_eq!(output.status.code(), Some(1));
+    }
+    assert!(out_dir.join("dlq-drop-I3.toml").exists());
+    assert!(out_dir.join("dlq-drop-I3-2.toml").exists());
+}
+
+#[test]
+fn a_search_cut_by_the_state_bound_reports_bounded_never_holds() {
+    let output = leasehold(&["check", "--max-states", "200", "--out", "/nonexistent"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("bounded: the search stopped at --max-states 200"),
+        "{text}"
+    );
+    for id in ["I1", "I2", "I3", "I4", "I5", "I6"] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(&format!("always    {id} ")))
+            .unwrap();
+        assert!(line.ends_with("bounded"), "{line}");
+    }
+    assert!(text.contains("result: bounded (not proven)"), "{text}");
+}
+
+#[test]
+fn json_output_names_the_verdicts() {
+    let output = leasehold(&[
+        "check",
+        "--variant",
+        "unfenced-settle",
+        "--json",
+        "--out",
+        scratch("json").to_str().unwrap(),
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(json["outcome"], "violated");
+    assert_eq!(json["properties"][0]["name"], "I1 stale-never-counts");
+    assert_eq!(json["properties"][0]["verdict"], "violated");
+    assert_eq!(json["counterexamples"][0]["steps"], 4);
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line() {
+    let output = leasehold(&["check", "--variant", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("fenced, redis-streams, redis-streams-fenced, unfenced-settle"),
+        "{err}"
+    );
+    for args in [
+        &["check", "--workers", "0"][..],
+        &["check", "--events", "99"],
+        &["check", "--policy", "sometimes"],
+        &["check", "--explore", "0.0.0.0:3000"],
+        &["check", "--explore", "example.org:80"],
+    ] {
+        let output = leasehold(args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr).lines().count(), 1);
+    }
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+#[test]
+fn explore_serves_stateright_explorer_on_loopback() {
+    // A free port: bind to 0, read it, release it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(BIN)
+        .args(["check", "--explore", &format!("127.0.0.1:{port}")])
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut status = None;
+    while Instant::now() < deadline {
+        if let Some(response) = http_get(port, "/.status") {
+            status = Some(response);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().expect("the explorer stops");
+    let _ = child.wait();
+    let status = status.expect("the explorer answered on loopback");
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(status.contains("I1 stale-never-counts"), "{status}");
+    assert!(status.contains("LeaseModel"), "{status}");
+}
