@@ -339,3 +339,50 @@ fn the_committed_svg_is_the_one_timeline_draws() {
         "regenerate reports/t0-t5-stale-ack.svg"
     );
 }
+
+/// The executor is generic over the broker: every `fenced` scenario replays on the embedded
+/// broker, matches its expectations, and tells the same story (same timeline, same trace hash)
+/// as on the pure broker.
+#[test]
+fn fenced_scenarios_replay_identically_on_the_embedded_broker() {
+    let mut fenced = 0;
+    for entry in std::fs::read_dir(root().join("scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&path).unwrap();
+        if !src.lines().any(|l| l.trim() == "variant = \"fenced\"") {
+            continue;
+        }
+        let relative = format!("scenarios/{}", path.file_name().unwrap().to_string_lossy());
+        let run = |backend: &str| {
+            let out = leasehold(&["replay", &relative, "--json", "--backend", backend]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{relative} on {backend}: {}",
+                stderr(&out)
+            );
+            let value: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            (value["timeline"].clone(), value["trace_hash"].clone())
+        };
+        assert_eq!(run("pure"), run("embedded"), "{relative}");
+        fenced += 1;
+    }
+    assert!(fenced >= 7, "{fenced} fenced scenarios");
+}
+
+#[test]
+fn a_variant_the_embedded_broker_does_not_implement_exits_2() {
+    let out = leasehold(&[
+        "replay",
+        "scenarios/mutant-dlq-drop.toml",
+        "--backend",
+        "embedded",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("scenarios/mutant-dlq-drop.toml"), "{err}");
+}

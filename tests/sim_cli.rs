@@ -173,3 +173,36 @@ fn bad_flags_are_one_line_errors_with_status_2() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
+    use leasehold::cli::Status;
+    use leasehold::cmd::sim::replay_if_seeded;
+    let dir = scratch_dir("hook");
+    let out = leasehold(&[
+        "sim",
+        "--variant",
+        "stuck-lease",
+        "--seeds",
+        "0..5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let saved = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let status = replay_if_seeded(&saved, true, "pure").unwrap();
+    assert_eq!(
+        status,
+        Some(Status::Ok),
+        "the saved failure matches its [expect]"
+    );
+    let scripted =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t0-t5-stale-ack.toml");
+    assert_eq!(replay_if_seeded(&scripted, true, "pure").unwrap(), None);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,7 +5,7 @@
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::seeded_file::{
-    parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
+    check_expect, parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
 };
 use leasehold_sim::seeded::shrink::{breaks, shrink, size};
 use leasehold_sim::seeded::{BackendKind, FaultPlan, Ratio, Setup, Workload};
@@ -23,6 +23,7 @@ fn template(variant: Variant) -> Setup {
         max_attempts: 3,
         policy: AckPolicy::NackOnError,
         clock_offset_ms: vec![None; 3],
+        expiry: Default::default(),
         workload: Workload::for_lease(LEASE_MS),
         faults: FaultPlan::for_lease(LEASE_MS),
     }
@@ -121,6 +122,12 @@ fn a_saved_failing_seed_replays_to_the_same_violation() {
     assert_eq!(replayed.violations, violations);
     assert_eq!(replayed.trace, original.trace);
     assert_eq!(replayed.trace_hash, original.trace_hash);
+    // The file's [expect] matches; a different expectation does not.
+    assert_eq!(check_expect(&scenario, &replayed), Vec::<String>::new());
+    let mut other = scenario.clone();
+    other.expect.as_mut().unwrap().violated = Some("I5".to_string());
+    let not_i5 = !replayed.violations.iter().any(|v| v.invariant.id() == "I5");
+    assert_eq!(check_expect(&other, &replayed).len(), usize::from(not_i5));
 }
 
 #[test]
@@ -165,6 +172,20 @@ fn fenced_under_a_swarm_of_200_seeds_breaks_nothing() {
         );
         assert_eq!(summary.bound_hits, 0);
         assert!(summary.duplicate_runs > 0, "the faults did fire");
+    }
+}
+
+#[test]
+fn every_ack_policy_holds_on_fenced_under_a_swarm() {
+    for policy in AckPolicy::ALL {
+        let mut c = campaign(Variant::Fenced, 0..60, true, 2);
+        c.template.policy = policy;
+        let summary = c.run(&|_| {});
+        assert_eq!(
+            summary.failures,
+            Default::default(),
+            "{policy}: {summary:?}"
+        );
     }
 }
 

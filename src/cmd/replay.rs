@@ -5,6 +5,7 @@
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
 use crate::cli::{CmdResult, Status, UserError};
+use leasehold_embedded::EmbeddedBackend;
 use leasehold_model::Broker;
 use leasehold_sim::parse;
 use leasehold_sim::script::{self, Replay, Script};
@@ -18,8 +19,9 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The broker under test.
-    #[arg(long, default_value = "pure", value_parser = ["pure"])]
+    /// The broker under test: `pure` (the reference state machine) or `embedded` (the
+    /// in-process thread-safe broker; `fenced` only).
+    #[arg(long, default_value = "pure", value_parser = ["pure", "embedded"])]
     pub backend: String,
 }
 
@@ -37,14 +39,23 @@ pub fn load(path: &Path) -> Result<Script, UserError> {
     Ok(script)
 }
 
-/// Runs `script` on the named backend.
+/// The brokers a scenario can run on.
+pub const BACKENDS: [&str; 2] = ["pure", "embedded"];
+
+/// Runs `script` on the named backend (the executor is generic over `Backend`).
 pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
+    let config = script.setup.broker_config();
     match backend {
-        "pure" => Ok(script::run(
-            script,
-            Broker::new(script.setup.broker_config()),
-        )),
-        other => Err(UserError(format!("unknown backend '{other}'"))),
+        "pure" => Ok(script::run(script, Broker::new(config))),
+        "embedded" => {
+            let backend = EmbeddedBackend::new(&config)
+                .map_err(|e| UserError(format!("{}: backend embedded: {e}", script.file)))?;
+            Ok(script::run(script, backend))
+        }
+        other => Err(UserError(format!(
+            "unknown backend '{other}' (expected one of {})",
+            BACKENDS.join(", ")
+        ))),
     }
 }
 

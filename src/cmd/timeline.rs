@@ -17,8 +17,8 @@ pub struct Args {
     /// Write an SVG drawing of the timeline to this file (atomically) instead of printing.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
-    /// The broker under test.
-    #[arg(long, default_value = "pure", value_parser = ["pure"])]
+    /// The broker under test: `pure` or `embedded` (`fenced` only).
+    #[arg(long, default_value = "pure", value_parser = ["pure", "embedded"])]
     pub backend: String,
 }
 

@@ -129,10 +129,11 @@ pub fn run<B: Backend>(setup: &Setup, backend: B, keep_trace: bool) -> RunOutcom
 /// The handler a healed worker runs in the liveness phase: a poison event still hangs past
 /// its lease; everything else succeeds quickly.
 fn healed_run(setup: &Setup, poison: bool) -> HandlerRun {
-    let calls = if setup.policy == AckPolicy::Manual {
-        vec![HandleCall::Ack]
+    // A correct manual handler acks when its work is done (see `draw_handler`).
+    let outcome = if setup.policy == AckPolicy::Manual {
+        Outcome::Ack
     } else {
-        Vec::new()
+        Outcome::Ok
     };
     let handler_ms = if poison {
         setup.lease_ms + setup.lease_ms / 2
@@ -140,8 +141,8 @@ fn healed_run(setup: &Setup, poison: bool) -> HandlerRun {
         (setup.workload.handler_ms_max / 2).max(1)
     };
     HandlerRun {
-        outcome: Outcome::Ok,
-        calls,
+        outcome,
+        calls: Vec::new(),
         handler_ms,
     }
 }
@@ -186,6 +187,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             )
         };
         engine_setup.clock_offset_ms = workers.iter().map(|w| w.offset_ms).collect();
+        engine_setup.expiry = setup.expiry;
         let mut engine = Engine::new(backend, engine_setup);
         engine.publish_initial(setup.events);
         Driver {
@@ -605,11 +607,15 @@ impl<'a, B: Backend> Driver<'a, B> {
         } else {
             Outcome::Ok
         };
-        let calls = if setup.policy == AckPolicy::Manual && outcome == Outcome::Ok {
-            vec![HandleCall::Ack]
+        // A correct manual handler acks when its work is done. The engine sends handle calls
+        // when the handler starts, so the ack at the end of the work is the handler leaving
+        // with `AckMessage`, which the runtime sends after the handler.
+        let outcome = if setup.policy == AckPolicy::Manual && outcome == Outcome::Ok {
+            Outcome::Ack
         } else {
-            Vec::new()
+            outcome
         };
+        let calls: Vec<HandleCall> = Vec::new();
         let handler_ms = self.worker_duration_ms(worker, handler_ms);
         let run = HandlerRun {
             outcome,

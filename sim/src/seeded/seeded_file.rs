@@ -3,6 +3,7 @@
 
 use super::run::{run, RunOutcome};
 use super::setup::Setup;
+use crate::engine::Expiry;
 use crate::scenario::{Config, Expect, Scenario};
 use leasehold_model::{AckPolicy, Broker, Variant};
 use std::collections::BTreeMap;
@@ -91,6 +92,12 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
             return Err(format!("config.clock_offset_ms: unknown worker '{name}'"));
         }
     }
+    let expiry = match c.expiry.as_deref() {
+        None => Expiry::default(),
+        Some(name) => Expiry::from_name(name).ok_or_else(|| {
+            format!("config.expiry: unknown '{name}' (expected one of at_deadline, on_fetch)")
+        })?,
+    };
     let clock_offset_ms = c
         .workers
         .iter()
@@ -106,6 +113,7 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
         max_attempts: c.max_attempts,
         policy,
         clock_offset_ms,
+        expiry,
         workload: scenario.workload.clone().unwrap_or_default(),
         faults: scenario.faults.clone().unwrap_or_default(),
     })
@@ -141,7 +149,7 @@ pub fn scenario_of(setup: &Setup, violated: Option<&str>, note: Option<String>) 
             max_attempts: setup.max_attempts,
             ack_policy: setup.policy.name().to_string(),
             clock_offset_ms,
-            expiry: None,
+            expiry: (setup.expiry != Expiry::default()).then(|| setup.expiry.name().to_string()),
         },
         seed: Some(setup.seed),
         workload: Some(setup.workload.clone()),
@@ -168,4 +176,58 @@ pub fn parse_toml(text: &str) -> Result<Scenario, String> {
             None => message,
         }
     })
+}
+
+/// Checks a seeded run against its scenario's `[expect]`; returns the mismatches (none: the
+/// run matched). `violated = "I4"` matches when I4 is among the violations; `invariants =
+/// "hold"` and a missing `[expect]` match only a run without violations. Fields that only a
+/// scripted run can pin (`frontier`, `handler_runs`, …) are reported as not checked.
+pub fn check_expect(scenario: &Scenario, outcome: &RunOutcome) -> Vec<String> {
+    let mut mismatches = Vec::new();
+    let expect = scenario.expect.clone().unwrap_or_default();
+    let found: Vec<&str> = outcome
+        .violations
+        .iter()
+        .map(|v| v.invariant.id())
+        .collect();
+    match &expect.violated {
+        Some(id) => {
+            let wanted = leasehold_model::Invariant::parse(id);
+            if !outcome
+                .violations
+                .iter()
+                .any(|v| Some(v.invariant) == wanted)
+            {
+                mismatches.push(format!(
+                    "expected {id} to be violated; violated: {}",
+                    if found.is_empty() {
+                        "none".to_string()
+                    } else {
+                        found.join(", ")
+                    }
+                ));
+            }
+        }
+        None => {
+            if let Some(first) = outcome.violations.first() {
+                mismatches.push(format!("expected every invariant to hold; {first}"));
+            }
+        }
+    }
+    let unchecked = [
+        ("frontier", expect.frontier.is_some()),
+        ("dead_letters", expect.dead_letters.is_some()),
+        ("handler_calls", expect.handler_calls.is_some()),
+        ("handler_runs", expect.handler_runs.is_some()),
+        ("pending", expect.pending.is_some()),
+        ("dead_letter_reasons", expect.dead_letter_reasons.is_some()),
+    ];
+    for (field, set) in unchecked {
+        if set {
+            mismatches.push(format!(
+                "expect.{field} is not checked for a seeded scenario"
+            ));
+        }
+    }
+    mismatches
 }

@@ -25,6 +25,8 @@ pub struct Setup {
     pub policy: AckPolicy,
     /// Fixed clock offsets per worker (from `[config] clock_offset_ms`), over any drawn skew.
     pub clock_offset_ms: Vec<Option<i64>>,
+    /// When the broker applies due expiries (`[config] expiry`).
+    pub expiry: crate::engine::Expiry,
     /// Handler timing, outcome rates, bounds.
     pub workload: Workload,
     /// The effective fault plan.
