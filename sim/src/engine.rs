@@ -580,9 +580,7 @@ impl<B: Backend> Engine<B> {
             }
             Fault::None | Fault::LostReply => {}
         }
-        let group = request.lease.group;
-        let seq = request.lease.seq;
-        let before = self.backend.frontier(group);
+        let before = self.backend.frontier(request.lease.group);
         let wire = SettleRequest {
             lease: request.lease.clone(),
             op: request.op.clone(),
@@ -591,30 +589,10 @@ impl<B: Backend> Engine<B> {
         let answer = self.backend.settle(&wire, now_ms);
         self.oracle
             .settled(request.issuance, &request.op, answer.is_ok(), now_ms);
-        let mut effect = Effect::default();
-        if let Ok(renewed) = &answer {
-            let after = self.backend.frontier(group);
-            let (status, reason) = self.backend.status(group, seq);
-            effect.frontier = (after != before).then_some((before, after));
-            effect.frontier_after = after;
-            effect.status = Some(status);
-            effect.reason = reason;
-            effect.renewed_until_ms = renewed.as_ref().map(|l| l.deadline_ms);
-            let info = &mut self.trace.leases[request.issuance.0 as usize];
-            if request.op.is_settle() && info.ended.is_none() {
-                info.ended = Some((
-                    now_ms,
-                    LeaseEnd::Settled {
-                        op: request.op.name(),
-                    },
-                ));
-            }
-            if let (Some(renewed), Some((_, LeaseEnd::Expired { .. }))) = (renewed, &info.ended) {
-                // A renew that revived an expired lease (renew-revives): the lease lives again.
-                info.ended = None;
-                info.lease.deadline_ms = renewed.deadline_ms;
-            }
-        }
+        let effect = match &answer {
+            Ok(renewed) => self.accepted(&request, renewed.as_ref(), before),
+            Err(_) => Effect::default(),
+        };
         let plain = answer.clone().map(drop);
         let r = &mut self.trace.requests[id.0 as usize];
         if duplicate {
@@ -641,6 +619,30 @@ impl<B: Backend> Engine<B> {
                     duplicate: true,
                 },
             );
+        }
+    }
+
+    /// What an accepted request did to the broker, and to the engine's record of its lease.
+    fn accepted(&mut self, request: &Request, renewed: Option<&Lease>, before: Seq) -> Effect {
+        let (group, seq) = (request.lease.group, request.lease.seq);
+        let after = self.backend.frontier(group);
+        let (status, reason) = self.backend.status(group, seq);
+        let info = &mut self.trace.leases[request.issuance.0 as usize];
+        if request.op.is_settle() && info.ended.is_none() {
+            let op = request.op.name();
+            info.ended = Some((self.now_ms, LeaseEnd::Settled { op }));
+        }
+        if let (Some(renewed), Some((_, LeaseEnd::Expired { .. }))) = (renewed, &info.ended) {
+            // A renew that revived an expired lease (renew-revives): the lease lives again.
+            info.ended = None;
+            info.lease.deadline_ms = renewed.deadline_ms;
+        }
+        Effect {
+            frontier: (after != before).then_some((before, after)),
+            frontier_after: after,
+            status: Some(status),
+            reason,
+            renewed_until_ms: renewed.map(|l| l.deadline_ms),
         }
     }
 
@@ -1052,25 +1054,9 @@ impl<B: Backend> Engine<B> {
             if handler_runs >= DRAIN_HANDLER_RUNS_MAX {
                 break format!("drain_handler_runs_max = {DRAIN_HANDLER_RUNS_MAX} reached");
             }
-            let mut progressed = false;
-            for worker in 0..self.workers.len() {
-                if self.workers[worker].paused_until_ms > self.now_ms {
-                    continue;
-                }
-                for group in 0..self.setup.groups.len() {
-                    let got = self.fetch_with(worker, group, 1, None, &[], Fault::None, false);
-                    let Ok(leases) = got else { continue };
-                    for issuance in leases {
-                        let lease = self.trace.lease(issuance).lease.clone();
-                        let run = handler(group, lease.seq, lease.attempt);
-                        self.handle(worker, issuance, run, Delivery::INSTANT);
-                        self.run_until(self.now_ms);
-                        self.end_step();
-                        progressed = true;
-                        handler_runs += 1;
-                    }
-                }
-            }
+            let ran = self.drain_round(handler);
+            handler_runs += ran;
+            let progressed = ran > 0;
             if progressed {
                 idle_ticks = 0;
                 continue;
@@ -1095,6 +1081,35 @@ impl<B: Backend> Engine<B> {
             }
             self.run_until(target);
         };
+        self.end_drain(why)
+    }
+
+    /// One round of the liveness phase: each worker that is not stalled fetches one lease from
+    /// each group and runs the handler on it. Returns the number of handler runs.
+    fn drain_round(&mut self, handler: &dyn Fn(GroupIx, Seq, u32) -> HandlerRun) -> u64 {
+        let mut runs = 0;
+        for worker in 0..self.workers.len() {
+            if self.workers[worker].paused_until_ms > self.now_ms {
+                continue;
+            }
+            for group in 0..self.setup.groups.len() {
+                let got = self.fetch_with(worker, group, 1, None, &[], Fault::None, false);
+                let Ok(leases) = got else { continue };
+                for issuance in leases {
+                    let lease = self.trace.lease(issuance).lease.clone();
+                    let run = handler(group, lease.seq, lease.attempt);
+                    self.handle(worker, issuance, run, Delivery::INSTANT);
+                    self.run_until(self.now_ms);
+                    self.end_step();
+                    runs += 1;
+                }
+            }
+        }
+        runs
+    }
+
+    /// Closes the liveness phase: a line, the last step, and the I6 check.
+    fn end_drain(&mut self, why: String) -> DrainReport {
         let settled = self.all_settled();
         let frontier = (0..self.setup.groups.len())
             .map(|g| self.backend.frontier(g))

@@ -46,7 +46,7 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// The ops a step may name.
-pub const OPS: [&str; 13] = [
+pub const OPS: [&str; 12] = [
     "fetch",
     "ack",
     "nack",
@@ -59,8 +59,6 @@ pub const OPS: [&str; 13] = [
     "publish",
     "broker_restart",
     "drain",
-    // Kept last: not an op, a sentinel the table below never matches.
-    "",
 ];
 
 /// The fields each op takes; `*` marks a required one.
@@ -132,6 +130,12 @@ fn expect_values(op: &str) -> &'static [&'static str] {
         _ => &["ok"],
     }
 }
+
+/// The most events a scripted scenario may publish (a bound, so that a typo cannot make a
+/// replay run out of memory).
+pub const EVENTS_MAX: u32 = 100_000;
+/// The most leases one fetch step may ask for.
+pub const LIMIT_MAX: u32 = 10_000;
 
 const OUTCOMES: [&str; 5] = ["ok", "error", "ack", "nack", "reject"];
 const CALLS: [&str; 3] = ["ack", "nack", "reject"];
@@ -444,6 +448,12 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        if c.events > EVENTS_MAX {
+            return self.fail(
+                &key("events"),
+                format!("events = {} exceeds events_max = {EVENTS_MAX}", c.events),
+            );
+        }
         if c.lease_ms == 0 {
             return self.fail(
                 &key("lease_ms"),
@@ -529,7 +539,7 @@ impl<'a> Validator<'a> {
             }
             last_ms = step.at_ms;
             let op = step.op.as_str();
-            if !OPS.contains(&op) || op.is_empty() {
+            if !OPS.contains(&op) {
                 return self.fail(
                     &path("op"),
                     format!("unknown op '{op}' (expected one of {})", one_of(&OPS)),
@@ -562,6 +572,12 @@ impl<'a> Validator<'a> {
             }
             if op == "publish" {
                 events += 1;
+                if events > EVENTS_MAX {
+                    return self.fail(
+                        &path("op"),
+                        format!("this publish exceeds events_max = {EVENTS_MAX}"),
+                    );
+                }
             }
             if let Some(expect) = &step.expect {
                 let allowed = expect_values(op);
@@ -799,6 +815,12 @@ impl<'a> Validator<'a> {
                 let limit = step.limit.unwrap_or(1);
                 if limit == 0 {
                     return self.fail(&path("limit"), "limit = 0 fetches nothing".to_string());
+                }
+                if limit > LIMIT_MAX {
+                    return self.fail(
+                        &path("limit"),
+                        format!("limit = {limit} exceeds limit_max = {LIMIT_MAX}"),
+                    );
                 }
                 if step.lease_ms == Some(0) {
                     return self.fail(&path("lease_ms"), "lease_ms = 0".to_string());

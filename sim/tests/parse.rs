@@ -206,6 +206,22 @@ fn impossible_configs() {
 }
 
 #[test]
+fn bounds_keep_a_typo_from_exhausting_memory() {
+    check(
+        &with("events = 1", "events = 4000000000"),
+        6,
+        Some("config.events"),
+        "exceeds events_max",
+    );
+    check(
+        &with("bind = \"L1\"", "bind = \"L1\"\nlimit = 4000000000"),
+        17,
+        Some("step[0].limit"),
+        "exceeds limit_max",
+    );
+}
+
+#[test]
 fn a_missing_required_field_for_an_op() {
     check(
         &with("lease = \"L1\"\n", ""),
