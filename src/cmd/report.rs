@@ -470,6 +470,7 @@ mod tests {
                         Engine::Check => Evidence::Check {
                             depth: 3,
                             scenario: Some(scenario),
+                            replays: true,
                         },
                         Engine::Sim => Evidence::Sim {
                             seeds_to_first_failure: 2,
@@ -479,6 +480,7 @@ mod tests {
                             failures: 3,
                             seeds_run: 10,
                             scenario: Some(scenario),
+                            replays: true,
                         },
                     })
                 } else {

@@ -10,7 +10,7 @@ use clap::Parser;
 use leasehold_model::check::{shortest_counterexamples, LeaseModel, SAFETY};
 use leasehold_model::{Invariant, Variant};
 use leasehold_sim::seeded::campaign::{Campaign, FAILING_SEEDS_KEPT};
-use leasehold_sim::seeded::seeded_file::{scenario_of, to_toml};
+use leasehold_sim::seeded::seeded_file::{check_expect, parse_toml, scenario_of, to_toml};
 use leasehold_sim::seeded::BackendKind;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -67,6 +67,29 @@ pub fn bounds(depth: Depth) -> Vec<(Engine, String)> {
 
 fn scenario_path(variant: Variant, engine: Engine, invariant: Invariant) -> String {
     format!("{SCENARIOS}/{variant}-{engine}-{}.toml", invariant.id())
+}
+
+/// Whether the scripted scenario at `path` replays (as `leasehold replay` does) to a run that
+/// matches its `[expect]` and breaks `invariant`.
+fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
+    crate::cmd::replay::load(path)
+        .and_then(|script| crate::cmd::replay::run_on(&script, "pure"))
+        .is_ok_and(|replay| replay.matched && replay.violated(invariant))
+}
+
+/// Whether the seeded scenario at `path` replays (as `leasehold sim --file` does) to a run
+/// that matches its `[expect]` and breaks `invariant`.
+fn replays_seeded(path: &Path, invariant: Invariant) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let Ok(scenario) = parse_toml(&text) else {
+        return false;
+    };
+    leasehold_sim::run_seeded(&scenario, BackendKind::Pure).is_ok_and(|outcome| {
+        check_expect(&scenario, &outcome).is_empty()
+            && outcome.violations.iter().any(|v| v.invariant == invariant)
+    })
 }
 
 #[derive(Parser)]
@@ -126,6 +149,7 @@ impl EngineRun for ModelChecker {
                         files::write_atomic(&out.join(&path), body.as_bytes())?;
                         Cell::Violated(Evidence::Check {
                             depth: cx.len(),
+                            replays: replays_scripted(&out.join(&path), invariant),
                             scenario: Some(path),
                         })
                     }
@@ -237,6 +261,7 @@ impl EngineRun for Simulator {
                     scenario_of(&campaign.setup(first), Some(invariant.id()), Some(note));
                 files::write_atomic(&out.join(&path), to_toml(&scenario).as_bytes())?;
                 Cell::Violated(Evidence::Sim {
+                    replays: replays_seeded(&out.join(&path), invariant),
                     seeds_to_first_failure: first + 1,
                     first_seed: first,
                     median_seeds_to_failure: median_gap(0, &f.seeds),

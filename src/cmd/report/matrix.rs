@@ -55,6 +55,8 @@ pub enum Evidence {
         depth: usize,
         /// The scenario file that replays it, relative to the report's folder.
         scenario: Option<String>,
+        /// Whether replaying that file (`leasehold replay`) reproduces the violation.
+        replays: bool,
     },
     /// Failing seeds found by a simulator campaign.
     Sim {
@@ -75,6 +77,8 @@ pub enum Evidence {
         /// The seeded scenario file that replays the first failure, relative to the report's
         /// folder.
         scenario: Option<String>,
+        /// Whether replaying that file (`leasehold sim --file`) reproduces the violation.
+        replays: bool,
     },
 }
 
@@ -85,6 +89,13 @@ impl Evidence {
             Evidence::Check { scenario, .. } | Evidence::Sim { scenario, .. } => {
                 scenario.as_deref()
             }
+        }
+    }
+
+    /// Whether the scenario file was replayed and reproduced the violation.
+    pub fn replays(&self) -> bool {
+        match self {
+            Evidence::Check { replays, .. } | Evidence::Sim { replays, .. } => *replays,
         }
     }
 
@@ -255,7 +266,10 @@ impl Judgement {
 pub fn judge(expectation: Expectation, invariant: Invariant, cell: &Cell) -> Judgement {
     match expectation.violated {
         Some(target) if target == invariant => match cell {
-            Cell::Violated(_) => Judgement::Expected,
+            Cell::Violated(e) if e.replays() => Judgement::Expected,
+            Cell::Violated(_) => Judgement::Unexpected {
+                expected: "violated with evidence that replays",
+            },
             _ => Judgement::Unexpected {
                 expected: "violated",
             },
@@ -343,7 +357,12 @@ impl Row {
                         variant: self.variant,
                         invariant,
                         engine,
-                        found: self.cell(engine, invariant).word(),
+                        found: match self.cell(engine, invariant) {
+                            Cell::Violated(e) if !e.replays() => {
+                                "violated, but its scenario does not replay"
+                            }
+                            cell => cell.word(),
+                        },
                         expected,
                     });
                 }
@@ -383,6 +402,7 @@ mod tests {
         Cell::Violated(Evidence::Check {
             depth,
             scenario: None,
+            replays: true,
         })
     }
 
@@ -391,6 +411,17 @@ mod tests {
         let e = Expectation::of(Variant::DlqDrop);
         assert_eq!(e.violated, Some(Invariant::I3));
         assert_eq!(judge(e, Invariant::I3, &check(4)), Judgement::Expected);
+        // A violation whose evidence does not reproduce is not a catch.
+        let unreplayable = Cell::Violated(Evidence::Check {
+            depth: 4,
+            scenario: Some("scenarios/x.toml".into()),
+            replays: false,
+        });
+        assert!(judge(e, Invariant::I3, &unreplayable).is_unexpected());
+        assert_eq!(
+            judge(e, Invariant::I4, &unreplayable),
+            Judgement::AlsoViolated
+        );
         assert!(judge(e, Invariant::I3, &Cell::Holds).is_unexpected());
         assert!(judge(e, Invariant::I3, &Cell::NotChecked).is_unexpected());
         assert!(judge(e, Invariant::I3, &Cell::Bounded { bound: "x".into() }).is_unexpected());

@@ -18,9 +18,28 @@ pub struct Header<'a> {
 const MARK: &str = "⚠";
 
 fn link(text: &str, evidence: &Evidence) -> String {
+    let text = if evidence.replays() {
+        text.to_string()
+    } else {
+        format!("{text}, does not replay")
+    };
     match evidence.scenario() {
         Some(path) => format!("[{text}]({path})"),
-        None => text.to_string(),
+        None => text,
+    }
+}
+
+/// `violated (depth 3)` (or `violated (depth 3, does not replay)`), linked to its scenario.
+fn link_paren(word: &str, evidence: &Evidence) -> String {
+    let inner = if evidence.replays() {
+        evidence.short()
+    } else {
+        format!("{}, does not replay", evidence.short())
+    };
+    let text = format!("{word} ({inner})");
+    match evidence.scenario() {
+        Some(path) => format!("[{text}]({path})"),
+        None => text,
     }
 }
 
@@ -29,13 +48,11 @@ pub fn cell_text(row: &Row, engine: Engine, invariant: Invariant) -> String {
     let cell = row.cell(engine, invariant);
     let judgement = row.judgement(engine, invariant);
     let body = match (cell, &judgement) {
-        (Cell::Violated(e), Judgement::AlsoViolated) => {
-            link(&format!("also violated ({})", e.short()), e)
-        }
+        (Cell::Violated(e), Judgement::AlsoViolated) => link_paren("also violated", e),
         (Cell::Violated(e), Judgement::Expected) => {
-            format!("**{}**", link(&format!("violated ({})", e.short()), e))
+            format!("**{}**", link_paren("violated", e))
         }
-        (Cell::Violated(e), _) => link(&format!("violated ({})", e.short()), e),
+        (Cell::Violated(e), _) => link_paren("violated", e),
         (Cell::Bounded { bound }, _) => format!("bounded ({bound})"),
         (Cell::NotChecked, _) => "—".to_string(),
         (cell, _) => cell.word().to_string(),
@@ -89,7 +106,9 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
          seeded ones. \
          *not reached* — the engine evaluates the invariant but no run got to where it \
          applies. *bounded* — the engine stopped at a named bound first: nothing proven. \
-         *—* — the engine does not evaluate this invariant. **Bold**: the expected violation. \
+         *does not replay* — the engine reported the violation but \
+         replaying its scenario file did not reproduce it (on an expected violation, that cell \
+         is unexpected). *—* — the engine does not evaluate this invariant. **Bold**: the expected violation. \
          ⚠: a cell that differs from its expectation.\n\n",
     );
     for (engine, bounds) in header.bounds {
@@ -314,4 +333,56 @@ pub fn json(header: &Header, rows: &[Row], total_seconds: f64) -> serde_json::Va
         "total_seconds": total_seconds,
         "variants": variants,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::matrix::{EngineResult, Expectation};
+    use super::*;
+    use leasehold_model::Variant;
+    use std::collections::BTreeMap;
+
+    fn row(variant: Variant, cell: Cell) -> Row {
+        let target = variant.expected_violation().expect("a mutant");
+        let result = EngineResult {
+            command: "leasehold check".into(),
+            cells: BTreeMap::from([(target, cell)]),
+            seconds: 0.0,
+            stats: serde_json::Value::Null,
+        };
+        Row {
+            variant,
+            kind: variant.kind(),
+            expectation: Expectation::of(variant),
+            results: BTreeMap::from([(Engine::Check, result)]),
+        }
+    }
+
+    #[test]
+    fn an_expected_violation_that_does_not_replay_is_marked() {
+        let evidence = |replays| {
+            Cell::Violated(Evidence::Check {
+                depth: 2,
+                scenario: Some("scenarios/dlq-drop-check-I3.toml".into()),
+                replays,
+            })
+        };
+        let good = row(Variant::DlqDrop, evidence(true));
+        assert_eq!(
+            cell_text(&good, Engine::Check, Invariant::I3),
+            "**[violated (depth 2)](scenarios/dlq-drop-check-I3.toml)**"
+        );
+        let bad = row(Variant::DlqDrop, evidence(false));
+        assert_eq!(
+            cell_text(&bad, Engine::Check, Invariant::I3),
+            "⚠ [violated (depth 2, does not replay)](scenarios/dlq-drop-check-I3.toml)"
+        );
+        assert_eq!(
+            bad.unexpected()
+                .first()
+                .map(|u| u.to_string())
+                .as_deref(),
+            Some("unexpected: dlq-drop × I3 × check: violated, but its scenario does not replay, expected violated with evidence that replays")
+        );
+    }
 }
