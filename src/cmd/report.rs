@@ -25,7 +25,8 @@ pub const VERDICTS_JSON: &str = "verdicts.json";
 /// Arguments of `leasehold report`.
 #[derive(clap::Args, Debug, Default, Clone)]
 pub struct Args {
-    /// Small bounds and a few hundred seeds (for CI); written under reports/quick/ by default.
+    /// A few hundred simulator seeds per variant instead of up to 10,000 (the model checker
+    /// keeps its bounds), for CI; written under reports/quick/ by default.
     #[arg(long)]
     pub quick: bool,
     /// Where VERDICTS.md, verdicts.json and the evidence scenarios go (default: reports/,

@@ -39,7 +39,7 @@ impl fmt::Display for Engine {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Depth {
-    /// Small bounds and a few hundred seeds: for CI.
+    /// A few hundred simulator seeds per variant (the model checker keeps its bounds): for CI.
     Quick,
     /// Each variant's default bounds and up to 10,000 seeds.
     Full,

@@ -82,7 +82,8 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
          reproduces it byte for byte.\n\n",
         header.command,
         match header.depth {
-            Depth::Quick => "quick: small bounds, few seeds",
+            Depth::Quick =>
+                "quick: each variant's default model-checking bounds, short simulator campaigns",
             Depth::Full =>
                 "full: each variant's default model-checking bounds, long simulator campaigns",
         },
