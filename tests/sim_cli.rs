@@ -206,3 +206,35 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     assert_eq!(replay_if_seeded(&scripted, true, "pure").unwrap(), None);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_embedded_broker_runs_the_same_campaign_as_the_pure_one() {
+    let run = |backend: &str| {
+        let out = leasehold(&[
+            "sim",
+            "--seeds",
+            "0..30",
+            "--swarm",
+            "--backend",
+            backend,
+            "--json",
+            "--no-save",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{backend}");
+        json(&out)
+    };
+    let (pure, embedded) = (run("pure"), run("embedded"));
+    assert_eq!(pure["seeds_run"], 30);
+    assert_eq!(
+        pure["trace_hash"], embedded["trace_hash"],
+        "same traces, seed by seed"
+    );
+    let refused = leasehold(&[
+        "sim",
+        "--variant",
+        "unfenced-settle",
+        "--backend",
+        "embedded",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+}

@@ -1,7 +1,7 @@
 //! An in-process, thread-safe broker implementing the `fenced` lease protocol, and its adapter
 //! to the engines' [`leasehold_model::Backend`] trait.
 //!
-//! * [`sync`](crate) — (private) the `cfg(loom)` switch: std or loom atomics, locks, condvar.
+//! * `sync` — (private) the `cfg(loom)` switch: std or loom atomics, locks, condvar.
 //! * [`clock`] — the injected clock: [`ManualClock`] for tests, [`MonotonicClock`] for real use.
 //! * `slot` — (private) one record as a packed atomic word claimed by compare-and-swap.
 //! * `store` — (private) append-only segmented storage of slots that never move.

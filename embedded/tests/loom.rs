@@ -27,7 +27,16 @@ use std::time::Duration;
 /// 3720 / 3720 for the fetch race). [`explore`] checks this on every run by exploring once more
 /// with [`PREEMPTION_BOUND_CHECK`] and requiring the same count, so the bound provably cuts
 /// nothing. Each broken twin needs at most 2 preemptions to show its bug.
+///
+/// Every race has two threads besides the main one. A three-thread race (ack, expiry and
+/// re-fetch each on its own thread) did not finish within 5 minutes even at bound 3 — the
+/// back-off loops of three threads multiply the schedules — so it is not in the suite; the
+/// ack race below covers the same record race with the expiry run inside the re-fetch.
 const PREEMPTION_BOUND: usize = 12;
+
+/// Branches loom allows in one execution: its default, set explicitly so that an environment
+/// variable cannot change it. Exceeding it fails the test, never passes it.
+const MAX_BRANCHES: usize = 1_000;
 
 /// The larger bound that must explore exactly as many executions as [`PREEMPTION_BOUND`].
 const PREEMPTION_BOUND_CHECK: usize = 16;
@@ -36,20 +45,19 @@ const PREEMPTION_BOUND_CHECK: usize = 16;
 /// [`PREEMPTION_BOUND`] and at [`PREEMPTION_BOUND_CHECK`]; requires both to explore the same
 /// number of executions (so the bound cut nothing) and returns it.
 fn explore(name: &str, model: impl Fn() + Sync + Send + 'static) -> usize {
+    let (bound, check_bound) = (PREEMPTION_BOUND, PREEMPTION_BOUND_CHECK);
     let model = Arc::new(model);
-    let executions = explore_bounded(PREEMPTION_BOUND, model.clone());
-    eprintln!(
-        "loom {name}: {executions} executions explored (preemption bound {PREEMPTION_BOUND}, no caps)"
-    );
+    let executions = explore_bounded(bound, model.clone());
+    eprintln!("loom {name}: {executions} executions explored (preemption bound {bound}, no caps)");
     assert!(
         executions > 1,
         "loom explored a single execution: no race was checked"
     );
-    let check = explore_bounded(PREEMPTION_BOUND_CHECK, model);
+    let check = explore_bounded(check_bound, model);
     assert_eq!(
         executions, check,
-        "loom {name}: preemption bound {PREEMPTION_BOUND} cuts the exploration \
-         ({PREEMPTION_BOUND_CHECK} explores {check})"
+        "loom {name}: preemption bound {bound} cuts the exploration \
+         ({check_bound} explores {check})"
     );
     executions
 }
@@ -60,6 +68,7 @@ fn explore_bounded<F: Fn() + Sync + Send + 'static>(bound: usize, model: Arc<F>)
     builder.max_permutations = None;
     builder.max_duration = None;
     builder.checkpoint_file = None;
+    builder.max_branches = MAX_BRANCHES;
     let executions = Arc::new(AtomicUsize::new(0));
     let counter = executions.clone();
     builder.check(move || {
@@ -163,6 +172,52 @@ fn ack_races_expiry_and_refetch(bug: Option<PlantedBug>) {
             (Status::Leased, 0)
         };
         assert_eq!((status, frontier), expected, "final record and frontier");
+    });
+}
+
+fn reject_races_expiry_at_max_attempts(bug: Option<PlantedBug>) {
+    explore("reject vs expiry at max attempts", move || {
+        // One attempt allowed: the expiry dead-letters ("max attempts"), the reject keeps its
+        // own reason; either way the record is dead-lettered exactly once, with one reason.
+        let broker = broker(1, bug);
+        let lease = leased_event(&broker);
+        let rejecter = {
+            let (broker, lease) = (broker.clone(), lease.clone());
+            thread::spawn(move || {
+                let rejected = broker.settle_at(&request(&lease, reject("poison")), 5);
+                if rejected.is_ok() {
+                    let reason = broker.status(0, 1).1;
+                    assert_eq!(
+                        reason.as_deref(),
+                        Some("poison"),
+                        "exactly one of the reject and the expiry wins: an accepted reject keeps its reason"
+                    );
+                }
+                assert_frontier_sound(&broker);
+                rejected
+            })
+        };
+        let expirer = {
+            let broker = broker.clone();
+            thread::spawn(move || {
+                let expired = broker.expire_due_at(10);
+                assert_frontier_sound(&broker);
+                expired
+            })
+        };
+        let rejected = rejecter.join().expect("rejecter");
+        let expired = expirer.join().expect("expirer");
+        let (reject_won, expiry_won) = (rejected.is_ok(), !expired.is_empty());
+        assert!(
+            reject_won ^ expiry_won,
+            "exactly one of the reject and the expiry wins: reject {rejected:?}, expiry {expired:?}"
+        );
+        let reason = if reject_won { "poison" } else { "max attempts" };
+        assert_eq!(
+            broker.status(0, 1),
+            (Status::DeadLettered, Some(reason.to_string()))
+        );
+        assert_eq!(broker.frontier(0), 1);
     });
 }
 
@@ -324,6 +379,12 @@ fn ack() -> leasehold_model::SettleOp {
     leasehold_model::SettleOp::Ack
 }
 
+fn reject(reason: &str) -> leasehold_model::SettleOp {
+    leasehold_model::SettleOp::Reject {
+        reason: reason.to_string(),
+    }
+}
+
 fn nack() -> leasehold_model::SettleOp {
     leasehold_model::SettleOp::Nack {
         delay_ms: 0,
@@ -387,4 +448,15 @@ fn acks_racing_on_the_frontier() {
 #[test]
 fn blocked_fetch_racing_nack() {
     blocked_fetch_races_nack();
+}
+
+#[test]
+fn reject_racing_expiry_at_max_attempts() {
+    reject_races_expiry_at_max_attempts(None);
+}
+
+#[test]
+#[should_panic(expected = "exactly one of the reject and the expiry wins")]
+fn reject_racing_expiry_is_caught_without_compare_and_swap() {
+    reject_races_expiry_at_max_attempts(Some(PlantedBug::CheckThenSet));
 }

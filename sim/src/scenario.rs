@@ -31,6 +31,9 @@
 //! claims idle entries; default `"at_deadline"`: before a step at time `t` every lease whose
 //! deadline is `<= t` expires). The oracle's ghost leases expire at their deadline either way.
 //!
+//! I7 (at-least-once) is checked when the policy is `nack_on_error` or `manual` and every ack
+//! comes from a `handle` or `drain` step (a bare `ack` step is not a handler's).
+//!
 //! `[expect]`, beyond `invariants = "hold"`, `violated = "I1"`, `frontier` and `dead_letters`:
 //! * `handler_calls = N` — handler runs in the whole run;
 //! * `handler_runs = ["E1#1", "E3#2"]` — every handler run in order, as event # delivery;

@@ -38,6 +38,7 @@ fn campaign(
     Campaign {
         template: template(variant),
         swarm,
+        expiry_mixed: true,
         seeds,
         shard: (1, 1),
         threads,
@@ -211,5 +212,43 @@ fn every_mutant_and_redis_streams_is_caught_by_its_expected_invariant() {
             caught.is_some(),
             "{variant} not caught breaking {expected} in 300 seeds"
         );
+    }
+}
+
+/// Every seeded finding kept under `scenarios/found/` (one shrunk failing seed per planted bug)
+/// replays to the violation its `[expect]` names, and to the same trace twice.
+#[test]
+fn every_saved_finding_replays_to_its_expected_violation() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/found");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("scenarios/found exists")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 13,
+        "one finding per mutant and redis-streams"
+    );
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let scenario = parse_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let variant = Variant::from_name(&scenario.variant).expect("a known variant");
+        let wanted = scenario.expect.as_ref().and_then(|e| e.violated.clone());
+        assert_eq!(
+            wanted.as_deref(),
+            variant.expected_violation().map(|i| i.id()),
+            "{}",
+            path.display()
+        );
+        let first = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+        assert_eq!(
+            check_expect(&scenario, &first),
+            Vec::<String>::new(),
+            "{}",
+            path.display()
+        );
+        let again = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+        assert_eq!(first.trace_hash, again.trace_hash);
     }
 }

@@ -75,6 +75,10 @@ pub fn json(replay: &Replay) -> serde_json::Value {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    // A seeded file (a simulator finding) replays through the simulator.
+    if let Some(status) = crate::cmd::sim::replay_if_seeded(&args.file, args.json, &args.backend)? {
+        return Ok(status);
+    }
     let script = load(&args.file)?;
     let replay = run_on(&script, &args.backend)?;
     if args.json {

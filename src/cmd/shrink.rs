@@ -7,7 +7,6 @@ use crate::files;
 use leasehold_model::Invariant;
 use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, setup_from_scenario, to_toml};
 use leasehold_sim::seeded::shrink::{self, size};
-use leasehold_sim::seeded::BackendKind;
 use std::path::PathBuf;
 
 /// Arguments of `leasehold shrink`.
@@ -18,7 +17,7 @@ pub struct Args {
     /// Bound on the runs tried.
     #[arg(long, default_value_t = 500)]
     pub runs_max: u64,
-    /// The broker: `pure`.
+    /// The broker: `pure` or `embedded`.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// Where to write the result (default: beside the input).
@@ -29,8 +28,7 @@ pub struct Args {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     let name = args.file.display().to_string();
-    let backend = BackendKind::from_name(&args.backend)
-        .ok_or_else(|| UserError(format!("--backend: unknown '{}' (pure)", args.backend)))?;
+    let backend = crate::cmd::sim::backend_kind(&args.backend)?;
     let scenario = load_scenario(&args.file)?;
     if scenario.seed.is_none() {
         return Err(UserError(format!(
@@ -38,6 +36,9 @@ pub fn run(args: Args) -> CmdResult {
         )));
     }
     let setup = setup_from_scenario(&scenario).map_err(|e| UserError(format!("{name}: {e}")))?;
+    backend
+        .check(&setup)
+        .map_err(|e| UserError(format!("{name}: {e}")))?;
     let wanted = scenario.expect.as_ref().and_then(|e| e.violated.clone());
     let target = match &wanted {
         Some(id) => Invariant::parse(id)

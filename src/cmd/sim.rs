@@ -7,6 +7,7 @@
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_model::{AckPolicy, Invariant, Variant};
+use leasehold_sim::engine::Expiry;
 use leasehold_sim::scenario::Scenario;
 use leasehold_sim::seeded::campaign::{Campaign, Summary};
 use leasehold_sim::seeded::seeded_file::{
@@ -106,13 +107,18 @@ pub struct Options {
     /// Bound on steps per run.
     #[arg(long)]
     pub steps_max: Option<u64>,
+    /// When the broker expires leases: `at_deadline`, `on_fetch` (lazily, as Redis claims), or
+    /// `mixed` (each seed draws one).
+    #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"])]
+    pub expiry: String,
     /// Threads (the results do not depend on it).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
     pub shard: String,
-    /// The broker: `pure` (the state machine).
+    /// The broker: `pure` (the state machine) or `embedded` (the thread-safe in-process
+    /// broker; fenced only).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
@@ -141,12 +147,12 @@ pub struct Options {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     let args = *args.options;
-    let backend = BackendKind::from_name(&args.backend)
-        .ok_or_else(|| UserError(format!("--backend: unknown '{}' (pure)", args.backend)))?;
+    let backend = backend_kind(&args.backend)?;
     if let Some(path) = &args.file {
         return run_file(&args, path, backend);
     }
     let template = template(&args)?;
+    backend.check(&template).map_err(UserError)?;
     if let Some(seed) = args.seed {
         return run_one(&args, template, seed, backend);
     }
@@ -155,6 +161,7 @@ pub fn run(args: Args) -> CmdResult {
     let campaign = Campaign {
         template,
         swarm: args.swarm,
+        expiry_mixed: args.expiry == "mixed",
         seeds,
         shard,
         threads: args.threads.max(1),
@@ -162,6 +169,31 @@ pub fn run(args: Args) -> CmdResult {
         stop_on_failure: args.stop_on_failure,
     };
     run_campaign(&args, &campaign)
+}
+
+/// The backends `--backend` names.
+pub const BACKENDS: [&str; 2] = ["pure", "embedded"];
+
+fn make_embedded(
+    config: &leasehold_model::BrokerConfig,
+) -> Result<Box<dyn leasehold_model::Backend + Send>, String> {
+    Ok(Box::new(leasehold_embedded::EmbeddedBackend::new(config)?))
+}
+
+/// The backend a `--backend` name selects.
+pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
+    match name {
+        "embedded" => Ok(BackendKind::Other {
+            name: "embedded",
+            make: make_embedded,
+        }),
+        _ => BackendKind::from_name(name).ok_or_else(|| {
+            UserError(format!(
+                "--backend: unknown '{name}' (expected one of {})",
+                BACKENDS.join(", ")
+            ))
+        }),
+    }
 }
 
 /// The run template from the flags (seed 0).
@@ -217,7 +249,7 @@ pub fn template(args: &Options) -> Result<Setup, UserError> {
         max_attempts: args.max_attempts,
         policy,
         clock_offset_ms: vec![None; args.workers as usize],
-        expiry: Default::default(),
+        expiry: Expiry::from_name(&args.expiry).unwrap_or_default(),
         workload,
         faults,
     })
@@ -275,6 +307,17 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), UserError> {
 
 /// The flags that reproduce `setup`'s configuration (not its seed).
 pub fn recipe(setup: &Setup, swarm: bool) -> String {
+    recipe_with(setup, swarm, None)
+}
+
+/// The flags that reproduce a campaign's configuration.
+pub fn campaign_recipe(campaign: &Campaign) -> String {
+    let expiry = (!campaign.expiry_mixed).then_some(campaign.template.expiry);
+    recipe_with(&campaign.template, campaign.swarm, expiry)
+}
+
+/// [`recipe`], with `--expiry` when it is not the default `mixed`.
+pub fn recipe_with(setup: &Setup, swarm: bool, expiry: Option<Expiry>) -> String {
     let mut out = format!(
         "--variant {} --events {} --groups {} --workers {} --policy {} --max-attempts {} --lease-ms {}",
         setup.variant,
@@ -298,6 +341,9 @@ pub fn recipe(setup: &Setup, swarm: bool) -> String {
     if swarm {
         out.push_str(" --swarm");
     }
+    if let Some(expiry) = expiry {
+        out.push_str(&format!(" --expiry {}", expiry.name()));
+    }
     let plan = &setup.faults;
     let base = FaultPlan::for_lease(setup.lease_ms);
     for fault in Fault::ALL {
@@ -313,6 +359,7 @@ fn run_one(args: &Options, template: Setup, seed: u64, backend: BackendKind) -> 
     let campaign = Campaign {
         template,
         swarm: args.swarm,
+        expiry_mixed: args.expiry == "mixed",
         seeds: seed..seed + 1,
         shard: (1, 1),
         threads: 1,
@@ -323,7 +370,7 @@ fn run_one(args: &Options, template: Setup, seed: u64, backend: BackendKind) -> 
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
     let header = format!(
         "leasehold sim --seed {seed} {} --backend {backend}",
-        recipe(&campaign.template, args.swarm)
+        campaign_recipe(&campaign)
     );
     let started = Instant::now();
     let outcome = run_setup(&setup, backend, args.trace);
@@ -435,7 +482,7 @@ fn save_failure(args: &Options, setup: &Setup, invariant: &Invariant) -> Result<
     let note = format!(
         "found by: leasehold sim --seed {} {}",
         setup.seed,
-        recipe(setup, false)
+        recipe_with(setup, false, Some(setup.expiry))
     );
     let scenario = scenario_of(setup, Some(invariant.id()), Some(note));
     let stem = format!("{}-seed{}", setup.variant, setup.seed);
@@ -457,7 +504,7 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
         seeds.end,
         campaign.shard.0,
         campaign.shard.1,
-        recipe(&campaign.template, campaign.swarm),
+        campaign_recipe(campaign),
         campaign.backend
     );
     if !args.json {
@@ -492,7 +539,11 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
     }
     let mut saved = Vec::new();
     if !args.no_save {
-        for (invariant, failures) in &summary.failures {
+        // The variant's expected invariant first: a seed that breaks it is saved expecting it.
+        let expected = campaign.template.variant.expected_violation();
+        let mut order: Vec<_> = summary.failures.iter().collect();
+        order.sort_by_key(|(invariant, _)| Some(**invariant) != expected);
+        for (invariant, failures) in order {
             if let Some(&seed) = failures.seeds.first() {
                 if saved.iter().any(|(s, _, _)| *s == seed) {
                     continue;
@@ -500,7 +551,7 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
                 let setup = campaign.setup(seed);
                 let note = format!(
                     "found by: leasehold sim --seed {seed} {}",
-                    recipe(&campaign.template, campaign.swarm)
+                    campaign_recipe(campaign)
                 );
                 let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
                 let stem = format!("{}-seed{seed}", setup.variant);
@@ -628,7 +679,7 @@ fn summary_text(
                 "{} seed {seed}: replay with: leasehold replay {}   (or: leasehold sim --seed {seed} {})",
                 invariant.id(),
                 path.display(),
-                recipe(&campaign.template, campaign.swarm)
+                campaign_recipe(campaign)
             ),
         );
     }
@@ -698,8 +749,7 @@ pub fn replay_if_seeded(
     if scenario.seed.is_none() || !scenario.steps.is_empty() {
         return Ok(None);
     }
-    let kind = BackendKind::from_name(backend)
-        .ok_or_else(|| UserError(format!("--backend: unknown '{backend}' (pure)")))?;
+    let kind = backend_kind(backend)?;
     let outcome = leasehold_sim::run_seeded(&scenario, kind)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
     let mismatches = check_expect(&scenario, &outcome);

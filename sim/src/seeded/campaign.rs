@@ -8,6 +8,7 @@ use super::prng::Prng;
 use super::run::RunOutcome;
 use super::seeded_file::{run_setup, BackendKind};
 use super::setup::Setup;
+use crate::engine::Expiry;
 use crate::trace::fnv1a64;
 use leasehold_model::{Invariant, Violation};
 use std::collections::BTreeMap;
@@ -25,6 +26,9 @@ pub struct Campaign {
     pub template: Setup,
     /// Draw each seed's fault plan from `template.faults` (swarm testing).
     pub swarm: bool,
+    /// Each seed draws when the broker expires leases: at the deadline or lazily on the next
+    /// fetch (as Redis claims idle entries); otherwise `template.expiry` holds for every seed.
+    pub expiry_mixed: bool,
     /// The seeds.
     pub seeds: Range<u64>,
     /// `(k, n)`: run only the seeds whose index in the range is `k - 1` modulo `n`.
@@ -142,6 +146,19 @@ impl Campaign {
     /// The setup of one seed: the template with that seed and, under swarm, its own fault
     /// plan and workload size (at most the template's events, groups and workers).
     pub fn setup(&self, seed: u64) -> Setup {
+        let mut setup = self.swarm_setup(seed);
+        if self.expiry_mixed {
+            let on_fetch = Prng::named(seed, "expiry").coin();
+            setup.expiry = if on_fetch {
+                Expiry::OnFetch
+            } else {
+                Expiry::AtDeadline
+            };
+        }
+        setup
+    }
+
+    fn swarm_setup(&self, seed: u64) -> Setup {
         if !self.swarm {
             return Setup {
                 seed,

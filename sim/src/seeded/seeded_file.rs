@@ -5,31 +5,53 @@ use super::run::{run, RunOutcome};
 use super::setup::Setup;
 use crate::engine::Expiry;
 use crate::scenario::{Config, Expect, Scenario};
-use leasehold_model::{AckPolicy, Broker, Variant};
+use leasehold_model::{
+    AckPolicy, Backend, Broker, BrokerConfig, BrokerView, Expired, GroupIx, Lease, Ms, Seq,
+    SettleError, SettleRequest, Status, Variant,
+};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Which broker a seeded run drives. Every kind implements `Backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Builds a broker under test for a run's configuration (an error: the backend cannot run it).
+pub type MakeBackend = fn(&BrokerConfig) -> Result<Box<dyn Backend + Send>, String>;
+
+/// Which broker a seeded run drives. Every kind implements `Backend`; kinds other than the
+/// pure state machine are plugged in by the binary, so this crate does not depend on them.
+#[derive(Clone, Copy, Debug)]
 pub enum BackendKind {
     /// The pure state machine (`leasehold_model::Broker`).
     Pure,
+    /// Another implementation, by name, with its constructor.
+    Other {
+        /// The name used by `--backend`.
+        name: &'static str,
+        /// Its constructor.
+        make: MakeBackend,
+    },
 }
 
 impl BackendKind {
-    /// Every kind, by name.
-    pub const ALL: [BackendKind; 1] = [BackendKind::Pure];
-
     /// The name used by `--backend`.
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Pure => "pure",
+            BackendKind::Other { name, .. } => name,
         }
     }
 
-    /// Parses a `--backend` name.
+    /// Parses `pure` (other kinds are built by whoever provides them).
     pub fn from_name(name: &str) -> Option<BackendKind> {
-        BackendKind::ALL.into_iter().find(|k| k.name() == name)
+        (name == "pure").then_some(BackendKind::Pure)
+    }
+
+    /// Whether this backend can run `setup` (e.g. a backend that implements one variant only).
+    pub fn check(self, setup: &Setup) -> Result<(), String> {
+        match self {
+            BackendKind::Pure => Ok(()),
+            BackendKind::Other { name, make } => make(&setup.broker_config())
+                .map(drop)
+                .map_err(|e| format!("backend {name}: {e}")),
+        }
     }
 }
 
@@ -39,10 +61,73 @@ impl fmt::Display for BackendKind {
     }
 }
 
+/// A boxed backend, driven like any other.
+pub struct BoxedBackend(pub Box<dyn Backend + Send>);
+
+impl BrokerView for BoxedBackend {
+    fn group_count(&self) -> usize {
+        self.0.group_count()
+    }
+    fn event_count(&self) -> Seq {
+        self.0.event_count()
+    }
+    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
+        self.0.status(group, seq)
+    }
+    fn frontier(&self, group: GroupIx) -> Seq {
+        self.0.frontier(group)
+    }
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        self.0.status_kind(group, seq)
+    }
+    fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
+        self.0.dead_letter_reason_is(group, seq, reason)
+    }
+}
+
+impl Backend for BoxedBackend {
+    fn publish(&mut self) -> Seq {
+        self.0.publish()
+    }
+    fn fetch(
+        &mut self,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        self.0.fetch(group, limit, now_ms, lease_ms)
+    }
+    fn settle(
+        &mut self,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        self.0.settle(request, now_ms)
+    }
+    fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
+        self.0.expire_due(now_ms)
+    }
+    fn next_deadline(&self) -> Option<Ms> {
+        self.0.next_deadline()
+    }
+    fn restart(&mut self) {
+        self.0.restart()
+    }
+}
+
 /// Runs `setup` on a fresh broker of `kind`; keeps the trace text when `keep_trace`.
+///
+/// # Panics
+/// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
 pub fn run_setup(setup: &Setup, kind: BackendKind, keep_trace: bool) -> RunOutcome {
     match kind {
         BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), keep_trace),
+        BackendKind::Other { name, make } => {
+            let backend = make(&setup.broker_config())
+                .unwrap_or_else(|e| panic!("backend {name} was checked first: {e}"));
+            run(setup, BoxedBackend(backend), keep_trace)
+        }
     }
 }
 
@@ -50,6 +135,7 @@ pub fn run_setup(setup: &Setup, kind: BackendKind, keep_trace: bool) -> RunOutco
 /// the field that is wrong.
 pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, String> {
     let setup = setup_from_scenario(scenario)?;
+    kind.check(&setup)?;
     Ok(run_setup(&setup, kind, true))
 }
 
