@@ -221,3 +221,41 @@ fn explore_serves_stateright_explorer_on_loopback() {
     assert!(status.contains("I1 stale-never-counts"), "{status}");
     assert!(status.contains("LeaseModel"), "{status}");
 }
+
+#[test]
+fn bfs_and_dfs_agree_and_compare_symmetry_reports_both_counts() {
+    let small = [
+        "check",
+        "--events",
+        "1",
+        "--workers",
+        "2",
+        "--crashes",
+        "1",
+        "--lost-replies",
+        "1",
+    ];
+    let dfs = leasehold(&[&small[..], &["--compare-symmetry"]].concat());
+    let bfs = leasehold(&[&small[..], &["--bfs"]].concat());
+    let (dfs, bfs) = (stdout(&dfs), stdout(&bfs));
+    let unique = |text: &str, prefix: &str| -> u64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix) && l.contains(" states generated, "))
+            .unwrap();
+        let field = line.split(" states generated, ").nth(1).unwrap();
+        field.split(' ').next().unwrap().parse().unwrap()
+    };
+    let reduced = unique(&dfs, "");
+    let plain = unique(&dfs, "without symmetry: ");
+    assert!(reduced < plain, "{dfs}");
+    // BFS with symmetry explores the same quotient space.
+    assert_eq!(unique(&bfs, ""), reduced, "{bfs}");
+    let verdicts = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("  "))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(verdicts(&dfs), verdicts(&bfs));
+}

@@ -27,6 +27,10 @@ use std::time::{Duration, Instant};
 /// machine.
 pub const STATES_MAX_DEFAULT: usize = 300_000_000;
 
+/// The bound on the shortest-counterexample search (breadth-first, without symmetry: it keeps
+/// whole states of a level and a parent pointer per state, so it gets a smaller bound).
+pub const COUNTEREXAMPLE_STATES_MAX: usize = 20_000_000;
+
 /// Arguments of `leasehold check`. Every bound left out takes the variant's default (shown
 /// by `leasehold protocols`).
 #[derive(clap::Args, Debug, Default)]
@@ -258,6 +262,9 @@ pub struct Report {
     pub properties: Vec<PropertyReport>,
     /// Shortest counterexamples, one per violated invariant.
     pub counterexamples: Vec<CounterexampleReport>,
+    /// `Some(bound)` when the shortest-counterexample search stopped before finding a path
+    /// for every violated invariant.
+    pub counterexample_search_bounded: Option<usize>,
     /// `holds`, `violated`, `bounded` or `vacuous` (a `sometimes` property not reached).
     pub outcome: &'static str,
 }
@@ -435,11 +442,14 @@ pub fn run(args: Args) -> CmdResult {
         .collect();
     let model = LeaseModel::new(config.clone());
     let mut counterexamples = Vec::new();
+    let mut counterexample_search_bounded = None;
     if !violated.is_empty() {
-        let search = shortest_counterexamples(&model, &violated, args.max_states);
+        let bound = args.max_states.min(COUNTEREXAMPLE_STATES_MAX);
+        let search = shortest_counterexamples(&model, &violated, bound);
         for cx in &search.found {
             counterexamples.push(counterexample(&model, cx, &args)?);
         }
+        counterexample_search_bounded = search.bounded;
     }
     let vacuous = properties.iter().any(|p| p.verdict == Verdict::NotReached);
     let outcome = if !violated.is_empty() {
@@ -459,6 +469,7 @@ pub fn run(args: Args) -> CmdResult {
         without_symmetry,
         properties,
         counterexamples,
+        counterexample_search_bounded,
         outcome,
     };
     let json = serde_json::to_string_pretty(&report).expect("the report serialises");
@@ -547,15 +558,21 @@ pub fn text(report: &Report) -> String {
             ));
         }
     }
+    if let Some(bound) = report.counterexample_search_bounded {
+        out.push_str(&format!(
+            "\nthe shortest-counterexample search stopped at {bound} states before finding a path for every violated invariant\n"
+        ));
+    }
     out.push_str(&match report.outcome {
         "holds" => {
             "result: every invariant holds and every sometimes property is reached\n".to_string()
         }
         "violated" => {
-            let names: Vec<String> = report
-                .counterexamples
+            let names: Vec<&str> = report
+                .properties
                 .iter()
-                .map(|c| format!("{} {}", c.invariant, c.name))
+                .filter(|p| p.verdict == Verdict::Violated)
+                .map(|p| p.name)
                 .collect();
             format!(
                 "result: VIOLATED {}\nreproduce: {}\n",
