@@ -77,7 +77,7 @@ fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
         .is_ok_and(|replay| replay.matched && replay.violated(invariant))
 }
 
-/// Whether the seeded scenario at `path` replays (as `leasehold sim --file` does) to a run
+/// Whether the seeded scenario at `path` replays (as `leasehold replay` does) to a run
 /// that matches its `[expect]` and breaks `invariant`.
 fn replays_seeded(path: &Path, invariant: Invariant) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
@@ -218,6 +218,7 @@ impl EngineRun for Simulator {
             threads: self.threads,
             backend: BackendKind::Pure,
             stop_on_failure: false,
+            expiry_mixed: args.expiry == "mixed",
         };
         while end < seeds_max {
             let start = end;
@@ -247,7 +248,7 @@ impl EngineRun for Simulator {
             }
         }
         let campaign = campaign_of(0..end);
-        let recipe = sim::recipe(&template, true);
+        let recipe = sim::campaign_recipe(&campaign);
         let command = format!("leasehold sim --seeds 0..{end} {recipe}");
         let mut cells = BTreeMap::new();
         for invariant in Invariant::ALL {

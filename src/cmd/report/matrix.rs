@@ -77,7 +77,7 @@ pub enum Evidence {
         /// The seeded scenario file that replays the first failure, relative to the report's
         /// folder.
         scenario: Option<String>,
-        /// Whether replaying that file (`leasehold sim --file`) reproduces the violation.
+        /// Whether replaying that file (`leasehold replay`) reproduces the violation.
         replays: bool,
     },
 }

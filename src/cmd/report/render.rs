@@ -102,9 +102,8 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
          model checker's shortest counterexample has d steps. *violated (n seeds, median m)* — \
          the simulator's first failing seed was the n-th seed run, and the median number of \
          seeds run between successive failures, over the first few failures, is m. Each \
-         violation links to the scenario file that replays it: `leasehold replay FILE` for the \
-         model checker's scripted scenarios, `leasehold sim --file FILE` for the simulator's \
-         seeded ones. \
+         violation links to the scenario file that replays it (`leasehold replay FILE`: the \
+         model checker's are scripted, the simulator's seeded). \
          *not reached* — the engine evaluates the invariant but no run got to where it \
          applies. *bounded* — the engine stopped at a named bound first: nothing proven. \
          *does not replay* — the engine reported the violation but \
