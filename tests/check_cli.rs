@@ -139,15 +139,23 @@ fn a_search_cut_by_the_state_bound_reports_bounded_never_holds() {
 
 #[test]
 fn json_output_names_the_verdicts() {
+    let dir = scratch("json");
+    let report = dir.join("report.json");
     let output = leasehold(&[
         "check",
         "--variant",
         "unfenced-settle",
         "--json",
         "--out",
-        scratch("json").to_str().unwrap(),
+        dir.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
     ]);
+    assert_eq!(output.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let written = std::fs::read_to_string(&report).expect("--report written");
+    let written: serde_json::Value = serde_json::from_str(&written).expect("json");
+    assert_eq!(json, written);
     assert_eq!(json["outcome"], "violated");
     assert_eq!(json["properties"][0]["name"], "I1 stale-never-counts");
     assert_eq!(json["properties"][0]["verdict"], "violated");

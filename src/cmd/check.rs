@@ -29,7 +29,7 @@ pub const STATES_MAX_DEFAULT: usize = 300_000_000;
 
 /// The bound on the shortest-counterexample search (breadth-first, without symmetry: it keeps
 /// whole states of a level and a parent pointer per state, so it gets a smaller bound).
-pub const COUNTEREXAMPLE_STATES_MAX: usize = 20_000_000;
+pub const COUNTEREXAMPLE_STATES_MAX: usize = 5_000_000;
 
 /// Arguments of `leasehold check`. Every bound left out takes the variant's default (shown
 /// by `leasehold protocols`).

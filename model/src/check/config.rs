@@ -126,6 +126,15 @@ impl CheckConfig {
         }
     }
 
+    /// Whether the model expires leases lazily: the `Expire` action only makes the lease's
+    /// deadline pass, and the broker expires it at its next fetch (as it does on Redis). This
+    /// matters only for a broker whose fence is not its own clock (`worker-clock-expiry`): for
+    /// every other variant a lapsed lease is refused exactly like an expired one, so the
+    /// model keeps the smaller eager schedule.
+    pub fn lazy_expiry(&self) -> bool {
+        self.variant.fence(&crate::types::SettleOp::Ack) == crate::variant::Fence::WorkerClock
+    }
+
     /// Checks the sizes; the error is one line naming the field.
     pub fn validate(&self) -> Result<(), String> {
         let range = |name: &str, value: u64, min: u64, max: u64| {

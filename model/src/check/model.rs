@@ -14,6 +14,11 @@ use stateright::{Model, Property};
 /// its lease is always valid — which covers every clock skew.
 pub const MODEL_LEASE_MS: Ms = 1 << 40;
 
+/// The broker's clock in the model: a constant, after the workers' clocks (which read 0). A
+/// lease the model expires gets its deadline set to this time; every other lease ends long
+/// after it.
+pub const MODEL_NOW_MS: Ms = 1 << 20;
+
 /// The handler outcomes a `Handle` action chooses among: success and a failure are enough to
 /// reach every settle the runtime can send without handle calls (ack, nack, nothing).
 fn outcomes() -> Vec<Outcome> {
@@ -150,11 +155,25 @@ impl LeaseModel {
     }
 
     fn fetchable(state: &State, group: usize) -> bool {
-        state
-            .broker
-            .records(group)
-            .iter()
-            .any(|r| matches!(r, Record::Available { not_before_ms, .. } if *not_before_ms == 0))
+        // Time may pass before a fetch: a delayed record (a nack's delay, a Redis entry that is
+        // not idle yet) becomes eligible; a lapsed lease is expired by the fetch itself.
+        state.broker.records(group).iter().any(|r| match r {
+            Record::Available { .. } => true,
+            Record::Leased {
+                deadline_ms,
+                armed: true,
+                ..
+            } => *deadline_ms <= MODEL_NOW_MS,
+            _ => false,
+        })
+    }
+
+    /// Whether the lease on (group, seq) can still run out: it is armed and has not lapsed.
+    fn expirable(state: &State, group: usize, seq: u32) -> bool {
+        matches!(
+            state.broker.record(group, seq),
+            Some(Record::Leased { deadline_ms, armed: true, .. }) if *deadline_ms > MODEL_NOW_MS
+        )
     }
 
     /// Whether any action is enabled in `state` (a state with none is terminal). The same
@@ -181,8 +200,7 @@ impl LeaseModel {
         }
         (0..self.config.group_count).any(|group| {
             (idle && Self::fetchable(state, group))
-                || (1..=state.broker.event_count())
-                    .any(|seq| state.broker.has_armed_lease(group, seq))
+                || (1..=state.broker.event_count()).any(|seq| Self::expirable(state, group, seq))
         })
     }
 
@@ -266,8 +284,10 @@ impl LeaseModel {
         let msg = state.in_flight.remove(index);
         let op = self.op(msg.op);
         let request = SettleRequest::new(&msg.lease, op.clone(), 0);
-        let result = state.broker.settle(&request, 0);
-        state.oracle.settled(msg.issuance, op, result.is_ok(), 0);
+        let result = state.broker.settle(&request, MODEL_NOW_MS);
+        state
+            .oracle
+            .settled(msg.issuance, op, result.is_ok(), MODEL_NOW_MS);
         if matches!(
             result,
             Err(SettleError::StaleLease | SettleError::ReceiptMismatch)
@@ -286,16 +306,17 @@ impl LeaseModel {
     fn apply(&self, state: &mut State, action: &Action) {
         match *action {
             Action::Fetch { worker, group } => {
+                state.broker.release_delays(MODEL_NOW_MS);
                 let leases = state
                     .broker
-                    .fetch(group as usize, 1, 0, None)
+                    .fetch(group as usize, 1, MODEL_NOW_MS, None)
                     .expect("a valid group and limit");
-                let lease = leases
-                    .into_iter()
-                    .next()
-                    .expect("enabled only when fetchable");
-                let issuance = state.oracle.fetched(&lease, 0, MODEL_LEASE_MS);
-                state.workers[worker as usize] = Worker::Holding { issuance, lease };
+                // Under lazy expiry the fetch may only expire a lapsed lease (dead-lettering
+                // it at max attempts) and find nothing to lease: the worker stays idle.
+                if let Some(lease) = leases.into_iter().next() {
+                    let issuance = state.oracle.fetched(&lease, MODEL_NOW_MS, MODEL_LEASE_MS);
+                    state.workers[worker as usize] = Worker::Holding { issuance, lease };
+                }
             }
             Action::Handle { worker, outcome } => {
                 let Worker::Holding { issuance, lease } =
@@ -342,7 +363,11 @@ impl LeaseModel {
                 reply_lost,
             } => self.deliver(state, message as usize, reply_lost),
             Action::Expire { group, seq } => {
-                state.broker.expire(group as usize, seq, 0);
+                if self.config.lazy_expiry() {
+                    state.broker.lapse(group as usize, seq, MODEL_NOW_MS);
+                } else {
+                    state.broker.expire(group as usize, seq, 0);
+                }
                 state.oracle.expired(group as usize, seq);
             }
             Action::Crash { worker } => {
@@ -454,7 +479,7 @@ impl Model for LeaseModel {
         self.message_actions(state, actions);
         for group in 0..self.config.group_count {
             for seq in 1..=state.broker.event_count() {
-                if state.broker.has_armed_lease(group, seq) {
+                if Self::expirable(state, group, seq) {
                     actions.push(Action::Expire {
                         group: group as u8,
                         seq,

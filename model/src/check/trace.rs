@@ -245,7 +245,9 @@ fn describe(
             let mut replay = before.broker.clone();
             let request =
                 crate::broker::SettleRequest::new(&msg.lease, model.op(msg.op).clone(), 0);
-            let result = replay.settle(&request, 0).map(drop);
+            let result = replay
+                .settle(&request, crate::check::model::MODEL_NOW_MS)
+                .map(drop);
             let waiting = before.waiting_on(msg.issuance, msg.op).is_some();
             Step::Deliver {
                 worker,

@@ -190,11 +190,12 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
             max_attempts: config.max_attempts,
             ack_policy: config.policy.name().to_string(),
             clock_offset_ms,
-            expiry: None,
+            // The model expired this variant's leases lazily (at the broker's next fetch).
+            expiry: model.config().lazy_expiry().then(|| "on_fetch".to_string()),
         },
         seed: None,
-        workload: None,
         faults: None,
+        workload: None,
         steps: out,
         expect: Some(Expect {
             violated: Some(cx.invariant.id().to_string()),
