@@ -8,6 +8,7 @@ use crate::oracle::{Oracle, OracleConfig};
 use crate::runtime::{classify, decide, ErrorAction, Outcome};
 use crate::types::{Lease, Ms, Record, SettleError, SettleOp};
 use stateright::{Model, Property};
+use std::sync::atomic::{AtomicU16, Ordering};
 
 /// The lease duration the model gives the broker: the untimed model never lets it run out
 /// (expiry is the `Expire` action), and the workers' clocks read 0, so from a worker's view
@@ -45,6 +46,10 @@ pub struct LeaseModel {
     /// Whether every successor is put in canonical form (symmetry reduction over workers).
     symmetry: bool,
     properties: Vec<Property<LeaseModel>>,
+    /// Bit `i`: property `i` of [`Model::properties`] has had its discovery (a violating state
+    /// for an `always` property, a satisfying one for a `sometimes` property). See
+    /// [`LeaseModel::discovery`].
+    discovered: AtomicU16,
 }
 
 impl LeaseModel {
@@ -92,6 +97,7 @@ impl LeaseModel {
             renew_op,
             symmetry: false,
             properties: properties(),
+            discovered: AtomicU16::new(0),
         }
     }
 
@@ -108,6 +114,27 @@ impl LeaseModel {
     /// Whether symmetry reduction is on.
     pub fn symmetry(&self) -> bool {
         self.symmetry
+    }
+
+    /// Whether property `index` has a discovery at `state` that stateright should record:
+    /// `found` (the state violates the `always` property or satisfies the `sometimes` one)
+    /// and no discovery of that property was reported before by this model.
+    ///
+    /// stateright 0.31 evaluates every property at every state and, for each discovery,
+    /// clones the whole path and inserts it into its map of discoveries, overwriting the
+    /// previous one. A `sometimes` property that holds in most states (they are sticky: a
+    /// redelivery stays a redelivery) cost a path clone and a map insert per state. Reporting
+    /// only the first discovery leaves the set of discovered properties, which is all the
+    /// verdicts read, unchanged: a property is discovered exactly when some explored state
+    /// violates (satisfies) it. The path stateright keeps is the first one found instead of the
+    /// last; counterexamples come from [`crate::check::shortest_counterexamples`] anyway.
+    /// A model's checker runs once (stateright's `checker()` takes the model by value).
+    /// `found` is only evaluated while the property has no discovery.
+    fn discovery(&self, index: u16, found: impl FnOnce() -> bool) -> bool {
+        let bit = 1 << index;
+        self.discovered.load(Ordering::Relaxed) & bit == 0
+            && found()
+            && self.discovered.fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
 
     /// The configuration.
@@ -527,41 +554,45 @@ pub const REACHABILITY: [&str; 4] = [
 
 fn properties() -> Vec<Property<LeaseModel>> {
     vec![
-        Property::always(SAFETY[0].1, |_: &LeaseModel, s: &State| {
-            !s.oracle.violated(Invariant::I1)
+        Property::always(SAFETY[0].1, |m: &LeaseModel, s: &State| {
+            !m.discovery(0, || s.oracle.violated(Invariant::I1))
         }),
-        Property::always(SAFETY[1].1, |_: &LeaseModel, s: &State| {
-            !s.oracle.violated(Invariant::I2)
+        Property::always(SAFETY[1].1, |m: &LeaseModel, s: &State| {
+            !m.discovery(1, || s.oracle.violated(Invariant::I2))
         }),
-        Property::always(SAFETY[2].1, |_: &LeaseModel, s: &State| {
-            !s.oracle.violated(Invariant::I3)
+        Property::always(SAFETY[2].1, |m: &LeaseModel, s: &State| {
+            !m.discovery(2, || s.oracle.violated(Invariant::I3))
         }),
-        Property::always(SAFETY[3].1, |_: &LeaseModel, s: &State| {
-            !s.oracle.violated(Invariant::I4)
+        Property::always(SAFETY[3].1, |m: &LeaseModel, s: &State| {
+            !m.discovery(3, || s.oracle.violated(Invariant::I4))
         }),
-        Property::always(SAFETY[4].1, |_: &LeaseModel, s: &State| {
-            !s.oracle.violated(Invariant::I5)
+        Property::always(SAFETY[4].1, |m: &LeaseModel, s: &State| {
+            !m.discovery(4, || s.oracle.violated(Invariant::I5))
         }),
         Property::always(SAFETY[5].1, |m: &LeaseModel, s: &State| {
-            m.settled_if_terminal(s)
+            !m.discovery(5, || !m.settled_if_terminal(s))
         }),
-        Property::sometimes(REACHABILITY[0], |_: &LeaseModel, s: &State| {
-            s.seen & seen::STALE_REJECTED != 0
+        Property::sometimes(REACHABILITY[0], |m: &LeaseModel, s: &State| {
+            m.discovery(6, || s.seen & seen::STALE_REJECTED != 0)
         }),
         Property::sometimes(REACHABILITY[1], |m: &LeaseModel, s: &State| {
-            (0..m.config.group_count)
-                .any(|g| (1..=s.broker.event_count()).any(|q| s.oracle.deliveries(g, q) > 1))
-        }),
-        Property::sometimes(REACHABILITY[2], |m: &LeaseModel, s: &State| {
-            (0..m.config.group_count).any(|g| {
-                s.broker
-                    .records(g)
-                    .iter()
-                    .any(|r| matches!(r, Record::DeadLettered { .. }))
+            m.discovery(7, || {
+                (0..m.config.group_count)
+                    .any(|g| (1..=s.broker.event_count()).any(|q| s.oracle.deliveries(g, q) > 1))
             })
         }),
-        Property::sometimes(REACHABILITY[3], |_: &LeaseModel, s: &State| {
-            s.seen & seen::AMBIGUOUS != 0
+        Property::sometimes(REACHABILITY[2], |m: &LeaseModel, s: &State| {
+            m.discovery(8, || {
+                (0..m.config.group_count).any(|g| {
+                    s.broker
+                        .records(g)
+                        .iter()
+                        .any(|r| matches!(r, Record::DeadLettered { .. }))
+                })
+            })
+        }),
+        Property::sometimes(REACHABILITY[3], |m: &LeaseModel, s: &State| {
+            m.discovery(9, || s.seen & seen::AMBIGUOUS != 0)
         }),
     ]
 }
