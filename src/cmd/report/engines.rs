@@ -1,0 +1,297 @@
+//! The two engines behind [`EngineRun`]: the model checker (`leasehold check`) and the
+//! simulator (`leasehold sim`). Each run is built from the same flags as the command it names,
+//! parsed by that command's own grammar, so the command printed in the report reproduces it.
+
+use super::matrix::{median_gap, Cell, Depth, Engine, EngineResult, EngineRun, Evidence};
+use crate::cli::UserError;
+use crate::cmd::{check, sim};
+use crate::files;
+use clap::Parser;
+use leasehold_model::check::{shortest_counterexamples, LeaseModel, SAFETY};
+use leasehold_model::{Invariant, Variant};
+use leasehold_sim::seeded::campaign::{Campaign, FAILING_SEEDS_KEPT};
+use leasehold_sim::seeded::seeded_file::{check_expect, parse_toml, scenario_of, to_toml};
+use leasehold_sim::seeded::BackendKind;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The folder, inside the report's, where evidence scenarios go.
+pub const SCENARIOS: &str = "scenarios";
+
+/// States the model checker may generate per variant, at either depth: the check command's
+/// own default (each variant's default bounds finish far below it).
+pub const CHECK_STATES_MAX: usize = check::STATES_MAX_DEFAULT;
+/// Seeds per variant at most (full depth).
+pub const SIM_SEEDS_MAX_FULL: u64 = 10_000;
+/// Seeds per variant at most (quick depth).
+pub const SIM_SEEDS_MAX_QUICK: u64 = 300;
+/// The first campaign chunk; each next chunk doubles the seeds run so far.
+pub const SIM_CHUNK_FIRST: u64 = 100;
+/// A mutant's campaign stops at the end of the first chunk with this many failures of its
+/// expected invariant (the median is taken over at most [`FAILING_SEEDS_KEPT`] of them).
+pub const SIM_FAILURES_WANTED: u64 = 5;
+
+/// The engines this build can run, or the names of those it lacks.
+pub fn engines(threads: usize) -> Result<Vec<Box<dyn EngineRun>>, Vec<String>> {
+    Ok(vec![
+        Box::new(ModelChecker { threads }),
+        Box::new(Simulator { threads }),
+    ])
+}
+
+/// One line per engine describing its bounds at `depth`, for the report's header.
+pub fn bounds(depth: Depth) -> Vec<(Engine, String)> {
+    let seeds = match depth {
+        Depth::Quick => SIM_SEEDS_MAX_QUICK,
+        Depth::Full => SIM_SEEDS_MAX_FULL,
+    };
+    vec![
+        (
+            Engine::Check,
+            format!(
+                "each variant's default bounds (the same at both depths), depth-first with \
+                 symmetry reduction, at most {CHECK_STATES_MAX} states; counterexample depths \
+                 from a breadth-first search (shortest)"
+            ),
+        ),
+        (
+            Engine::Sim,
+            format!(
+                "swarm campaigns from seed 0 (each seed draws its own fault subset), in chunks of \
+                 {SIM_CHUNK_FIRST} seeds doubling; a variant expected to break an invariant stops \
+                 after the chunk with {SIM_FAILURES_WANTED} failures of it, others run {seeds} seeds"
+            ),
+        ),
+    ]
+}
+
+fn scenario_path(variant: Variant, engine: Engine, invariant: Invariant) -> String {
+    format!("{SCENARIOS}/{variant}-{engine}-{}.toml", invariant.id())
+}
+
+/// Whether the scripted scenario at `path` replays (as `leasehold replay` does) to a run that
+/// matches its `[expect]` and breaks `invariant`.
+fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
+    crate::cmd::replay::load(path)
+        .and_then(|script| crate::cmd::replay::run_on(&script, "pure"))
+        .is_ok_and(|replay| replay.matched && replay.violated(invariant))
+}
+
+/// Whether the seeded scenario at `path` replays (as `leasehold replay` does) to a run
+/// that matches its `[expect]` and breaks `invariant`.
+fn replays_seeded(path: &Path, invariant: Invariant) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let Ok(scenario) = parse_toml(&text) else {
+        return false;
+    };
+    leasehold_sim::run_seeded(&scenario, BackendKind::Pure).is_ok_and(|outcome| {
+        check_expect(&scenario, &outcome).is_empty()
+            && outcome.violations.iter().any(|v| v.invariant == invariant)
+    })
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct CheckLine {
+    #[command(flatten)]
+    args: check::Args,
+}
+
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct SimLine {
+    #[command(flatten)]
+    args: sim::Options,
+}
+
+/// The model checker.
+pub struct ModelChecker {
+    threads: usize,
+}
+
+impl EngineRun for ModelChecker {
+    fn engine(&self) -> Engine {
+        Engine::Check
+    }
+
+    fn run(&self, variant: Variant, _depth: Depth, out: &Path) -> Result<EngineResult, UserError> {
+        let states_max = CHECK_STATES_MAX;
+        let flags = format!("--variant {variant}");
+        let args = CheckLine::try_parse_from(flags.split_whitespace())
+            .map_err(|e| UserError(format!("report: check {flags}: {e}")))?
+            .args;
+        let config = check::config(&args)?;
+        let run = check::run_stateright(&config, false, true, self.threads, states_max, false);
+        let model = LeaseModel::new(config.clone());
+        let violated: Vec<Invariant> = SAFETY
+            .iter()
+            .filter(|(_, name)| run.discovered.contains(name))
+            .map(|(inv, _)| *inv)
+            .collect();
+        let search =
+            (!violated.is_empty()).then(|| shortest_counterexamples(&model, &violated, states_max));
+        let mut cells = BTreeMap::new();
+        for invariant in Invariant::ALL {
+            let cell = if !SAFETY.iter().any(|(inv, _)| *inv == invariant) {
+                Cell::NotChecked
+            } else if violated.contains(&invariant) {
+                match search
+                    .as_ref()
+                    .and_then(|s| s.found.iter().find(|cx| cx.invariant == invariant))
+                {
+                    Some(cx) => {
+                        let path = scenario_path(variant, Engine::Check, invariant);
+                        let body = toml::to_string(&check::scenario(&model, cx)).map_err(|e| {
+                            UserError(format!("cannot serialise the scenario: {e}"))
+                        })?;
+                        files::write_atomic(&out.join(&path), body.as_bytes())?;
+                        Cell::Violated(Evidence::Check {
+                            depth: cx.len(),
+                            replays: replays_scripted(&out.join(&path), invariant),
+                            scenario: Some(path),
+                        })
+                    }
+                    None => Cell::Bounded {
+                        bound: format!(
+                            "violated, but the shortest-counterexample search stopped at {states_max} states"
+                        ),
+                    },
+                }
+            } else if let Some(bound) = run.bounded {
+                Cell::Bounded {
+                    bound: format!("max-states {bound}"),
+                }
+            } else {
+                Cell::Holds
+            };
+            cells.insert(invariant, cell);
+        }
+        let properties = check::verdicts(&run);
+        Ok(EngineResult {
+            command: format!("leasehold check {config}"),
+            cells,
+            seconds: 0.0,
+            stats: serde_json::json!({ "run": run, "properties": properties }),
+        })
+    }
+}
+
+/// The simulator.
+pub struct Simulator {
+    threads: usize,
+}
+
+/// Failures of one invariant over the chunks of a campaign.
+#[derive(Default)]
+struct Found {
+    count: u64,
+    seeds: Vec<u64>,
+}
+
+impl EngineRun for Simulator {
+    fn engine(&self) -> Engine {
+        Engine::Sim
+    }
+
+    fn run(&self, variant: Variant, depth: Depth, out: &Path) -> Result<EngineResult, UserError> {
+        let seeds_max = match depth {
+            Depth::Quick => SIM_SEEDS_MAX_QUICK,
+            Depth::Full => SIM_SEEDS_MAX_FULL,
+        };
+        let flags = format!("--variant {variant} --swarm");
+        let args = SimLine::try_parse_from(flags.split_whitespace())
+            .map_err(|e| UserError(format!("report: sim {flags}: {e}")))?
+            .args;
+        let template = sim::template(&args)?;
+        let mut found: BTreeMap<Invariant, Found> = BTreeMap::new();
+        let (mut seeds_run, mut bound_hits, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
+        let mut end = 0u64;
+        let mut chunks = 0u32;
+        let target = variant.expected_violation();
+        let campaign_of = |range: std::ops::Range<u64>| Campaign {
+            template: template.clone(),
+            swarm: true,
+            seeds: range,
+            shard: (1, 1),
+            threads: self.threads,
+            backend: BackendKind::Pure,
+            stop_on_failure: false,
+            expiry_mixed: args.expiry == "mixed",
+        };
+        while end < seeds_max {
+            let start = end;
+            end = (if start == 0 {
+                SIM_CHUNK_FIRST
+            } else {
+                2 * start
+            })
+            .min(seeds_max);
+            chunks += 1;
+            let summary = campaign_of(start..end).run(&|_| {});
+            seeds_run += summary.seeds_run;
+            bound_hits += summary.bound_hits;
+            steps += summary.steps;
+            sim_ms += summary.sim_ms;
+            for (invariant, failures) in summary.failures {
+                let entry = found.entry(invariant).or_default();
+                entry.count += failures.count;
+                entry.seeds.extend(failures.seeds);
+                entry.seeds.sort_unstable();
+                entry.seeds.truncate(FAILING_SEEDS_KEPT);
+            }
+            if let Some(target) = target {
+                if found.get(&target).map_or(0, |f| f.count) >= SIM_FAILURES_WANTED {
+                    break;
+                }
+            }
+        }
+        let campaign = campaign_of(0..end);
+        let recipe = sim::campaign_recipe(&campaign);
+        let command = format!("leasehold sim --seeds 0..{end} {recipe}");
+        let mut cells = BTreeMap::new();
+        for invariant in Invariant::ALL {
+            let cell = if invariant == Invariant::I7 && !template.policy.at_least_once() {
+                Cell::NotChecked
+            } else if let Some(f) = found.get(&invariant) {
+                let first = f.seeds[0];
+                let path = scenario_path(variant, Engine::Sim, invariant);
+                let note = format!("found by: leasehold sim --seed {first} {recipe}");
+                let scenario =
+                    scenario_of(&campaign.setup(first), Some(invariant.id()), Some(note));
+                files::write_atomic(&out.join(&path), to_toml(&scenario).as_bytes())?;
+                Cell::Violated(Evidence::Sim {
+                    replays: replays_seeded(&out.join(&path), invariant),
+                    seeds_to_first_failure: first + 1,
+                    first_seed: first,
+                    median_seeds_to_failure: median_gap(0, &f.seeds),
+                    failures_sampled: f.seeds.len(),
+                    failures: f.count,
+                    seeds_run,
+                    scenario: Some(path),
+                })
+            } else if seeds_run > 0 && bound_hits == seeds_run {
+                Cell::Bounded {
+                    bound: "steps_max on every seed".to_string(),
+                }
+            } else {
+                Cell::Holds
+            };
+            cells.insert(invariant, cell);
+        }
+        Ok(EngineResult {
+            command,
+            cells,
+            seconds: 0.0,
+            stats: serde_json::json!({
+                "seeds_run": seeds_run,
+                "chunks": chunks,
+                "bound_hits": bound_hits,
+                "steps": steps,
+                "sim_ms": sim_ms,
+                "faults": template.faults.summary(),
+            }),
+        })
+    }
+}

@@ -1,0 +1,487 @@
+//! The verdict matrix as data: per variant, per invariant, per engine, one cell; the expected
+//! verdicts (SPEC section 2) and the judgement of each cell against them.
+
+use leasehold_model::{Invariant, Variant, VariantKind};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// One of the two engines that judge every variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Engine {
+    /// The exhaustive model checker (`leasehold check`).
+    Check,
+    /// The seeded simulator (`leasehold sim`).
+    Sim,
+}
+
+impl Engine {
+    /// Both engines, in column order.
+    pub const ALL: [Engine; 2] = [Engine::Check, Engine::Sim];
+
+    /// `check` or `sim`: the command that runs the engine.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Check => "check",
+            Engine::Sim => "sim",
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How much work each engine does per variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Depth {
+    /// A few hundred simulator seeds per variant (the model checker keeps its bounds): for CI.
+    Quick,
+    /// Each variant's default bounds and up to 10,000 seeds.
+    Full,
+}
+
+/// The evidence of a violation: enough to find the failing run again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "engine", rename_all = "snake_case")]
+pub enum Evidence {
+    /// A shortest counterexample found by the model checker.
+    Check {
+        /// Its number of model steps (breadth-first: no shorter one exists within the bounds).
+        depth: usize,
+        /// The scenario file that replays it, relative to the report's folder.
+        scenario: Option<String>,
+        /// Whether replaying that file (`leasehold replay`) reproduces the violation.
+        replays: bool,
+    },
+    /// Failing seeds found by a simulator campaign.
+    Sim {
+        /// The 1-based position of the first failing seed in the campaign's range: how many
+        /// seeds had to run to see the first failure.
+        seeds_to_first_failure: u64,
+        /// The first failing seed itself.
+        first_seed: u64,
+        /// The median of the seeds run between successive failures (first gap: from the start
+        /// of the range), over the first few failures; `None` with a single failure.
+        median_seeds_to_failure: Option<u64>,
+        /// How many of the first failures the median is taken over.
+        failures_sampled: usize,
+        /// Seeds that broke the invariant.
+        failures: u64,
+        /// Seeds run.
+        seeds_run: u64,
+        /// The seeded scenario file that replays the first failure, relative to the report's
+        /// folder.
+        scenario: Option<String>,
+        /// Whether replaying that file (`leasehold replay`) reproduces the violation.
+        replays: bool,
+    },
+}
+
+impl Evidence {
+    /// The scenario file, if one was written.
+    pub fn scenario(&self) -> Option<&str> {
+        match self {
+            Evidence::Check { scenario, .. } | Evidence::Sim { scenario, .. } => {
+                scenario.as_deref()
+            }
+        }
+    }
+
+    /// Whether the scenario file was replayed and reproduced the violation.
+    pub fn replays(&self) -> bool {
+        match self {
+            Evidence::Check { replays, .. } | Evidence::Sim { replays, .. } => *replays,
+        }
+    }
+
+    /// A short description: `depth 5` or `4 seeds, median 6`.
+    pub fn short(&self) -> String {
+        match self {
+            Evidence::Check { depth, .. } => format!("depth {depth}"),
+            Evidence::Sim {
+                seeds_to_first_failure,
+                median_seeds_to_failure,
+                ..
+            } => {
+                let seeds = match seeds_to_first_failure {
+                    1 => "1 seed".to_string(),
+                    n => format!("{n} seeds"),
+                };
+                match median_seeds_to_failure {
+                    Some(median) => format!("{seeds}, median {median}"),
+                    None => seeds,
+                }
+            }
+        }
+    }
+}
+
+/// The median seeds-to-failure of sorted failing seeds of a range starting at `start`: the
+/// seeds run from the start to the first failure, then between successive failures.
+pub fn median_gap(start: u64, failing_sorted: &[u64]) -> Option<u64> {
+    if failing_sorted.len() < 2 {
+        return None;
+    }
+    let mut previous = start;
+    let mut gaps: Vec<u64> = Vec::with_capacity(failing_sorted.len());
+    for (i, &seed) in failing_sorted.iter().enumerate() {
+        // The first gap counts the failing seed itself (seed `start` fails after 1 seed).
+        gaps.push(if i == 0 {
+            seed - previous + 1
+        } else {
+            seed - previous
+        });
+        previous = seed;
+    }
+    gaps.sort_unstable();
+    // The lower median: a seed count, never a fraction.
+    Some(gaps[(gaps.len() - 1) / 2])
+}
+
+/// One engine's verdict on one invariant for one variant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Cell {
+    /// Not violated: the model checker's search was exhaustive within its bounds; the simulator
+    /// ran every seed of its campaign without a failure.
+    Holds,
+    /// Violated, with the evidence.
+    Violated(Evidence),
+    /// The engine evaluates the invariant, but no run reached a state where it applies.
+    NotReached {
+        /// Why.
+        why: String,
+    },
+    /// The engine stopped at a named bound before a verdict: nothing is proven.
+    Bounded {
+        /// The bound, e.g. `max-states 2000000`.
+        bound: String,
+    },
+    /// The engine does not evaluate this invariant at all.
+    NotChecked,
+}
+
+impl Cell {
+    /// `holds`, `violated`, `not reached`, `bounded` or `not checked`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Cell::Holds => "holds",
+            Cell::Violated(_) => "violated",
+            Cell::NotReached { .. } => "not reached",
+            Cell::Bounded { .. } => "bounded",
+            Cell::NotChecked => "not checked",
+        }
+    }
+}
+
+/// What one engine found for one variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct EngineResult {
+    /// The exact command that reproduces this run.
+    pub command: String,
+    /// A verdict for every invariant I1–I7.
+    pub cells: BTreeMap<Invariant, Cell>,
+    /// Wall-clock seconds (JSON only: the Markdown report stays byte-stable).
+    pub seconds: f64,
+    /// Engine-specific counts (states, seeds, steps …), JSON only.
+    pub stats: serde_json::Value,
+}
+
+/// An engine that can judge a variant: the model checker or the simulator, or a stand-in in
+/// tests. `scenarios` is the folder (inside the report's folder) where evidence files go; the
+/// evidence names them relative to the report's folder.
+pub trait EngineRun {
+    /// Which engine this is.
+    fn engine(&self) -> Engine;
+    /// Runs the engine on one variant.
+    fn run(
+        &self,
+        variant: Variant,
+        depth: Depth,
+        out: &std::path::Path,
+    ) -> Result<EngineResult, crate::cli::UserError>;
+}
+
+/// What a variant is expected to do: break one named invariant, or hold everywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Expectation {
+    /// The invariant both engines must find violated; `None`: every cell must hold.
+    pub violated: Option<Invariant>,
+    /// Whether this expectation was overridden on the command line (`--expect`).
+    pub overridden: bool,
+}
+
+impl Expectation {
+    /// SPEC section 2's expectation for `variant`.
+    pub fn of(variant: Variant) -> Expectation {
+        Expectation {
+            violated: variant.expected_violation(),
+            overridden: false,
+        }
+    }
+
+    /// `holds` or `violates I3`.
+    pub fn text(&self) -> String {
+        match self.violated {
+            None => "holds".to_string(),
+            Some(inv) => format!("violates {}", inv.id()),
+        }
+    }
+}
+
+/// A cell's standing against the expectation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "judgement", rename_all = "snake_case")]
+pub enum Judgement {
+    /// The cell is what SPEC section 2 asks for (or says nothing about and it holds).
+    Expected,
+    /// The variant breaks another invariant besides the one it must break: informational,
+    /// SPEC names only what each variant must break.
+    AlsoViolated,
+    /// The engine does not evaluate the invariant, which the expectation does not need.
+    NotApplicable,
+    /// A verdict other than the expected one on a variant expected to violate a different
+    /// invariant (not reached, bounded): informational.
+    Informational,
+    /// The cell differs from its expectation.
+    Unexpected {
+        /// What was expected: `violated` or `holds`.
+        expected: &'static str,
+    },
+}
+
+impl Judgement {
+    /// Whether this cell makes the report fail.
+    pub fn is_unexpected(&self) -> bool {
+        matches!(self, Judgement::Unexpected { .. })
+    }
+}
+
+/// Judges one cell: `invariant` of a variant with `expectation`, as `cell` says.
+pub fn judge(expectation: Expectation, invariant: Invariant, cell: &Cell) -> Judgement {
+    match expectation.violated {
+        Some(target) if target == invariant => match cell {
+            Cell::Violated(e) if e.replays() => Judgement::Expected,
+            Cell::Violated(_) => Judgement::Unexpected {
+                expected: "violated with evidence that replays",
+            },
+            _ => Judgement::Unexpected {
+                expected: "violated",
+            },
+        },
+        // A variant expected to hold everywhere: every cell the engine evaluates must hold.
+        None => match cell {
+            Cell::Holds => Judgement::Expected,
+            Cell::NotChecked => Judgement::NotApplicable,
+            _ => Judgement::Unexpected { expected: "holds" },
+        },
+        // An invariant other than the one the variant must break.
+        Some(_) => match cell {
+            Cell::Holds => Judgement::Expected,
+            Cell::Violated(_) => Judgement::AlsoViolated,
+            Cell::NotChecked => Judgement::NotApplicable,
+            Cell::NotReached { .. } | Cell::Bounded { .. } => Judgement::Informational,
+        },
+    }
+}
+
+/// One row of the matrix: a variant, its expectation and both engines' results.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The variant.
+    pub variant: Variant,
+    /// Protocol or mutant.
+    pub kind: VariantKind,
+    /// What it is expected to do.
+    pub expectation: Expectation,
+    /// Per engine, its result.
+    pub results: BTreeMap<Engine, EngineResult>,
+}
+
+/// A cell that differs from its expectation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unexpected {
+    /// The variant.
+    pub variant: Variant,
+    /// The invariant.
+    pub invariant: Invariant,
+    /// The engine.
+    pub engine: Engine,
+    /// What the engine found: `holds`, `violated`, …
+    pub found: &'static str,
+    /// What was expected.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for Unexpected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unexpected: {} × {} × {}: {}, expected {}",
+            self.variant,
+            self.invariant.id(),
+            self.engine,
+            self.found,
+            self.expected
+        )
+    }
+}
+
+impl Row {
+    /// The cell of `invariant` by `engine` (`NotChecked` when the engine gave none).
+    pub fn cell(&self, engine: Engine, invariant: Invariant) -> &Cell {
+        const NOT_CHECKED: Cell = Cell::NotChecked;
+        self.results
+            .get(&engine)
+            .and_then(|r| r.cells.get(&invariant))
+            .unwrap_or(&NOT_CHECKED)
+    }
+
+    /// The judgement of one cell.
+    pub fn judgement(&self, engine: Engine, invariant: Invariant) -> Judgement {
+        judge(self.expectation, invariant, self.cell(engine, invariant))
+    }
+
+    /// Every unexpected cell of the row, invariant by invariant, check before sim.
+    pub fn unexpected(&self) -> Vec<Unexpected> {
+        let mut out = Vec::new();
+        for invariant in Invariant::ALL {
+            for engine in Engine::ALL {
+                if let Judgement::Unexpected { expected } = self.judgement(engine, invariant) {
+                    out.push(Unexpected {
+                        variant: self.variant,
+                        invariant,
+                        engine,
+                        found: match self.cell(engine, invariant) {
+                            Cell::Violated(e) if !e.replays() => {
+                                "violated, but its scenario does not replay"
+                            }
+                            cell => cell.word(),
+                        },
+                        expected,
+                    });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Parses `--expect VARIANT=INV` (or `VARIANT=holds`): an expectation override.
+pub fn parse_expect(text: &str) -> Result<(Variant, Option<Invariant>), String> {
+    let (name, what) = text
+        .split_once('=')
+        .ok_or_else(|| format!("--expect {text}: expected VARIANT=INVARIANT or VARIANT=holds"))?;
+    let variant = Variant::from_name(name.trim()).ok_or_else(|| {
+        format!(
+            "--expect {text}: unknown variant '{}'; valid: {}",
+            name.trim(),
+            Variant::names()
+        )
+    })?;
+    let what = what.trim();
+    if what == "holds" {
+        return Ok((variant, None));
+    }
+    let invariant = Invariant::parse(what).ok_or_else(|| {
+        format!("--expect {text}: unknown invariant '{what}' (I1 … I7, a name, or holds)")
+    })?;
+    Ok((variant, Some(invariant)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(depth: usize) -> Cell {
+        Cell::Violated(Evidence::Check {
+            depth,
+            scenario: None,
+            replays: true,
+        })
+    }
+
+    #[test]
+    fn a_mutant_must_break_its_invariant_and_may_break_others() {
+        let e = Expectation::of(Variant::DlqDrop);
+        assert_eq!(e.violated, Some(Invariant::I3));
+        assert_eq!(judge(e, Invariant::I3, &check(4)), Judgement::Expected);
+        // A violation whose evidence does not reproduce is not a catch.
+        let unreplayable = Cell::Violated(Evidence::Check {
+            depth: 4,
+            scenario: Some("scenarios/x.toml".into()),
+            replays: false,
+        });
+        assert!(judge(e, Invariant::I3, &unreplayable).is_unexpected());
+        assert_eq!(
+            judge(e, Invariant::I4, &unreplayable),
+            Judgement::AlsoViolated
+        );
+        assert!(judge(e, Invariant::I3, &Cell::Holds).is_unexpected());
+        assert!(judge(e, Invariant::I3, &Cell::NotChecked).is_unexpected());
+        assert!(judge(e, Invariant::I3, &Cell::Bounded { bound: "x".into() }).is_unexpected());
+        assert_eq!(judge(e, Invariant::I4, &check(2)), Judgement::AlsoViolated);
+        assert_eq!(judge(e, Invariant::I1, &Cell::Holds), Judgement::Expected);
+    }
+
+    #[test]
+    fn a_protocol_expected_to_hold_must_hold_in_every_evaluated_cell() {
+        let e = Expectation::of(Variant::Fenced);
+        assert_eq!(e.violated, None);
+        assert_eq!(judge(e, Invariant::I2, &Cell::Holds), Judgement::Expected);
+        assert!(judge(e, Invariant::I2, &check(3)).is_unexpected());
+        assert!(judge(e, Invariant::I6, &Cell::NotReached { why: "x".into() }).is_unexpected());
+        assert!(judge(e, Invariant::I6, &Cell::Bounded { bound: "x".into() }).is_unexpected());
+        assert_eq!(
+            judge(e, Invariant::I7, &Cell::NotChecked),
+            Judgement::NotApplicable
+        );
+    }
+
+    #[test]
+    fn the_unexpected_cell_is_named_as_variant_invariant_engine() {
+        let u = Unexpected {
+            variant: Variant::DlqDrop,
+            invariant: Invariant::I3,
+            engine: Engine::Check,
+            found: "holds",
+            expected: "violated",
+        };
+        assert_eq!(
+            u.to_string(),
+            "unexpected: dlq-drop × I3 × check: holds, expected violated"
+        );
+    }
+
+    #[test]
+    fn median_gap_counts_seeds_between_failures() {
+        // Failures at seeds 3, 5, 13 of a range from 0: gaps 4, 2, 8 → median 4.
+        assert_eq!(median_gap(0, &[3, 5, 13]), Some(4));
+        // Two failures: the lower median of gaps 1 (seed 0) and 9.
+        assert_eq!(median_gap(0, &[0, 9]), Some(1));
+        assert_eq!(median_gap(0, &[7]), None);
+        // Every seed fails: one seed per failure.
+        assert_eq!(median_gap(100, &[100, 101, 102, 103]), Some(1));
+    }
+
+    #[test]
+    fn expect_overrides_parse_and_reject_bad_input() {
+        assert_eq!(
+            parse_expect("dlq-drop=I4"),
+            Ok((Variant::DlqDrop, Some(Invariant::I4)))
+        );
+        assert_eq!(parse_expect("fenced=holds"), Ok((Variant::Fenced, None)));
+        assert!(parse_expect("dlq-drop").is_err());
+        assert!(parse_expect("nope=I1")
+            .unwrap_err()
+            .contains("unknown variant"));
+        assert!(parse_expect("fenced=I9")
+            .unwrap_err()
+            .contains("unknown invariant"));
+    }
+}
