@@ -661,7 +661,7 @@ fn summary_text(
     push(
         &mut out,
         format!(
-            "speed: {:.0} steps/s, {:.1} seeds/s, simulated/wall {:.0}x ({} threads)",
+            "speed: {:.0} steps/s, {:.1} seeds/s, simulated/wall {:.0}x (threads: {})",
             rate(summary.steps as f64, wall),
             rate(summary.seeds_run as f64, wall),
             rate(sim_s, wall),
