@@ -509,6 +509,21 @@ impl<B: Backend> Engine<B> {
     }
 
     fn process(&mut self, event: Event) {
+        // A handler that finishes while its worker is paused finishes when the pause ends.
+        if let Event::HandlerDone {
+            worker,
+            incarnation,
+            ..
+        } = event
+        {
+            let w = &self.workers[worker];
+            let alive = w.up && w.incarnation == incarnation;
+            if alive && w.paused_until_ms > self.now_ms {
+                let at = w.paused_until_ms;
+                self.enqueue(at, event);
+                return;
+            }
+        }
         match event {
             Event::Deliver { request, duplicate } => self.deliver(request, duplicate),
             Event::Reply { request } => self.reply(request),
@@ -525,21 +540,6 @@ impl<B: Backend> Engine<B> {
                 let w = &self.workers[worker];
                 if !w.up || w.incarnation != incarnation {
                     self.trace.lines[line].parts.push(Part::HandlerKilled);
-                    return;
-                }
-                if w.paused_until_ms > self.now_ms {
-                    let at = w.paused_until_ms;
-                    let event = Event::HandlerDone {
-                        worker,
-                        incarnation,
-                        issuance,
-                        success,
-                        outcome,
-                        after,
-                        line,
-                        delivery,
-                    };
-                    self.enqueue(at, event);
                     return;
                 }
                 self.oracle.handler_finished(issuance, success);

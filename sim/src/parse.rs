@@ -140,20 +140,32 @@ pub const LIMIT_MAX: u32 = 10_000;
 const OUTCOMES: [&str; 5] = ["ok", "error", "ack", "nack", "reject"];
 const CALLS: [&str; 3] = ["ack", "nack", "reject"];
 
+/// An error at byte `offset` of `src`.
+fn located(
+    src: &str,
+    file: &str,
+    offset: usize,
+    field: Option<String>,
+    message: String,
+) -> ParseError {
+    let (line, column) = position(src, offset);
+    ParseError {
+        file: file.to_string(),
+        line,
+        column,
+        field,
+        message,
+    }
+}
+
 /// Parses and validates a scenario. `file` is the name errors show.
 pub fn parse(src: &str, file: &str) -> Result<Script, ParseError> {
     let doc = match ImDocument::parse(src) {
         Ok(doc) => doc,
         Err(error) => {
             let offset = error.span().map_or(0, |span| span.start);
-            let (line, column) = position(src, offset);
-            return Err(ParseError {
-                file: file.to_string(),
-                line,
-                column,
-                field: None,
-                message: format!("invalid TOML: {}", one_line(error.message())),
-            });
+            let message = format!("invalid TOML: {}", one_line(error.message()));
+            return Err(located(src, file, offset, None, message));
         }
     };
     let at = Locator { src, file, doc };
@@ -161,14 +173,8 @@ pub fn parse(src: &str, file: &str) -> Result<Script, ParseError> {
         Ok(scenario) => scenario,
         Err(error) => {
             let offset = error.span().map_or(0, |span| span.start);
-            let (line, column) = position(src, offset);
-            return Err(ParseError {
-                file: file.to_string(),
-                line,
-                column,
-                field: field_at(src, offset),
-                message: one_line(error.message()),
-            });
+            let field = field_at(src, offset);
+            return Err(located(src, file, offset, field, one_line(error.message())));
         }
     };
     Validator::new(&at, scenario).run()
