@@ -73,7 +73,9 @@ impl Backend for EmbeddedBackend {
     }
 
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
-        self.broker.expire_due_at(now_ms)
+        let mut expired = self.broker.expire_due_at(now_ms);
+        expired.sort_unstable(); // Firing order: by deadline, then group, then seq.
+        expired
     }
 
     fn next_deadline(&self) -> Option<Ms> {

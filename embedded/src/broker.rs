@@ -194,10 +194,12 @@ impl EmbeddedBroker {
         lease_ms: Option<Ms>,
     ) -> Result<Vec<Lease>, SettleError> {
         if group >= self.group_count {
-            return Err(SettleError::Invalid(format!("unknown group {group}")));
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
         }
         if limit == 0 {
-            return Err(SettleError::Invalid("limit 0".to_string()));
+            return Err(SettleError::Invalid("limit 0".into()));
         }
         self.expire_due_at(now_ms);
         let deadline_ms = now_ms.saturating_add(lease_ms.unwrap_or(self.lease_ms));
@@ -219,7 +221,7 @@ impl EmbeddedBroker {
             let lease_id = self.next_lease_id.fetch_add(1, Ordering::SeqCst);
             if lease_id > LEASE_ID_MAX {
                 claimed.restore();
-                return Err(SettleError::Failed("lease ids exhausted".to_string()));
+                return Err(SettleError::Failed("lease ids exhausted".into()));
             }
             let attempt = claimed.prior.attempts + 1;
             self.leased_high[group].fetch_max(seq, Ordering::SeqCst);
@@ -301,7 +303,7 @@ impl EmbeddedBroker {
     /// Dead-letters `lease` at once with `reason`.
     pub fn reject(&self, lease: &Lease, reason: &str) -> Result<(), SettleError> {
         let op = SettleOp::Reject {
-            reason: reason.to_string(),
+            reason: leasehold_model::Reason::new(reason),
         };
         self.settle_op(lease, op).map(drop)
     }
@@ -322,9 +324,9 @@ impl EmbeddedBroker {
         let lease = &request.lease;
         let (group, seq) = (lease.group, lease.seq);
         if group >= self.group_count || seq == 0 || seq > self.event_count.load(Ordering::SeqCst) {
-            return Err(SettleError::Invalid(format!(
-                "no record for group {group} seq {seq}"
-            )));
+            return Err(SettleError::Invalid(
+                format!("no record for group {group} seq {seq}").into(),
+            ));
         }
         // A nack may make the record available: it takes the gate before the slot.
         let gate = matches!(request.op, SettleOp::Nack { .. }).then(|| write(&self.gates[group]));
@@ -369,7 +371,7 @@ impl EmbeddedBroker {
                 claimed.publish(Word::leased(attempts, lease.lease_id), deadline_ms);
                 Ok(Some(Lease {
                     deadline_ms,
-                    ..lease.clone()
+                    ..*lease
                 }))
             }
         }
@@ -456,6 +458,7 @@ impl EmbeddedBroker {
                     claimed.publish(Word::available(attempts), deadline_ms);
                 }
                 expired.push(Expired {
+                    deadline_ms,
                     group,
                     seq,
                     lease_id: LeaseId(lease_id),

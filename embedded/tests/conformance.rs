@@ -37,7 +37,8 @@ enum Op {
 }
 
 fn settle_op() -> impl Strategy<Value = SettleOp> {
-    let reason = prop_oneof![Just("max attempts".to_string()), "[a-c]{0,2}"];
+    let reason = prop_oneof![Just("max attempts".to_string()), "[a-c]{0,2}"]
+        .prop_map(|text| leasehold_model::Reason::new(&text));
     prop_oneof![
         3 => Just(SettleOp::Ack),
         2 => (0u64..15, proptest::option::of(reason.clone()))
@@ -118,14 +119,14 @@ fn apply(backend: &mut dyn Backend, op: &Op, now_ms: &mut u64, pool: &mut Vec<Le
             if pool.is_empty() {
                 return "no lease yet".to_string();
             }
-            let mut lease = pool[pick % pool.len()].clone();
+            let mut lease = pool[pick % pool.len()];
             if *forged_receipt {
                 lease.receipt = Some(Receipt(7));
             }
-            let request = SettleRequest::new(&lease, op.clone(), *now_ms + worker_clock_skew_ms);
+            let request = SettleRequest::new(&lease, *op, *now_ms + worker_clock_skew_ms);
             let result = backend.settle(&request, *now_ms);
             if let Ok(Some(renewed)) = &result {
-                pool.push(renewed.clone());
+                pool.push(*renewed);
             }
             format!("{result:?}")
         }
@@ -172,7 +173,7 @@ proptest! {
 
     #[test]
     fn embedded_matches_pure_broker((config, ops) in case()) {
-        let mut pure = Broker::new(config.clone());
+        let mut pure = Broker::new(config);
         let mut embedded = EmbeddedBackend::new(&config).expect("a fenced config is accepted");
         let (mut pure_now, mut embedded_now) = (0, 0);
         let (mut pure_pool, mut embedded_pool) = (Vec::new(), Vec::new());
@@ -213,11 +214,11 @@ fn impossible_configurations_are_refused_not_panicked() {
     for config in [
         BrokerConfig {
             group_count: 0,
-            ..base.clone()
+            ..base
         },
         BrokerConfig {
             max_attempts: 0,
-            ..base.clone()
+            ..base
         },
         BrokerConfig {
             max_attempts: 1 << 20,

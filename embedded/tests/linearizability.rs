@@ -59,7 +59,7 @@ impl Spec {
                 .get(&lease.lease_id)
                 .copied()
                 .unwrap_or(LeaseId(u64::MAX)),
-            ..lease.clone()
+            ..*lease
         }
     }
 }
@@ -75,7 +75,7 @@ impl SequentialSpec for Spec {
             Op::Settle(request) => {
                 let request = SettleRequest {
                     lease: self.translate(&request.lease),
-                    ..request.clone()
+                    ..*request
                 };
                 Ret::Settled(self.broker.settle(&request, NOW_MS))
             }
@@ -134,7 +134,7 @@ fn next_op(prng: &mut Prng, group_count: usize, own: Option<&Lease>, seen: &[Lea
             },
             3 => SettleOp::Renew { extend_ms: 30_000 },
             _ => SettleOp::Reject {
-                reason: "poison".to_string(),
+                reason: leasehold_model::Reason::new("poison"),
             },
         };
         Op::Settle(SettleRequest::new(lease, op, NOW_MS))
@@ -224,7 +224,7 @@ fn run_round(round: u64) -> (BrokerConfig, u32, Vec<(u64, Event)>) {
 }
 
 fn check(config: &BrokerConfig, published: u32, history: &[(u64, Event)]) -> bool {
-    let mut broker = Broker::new(config.clone());
+    let mut broker = Broker::new(*config);
     for _ in 0..published {
         broker.publish();
     }

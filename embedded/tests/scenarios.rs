@@ -86,7 +86,7 @@ fn hold_scenarios_of_other_variants_hold_on_the_embedded_broker_as_fenced() {
         let fenced = parse::parse(&fenced_src, &name).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(fenced.variant, Variant::Fenced, "{name}: retargeted");
         let config = fenced.setup.broker_config();
-        let pure = script::run(&fenced, Broker::new(config.clone()));
+        let pure = script::run(&fenced, Broker::new(config));
         let embedded = EmbeddedBackend::new(&config).expect("fenced is accepted");
         let actual = script::run(&fenced, embedded);
         assert!(

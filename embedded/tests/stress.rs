@@ -64,12 +64,12 @@ fn worker(
         let group = (iteration as usize) % GROUPS;
         for lease in broker.fetch(group, 2, None).expect("valid fetch") {
             assert!(lease.attempt <= MAX_ATTEMPTS, "attempts bounded: {lease:?}");
-            issued.push(lease.clone());
+            issued.push(lease);
             // Now and then, first replay an ack of a recent lease of this worker: usually
             // stale, it must count only when that lease is still the record's current one.
             if next(5) == 0 {
                 let recent = issued.len().min(8) as u64;
-                let old = issued[issued.len() - 1 - next(recent) as usize].clone();
+                let old = issued[issued.len() - 1 - next(recent) as usize];
                 match broker.ack(&old) {
                     Ok(()) => counters.accepted(&old, &counters.acks),
                     Err(SettleError::StaleLease) => 0,

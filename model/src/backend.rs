@@ -20,7 +20,8 @@ pub trait Backend: BrokerView {
     /// Applies a settle or renew; an accepted renew returns the renewed lease.
     fn settle(&mut self, request: &SettleRequest, now_ms: Ms)
         -> Result<Option<Lease>, SettleError>;
-    /// Expires every lease whose deadline is `<= now_ms`.
+    /// Expires every lease whose deadline is `<= now_ms`; returns them in firing order (by
+    /// deadline, then group, then seq: sort the list when the backend finds them otherwise).
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired>;
     /// The earliest deadline of a lease that will expire, for the simulator's timer.
     fn next_deadline(&self) -> Option<Ms>;

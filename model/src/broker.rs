@@ -2,18 +2,35 @@
 //!
 //! One implementation for every variant: each decision a variant can change is asked of
 //! [`Variant`]. No clock, no randomness, no I/O; collections iterate in a fixed order.
+//!
+//! # What the state holds
+//! Only what a future step or a reply can observe: the records, the frontier, the lease-id
+//! counter, the acks not yet durable (`volatile-ack`) and the pending expiry **timers**. A
+//! timer is the broker's promise to expire one lease at its deadline; a correct broker arms
+//! one per lease and cancels it when the lease ends. Records are `Copy` and the collections
+//! keep small sizes inline, so the model checker clones a broker without allocating.
+//!
+//! # What a step costs
+//! Every operation costs what it changes, whatever the number of events: `fetch` finds the
+//! lowest available record through an index (the never-delivered records form a suffix; the
+//! few others sit in a short sorted list), expiry pops timers in deadline order, the frontier
+//! advances over the settled prefix once, and the count of unsettled records is kept. Only a
+//! broker restart, which loses the broker's volatile state, re-reads every record. The
+//! index is derived data: equality and hashing ignore it.
 
 use crate::types::{
-    GroupIx, Lease, LeaseId, Ms, Receipt, Record, Seq, SettleError, SettleOp, Status,
+    GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
     REASON_MAX_ATTEMPTS,
 };
 use crate::variant::{Fence, FrontierRule, Variant};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
 
 /// The broker's static configuration.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct BrokerConfig {
-    /// Number of consumer groups (each sees every event).
+    /// Number of consumer groups.
     pub group_count: usize,
     /// Default lease duration (for Redis variants: the claim idle time).
     pub lease_ms: Ms,
@@ -24,7 +41,7 @@ pub struct BrokerConfig {
 }
 
 /// A settle (or renew) request as it reaches the broker.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SettleRequest {
     /// The lease the worker holds (its copy, as `fetch` or the last renew returned it).
     pub lease: Lease,
@@ -35,9 +52,12 @@ pub struct SettleRequest {
     pub worker_clock_ms: Ms,
 }
 
-/// A lease the broker expired.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A lease the broker expired. `expire_due` returns them in firing order: by deadline, then
+/// group, then seq (the order of the fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Expired {
+    /// The deadline the lease had when it expired.
+    pub deadline_ms: Ms,
     /// The record's group.
     pub group: GroupIx,
     /// The record's event.
@@ -46,6 +66,20 @@ pub struct Expired {
     pub lease_id: LeaseId,
     /// Whether the expiry dead-lettered the record (attempts exhausted).
     pub dead_lettered: bool,
+}
+
+/// A pending expiry timer: the broker will expire `lease_id` on (group, seq) at `deadline_ms`.
+/// Timers order by deadline, then record: the order in which they fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Timer {
+    /// When the timer fires, on the broker's clock.
+    pub deadline_ms: Ms,
+    /// The record's group.
+    pub group: u32,
+    /// The record's event.
+    pub seq: Seq,
+    /// The lease it was armed for.
+    pub lease_id: LeaseId,
 }
 
 /// What an outside observer can read of a broker: record statuses, dead-letter reasons and the
@@ -60,7 +94,7 @@ pub trait BrokerView {
     /// The committed frontier of `group`.
     fn frontier(&self, group: GroupIx) -> Seq;
     /// The status of (group, seq) without its reason. Override it when [`BrokerView::status`]
-    /// allocates: the oracle calls this for every record after every step.
+    /// allocates: the oracle calls it for every record a step touches.
     fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
         self.status(group, seq).0
     }
@@ -71,7 +105,7 @@ pub trait BrokerView {
     }
     /// Writes the statuses of (group, first), (group, first + 1), … into `out`, as many as fit
     /// and are published; returns how many it wrote. Override it to read a group's records in
-    /// one pass: the oracle reads every record through it after every step.
+    /// one pass: the oracle's full audit reads every record through it.
     fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
         let count = self.event_count();
         let mut written = 0;
@@ -83,21 +117,129 @@ pub trait BrokerView {
     }
 }
 
+/// One consumer group's records, frontier and fetch index.
+#[derive(Clone, Debug)]
+struct Group {
+    /// `records[seq - 1]`.
+    records: SmallVec<[Record; 4]>,
+    frontier: Seq,
+    /// Highest acked seq (only the `max-seen-frontier` mutant reads it).
+    max_acked: Seq,
+    /// Index: every record from this seq on was never delivered (available, no delay).
+    fresh_from: Seq,
+    /// Index: the available records below `fresh_from`, in seq order.
+    returned: SmallVec<[Seq; 4]>,
+}
+
+impl PartialEq for Group {
+    fn eq(&self, other: &Group) -> bool {
+        self.records == other.records
+            && self.frontier == other.frontier
+            && self.max_acked == other.max_acked
+    }
+}
+
+impl Eq for Group {}
+
+impl Hash for Group {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.records.hash(state);
+        self.frontier.hash(state);
+        self.max_acked.hash(state);
+    }
+}
+
+impl Group {
+    fn new() -> Group {
+        Group {
+            records: SmallVec::new(),
+            frontier: 0,
+            max_acked: 0,
+            fresh_from: 1,
+            returned: SmallVec::new(),
+        }
+    }
+
+    /// The lowest available record with `not_before_ms <= now_ms`.
+    fn first_available(&self, now_ms: Ms) -> Option<Seq> {
+        let returned = self.returned.iter().copied().find(|&seq| {
+            matches!(self.records[seq as usize - 1],
+                Record::Available { not_before_ms, .. } if not_before_ms <= now_ms)
+        });
+        let fresh = (self.fresh_from as usize <= self.records.len()).then_some(self.fresh_from);
+        match (returned, fresh) {
+            (Some(r), Some(f)) => Some(r.min(f)),
+            (r, f) => r.or(f),
+        }
+    }
+
+    /// Rebuilds the index from the records.
+    fn reindex(&mut self) {
+        let mut fresh_from = self.records.len() as Seq + 1;
+        while fresh_from > 1
+            && self.records[fresh_from as usize - 2]
+                == (Record::Available {
+                    attempts: 0,
+                    not_before_ms: 0,
+                })
+        {
+            fresh_from -= 1;
+        }
+        self.fresh_from = fresh_from;
+        self.returned = (1..fresh_from)
+            .filter(|&seq| matches!(self.records[seq as usize - 1], Record::Available { .. }))
+            .collect();
+    }
+}
+
+fn insert_sorted(list: &mut SmallVec<[Seq; 4]>, seq: Seq) {
+    if let Err(position) = list.binary_search(&seq) {
+        list.insert(position, seq);
+    }
+}
+
+fn remove_sorted(list: &mut SmallVec<[Seq; 4]>, seq: Seq) {
+    if let Ok(position) = list.binary_search(&seq) {
+        list.remove(position);
+    }
+}
+
 /// The broker's whole state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub struct Broker {
     config: BrokerConfig,
-    /// `records[group][seq - 1]`.
-    records: Vec<Vec<Record>>,
-    frontier: Vec<Seq>,
-    /// Highest acked seq per group (only the `max-seen-frontier` mutant uses it).
-    max_acked: Vec<Seq>,
+    groups: SmallVec<[Group; 1]>,
     next_lease_id: u64,
-    /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`).
-    unflushed: Vec<(GroupIx, Seq, Record)>,
-    /// The earliest deadline of an armed lease: a function of `records`, refreshed by every
-    /// method that changes them, so that `next_deadline` and `expire_due` need not scan.
-    earliest_deadline: Option<Ms>,
+    /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`), in
+    /// (group, seq) order (insertion order among entries of one record).
+    unflushed: SmallVec<[(u32, Seq, Record); 1]>,
+    /// Pending expiry timers, in firing order.
+    timers: SmallVec<[Timer; 2]>,
+    /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
+    /// settled?" costs nothing).
+    unsettled: u64,
+}
+
+impl PartialEq for Broker {
+    fn eq(&self, other: &Broker) -> bool {
+        self.config == other.config
+            && self.groups == other.groups
+            && self.next_lease_id == other.next_lease_id
+            && self.unflushed == other.unflushed
+            && self.timers == other.timers
+    }
+}
+
+impl Eq for Broker {}
+
+impl Hash for Broker {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.config.hash(state);
+        self.groups.hash(state);
+        self.next_lease_id.hash(state);
+        self.unflushed.hash(state);
+        self.timers.hash(state);
+    }
 }
 
 const _: () = assert!(!REASON_MAX_ATTEMPTS.is_empty());
@@ -112,12 +254,11 @@ impl Broker {
         assert!(config.group_count > 0, "a broker needs at least one group");
         assert!(config.max_attempts > 0, "max_attempts must be at least 1");
         Broker {
-            records: vec![Vec::new(); config.group_count],
-            frontier: vec![0; config.group_count],
-            max_acked: vec![0; config.group_count],
+            groups: (0..config.group_count).map(|_| Group::new()).collect(),
             next_lease_id: 1,
-            unflushed: Vec::new(),
-            earliest_deadline: None,
+            unflushed: SmallVec::new(),
+            timers: SmallVec::new(),
+            unsettled: 0,
             config,
         }
     }
@@ -136,22 +277,39 @@ impl Broker {
     #[inline]
     pub fn record(&self, group: GroupIx, seq: Seq) -> Option<&Record> {
         let index = (seq as usize).checked_sub(1)?;
-        self.records.get(group)?.get(index)
+        self.groups.get(group)?.records.get(index)
     }
 
     /// The records of `group`, in sequence order.
     pub fn records(&self, group: GroupIx) -> &[Record] {
-        &self.records[group]
+        &self.groups[group].records
+    }
+
+    /// The pending expiry timers, in firing order.
+    pub fn timers(&self) -> &[Timer] {
+        &self.timers
+    }
+
+    /// The lease-id counter: the id the next fetch hands out.
+    pub fn next_lease_id(&self) -> LeaseId {
+        LeaseId(self.next_lease_id)
+    }
+
+    /// The receipt the broker gives leases on event `seq`: the Redis variants' stream entry
+    /// id, nothing for the others.
+    pub fn receipt(&self, seq: Seq) -> Option<Receipt> {
+        self.config.variant.is_redis().then_some(entry_id(seq))
     }
 
     /// Appends an event; every group gets an `Available { attempts: 0 }` record.
     pub fn publish(&mut self) -> Seq {
-        for records in &mut self.records {
-            records.push(Record::Available {
+        for group in &mut self.groups {
+            group.records.push(Record::Available {
                 attempts: 0,
                 not_before_ms: 0,
             });
         }
+        self.unsettled += self.groups.len() as u64;
         self.event_count()
     }
 
@@ -165,57 +323,53 @@ impl Broker {
         lease_ms: Option<Ms>,
     ) -> Result<Vec<Lease>, SettleError> {
         if group >= self.config.group_count {
-            return Err(SettleError::Invalid(format!("unknown group {group}")));
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
         }
         if limit == 0 {
-            return Err(SettleError::Invalid("limit 0".to_string()));
+            return Err(SettleError::Invalid("limit 0".into()));
         }
         self.expire_due(now_ms);
         self.unflushed.clear(); // The periodic flush rides on fetch.
         let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
         let deadline_ms = now_ms.saturating_add(lease_ms);
-        let redis = self.config.variant.is_redis();
         let mut leases = Vec::new();
-        for index in 0..self.records[group].len() {
-            if leases.len() == limit {
+        while leases.len() < limit {
+            let Some(seq) = self.groups[group].first_available(now_ms) else {
                 break;
-            }
-            let Record::Available {
-                attempts,
-                not_before_ms,
-            } = self.records[group][index]
-            else {
-                continue;
             };
-            if not_before_ms > now_ms {
-                continue;
-            }
-            let seq = index as Seq + 1;
-            let lease = Lease {
-                lease_id: LeaseId(self.next_lease_id),
-                group,
-                seq,
-                attempt: attempts + 1,
-                deadline_ms,
-                receipt: redis.then_some(entry_id(seq)),
-            };
-            self.next_lease_id += 1;
-            self.records[group][index] = Record::Leased {
+            leases.push(self.lease(group, seq, deadline_ms));
+        }
+        Ok(leases)
+    }
+
+    /// Leases the available record (group, seq) until `deadline_ms` and arms its timer.
+    fn lease(&mut self, group: GroupIx, seq: Seq, deadline_ms: Ms) -> Lease {
+        let Record::Available { attempts, .. } = self.groups[group].records[seq as usize - 1]
+        else {
+            unreachable!("the index names available records only")
+        };
+        let lease = Lease {
+            lease_id: LeaseId(self.next_lease_id),
+            group,
+            seq,
+            attempt: attempts + 1,
+            deadline_ms,
+            receipt: self.receipt(seq),
+        };
+        self.next_lease_id += 1;
+        self.set(
+            group,
+            seq,
+            Record::Leased {
                 lease_id: lease.lease_id,
                 attempts: lease.attempt,
                 deadline_ms,
-                receipt: lease.receipt,
-                armed: true,
-            };
-            leases.push(lease);
-        }
-        if !leases.is_empty() {
-            self.earliest_deadline = Some(
-                self.earliest_deadline
-                    .map_or(deadline_ms, |earliest| earliest.min(deadline_ms)),
-            );
-        }
-        Ok(leases)
+            },
+        );
+        self.arm(group, seq, lease.lease_id, deadline_ms);
+        lease
     }
 
     /// Acks `lease`.
@@ -250,7 +404,7 @@ impl Broker {
     /// Dead-letters `lease` at once with `reason`.
     pub fn reject(&mut self, lease: &Lease, now_ms: Ms, reason: &str) -> Result<(), SettleError> {
         let op = SettleOp::Reject {
-            reason: reason.to_string(),
+            reason: Reason::new(reason),
         };
         self.settle(&SettleRequest::new(lease, op, now_ms), now_ms)
             .map(drop)
@@ -263,50 +417,39 @@ impl Broker {
         request: &SettleRequest,
         now_ms: Ms,
     ) -> Result<Option<Lease>, SettleError> {
-        let result = self.settle_records(request, now_ms);
-        if result.is_ok() {
-            self.refresh_earliest_deadline();
-        }
-        result
-    }
-
-    fn settle_records(
-        &mut self,
-        request: &SettleRequest,
-        now_ms: Ms,
-    ) -> Result<Option<Lease>, SettleError> {
         let lease = &request.lease;
-        let Some(record) = self.record(lease.group, lease.seq) else {
-            return Err(SettleError::Invalid(format!(
-                "no record for group {} seq {}",
-                lease.group, lease.seq
-            )));
+        let Some(&record) = self.record(lease.group, lease.seq) else {
+            return Err(SettleError::Invalid(
+                format!("no record for group {} seq {}", lease.group, lease.seq).into(),
+            ));
         };
-        let verdict = self.fence_check(record, request, now_ms);
-        match (&request.op, verdict) {
+        let verdict = self.fence_check(&record, request, now_ms);
+        match (request.op, verdict) {
             (SettleOp::Renew { extend_ms }, Ok(())) => {
-                Ok(Some(self.apply_renew(lease, now_ms, *extend_ms)))
+                Ok(Some(self.apply_renew(lease, &record, now_ms, extend_ms)))
             }
             (SettleOp::Renew { extend_ms }, Err(SettleError::StaleLease))
                 if self.config.variant.renew_revives() && !record.is_settled() =>
             {
-                Ok(Some(self.apply_renew(lease, now_ms, *extend_ms)))
+                Ok(Some(self.apply_renew(lease, &record, now_ms, extend_ms)))
             }
             (_, Err(error)) => Err(error),
             (SettleOp::Ack, Ok(())) => {
-                self.apply_ack(lease.group, lease.seq);
+                self.disarm(lease.group, lease.seq);
+                self.apply_ack(lease.group, lease.seq, record);
                 Ok(None)
             }
             (SettleOp::Nack { delay_ms, reason }, Ok(())) => {
+                self.disarm(lease.group, lease.seq);
                 let attempts = record.attempts().unwrap_or(lease.attempt);
                 if attempts >= self.config.max_attempts {
-                    let reason = reason.as_deref().unwrap_or(REASON_MAX_ATTEMPTS);
+                    let reason = reason.unwrap_or(Reason::MAX_ATTEMPTS);
                     self.dead_letter(lease.group, lease.seq, reason);
                 } else {
-                    let mut not_before_ms = now_ms.saturating_add(*delay_ms);
+                    let mut not_before_ms = now_ms.saturating_add(delay_ms);
                     if self.config.variant.is_redis() {
                         // No XNACK: the entry stays pending and is claimable once idle.
-                        not_before_ms = not_before_ms.max(pending_until(record));
+                        not_before_ms = not_before_ms.max(pending_until(&record));
                     }
                     self.set(
                         lease.group,
@@ -320,6 +463,7 @@ impl Broker {
                 Ok(None)
             }
             (SettleOp::Reject { reason }, Ok(())) => {
+                self.disarm(lease.group, lease.seq);
                 self.dead_letter(lease.group, lease.seq, reason);
                 Ok(None)
             }
@@ -346,10 +490,9 @@ impl Broker {
                 Record::Leased {
                     lease_id,
                     deadline_ms,
-                    receipt,
                     ..
                 } if *lease_id == lease.lease_id && clock_ms < *deadline_ms => {
-                    if *receipt != lease.receipt {
+                    if self.receipt(lease.seq) != lease.receipt {
                         return Err(SettleError::ReceiptMismatch);
                     }
                     true
@@ -377,10 +520,10 @@ impl Broker {
         }
     }
 
-    fn apply_renew(&mut self, lease: &Lease, now_ms: Ms, extend_ms: Ms) -> Lease {
+    fn apply_renew(&mut self, lease: &Lease, record: &Record, now_ms: Ms, extend_ms: Ms) -> Lease {
         let deadline_ms = now_ms.saturating_add(extend_ms);
-        let record = self.record(lease.group, lease.seq).expect("checked");
         let attempts = record.attempts().unwrap_or(lease.attempt);
+        self.disarm(lease.group, lease.seq);
         self.set(
             lease.group,
             lease.seq,
@@ -388,109 +531,156 @@ impl Broker {
                 lease_id: lease.lease_id,
                 attempts,
                 deadline_ms,
-                receipt: lease.receipt,
-                armed: true,
             },
         );
+        self.arm(lease.group, lease.seq, lease.lease_id, deadline_ms);
         Lease {
             deadline_ms,
-            ..lease.clone()
+            ..*lease
         }
     }
 
-    fn apply_ack(&mut self, group: GroupIx, seq: Seq) {
-        let prior = self.record(group, seq).expect("checked").clone();
+    fn apply_ack(&mut self, group: GroupIx, seq: Seq, prior: Record) {
         if !self.config.variant.acks_durable() {
-            self.unflushed.push((group, seq, prior));
+            let key = (group as u32, seq);
+            let position = self.unflushed.partition_point(|&(g, s, _)| (g, s) <= key);
+            self.unflushed.insert(position, (key.0, key.1, prior));
         }
-        self.max_acked[group] = self.max_acked[group].max(seq);
+        let g = &mut self.groups[group];
+        g.max_acked = g.max_acked.max(seq);
         self.set(group, seq, Record::Acked);
     }
 
-    fn dead_letter(&mut self, group: GroupIx, seq: Seq, reason: &str) {
+    fn dead_letter(&mut self, group: GroupIx, seq: Seq, reason: Reason) {
         let record = if self.config.variant.keeps_dead_letters() {
-            Record::DeadLettered {
-                reason: reason.to_string(),
-            }
+            Record::DeadLettered { reason }
         } else {
             Record::Dropped
         };
         self.set(group, seq, record);
     }
 
-    /// Replaces a record and advances the frontier.
+    /// Arms the expiry timer of a lease.
+    fn arm(&mut self, group: GroupIx, seq: Seq, lease_id: LeaseId, deadline_ms: Ms) {
+        let timer = Timer {
+            deadline_ms,
+            group: group as u32,
+            seq,
+            lease_id,
+        };
+        let position = self.timers.partition_point(|t| *t < timer);
+        self.timers.insert(position, timer);
+    }
+
+    /// Cancels the expiry timers of (group, seq): its lease ended.
+    fn disarm(&mut self, group: GroupIx, seq: Seq) {
+        let group = group as u32;
+        self.timers.retain(|t| !(t.group == group && t.seq == seq));
+    }
+
+    /// Replaces a record; keeps the fetch index, the unsettled count and the frontier.
     fn set(&mut self, group: GroupIx, seq: Seq, record: Record) {
-        self.records[group][seq as usize - 1] = record;
+        let g = &mut self.groups[group];
+        let index = seq as usize - 1;
+        let old = std::mem::replace(&mut g.records[index], record);
+        let was_available = matches!(old, Record::Available { .. });
+        let is_available = matches!(record, Record::Available { .. });
+        if seq >= g.fresh_from {
+            // Leaving the never-delivered suffix (a fetch takes its lowest record, so the
+            // loop below only runs for a settle that names a record never delivered).
+            for below in g.fresh_from..seq {
+                insert_sorted(&mut g.returned, below);
+            }
+            g.fresh_from = seq + 1;
+            if is_available {
+                insert_sorted(&mut g.returned, seq);
+            }
+        } else if was_available && !is_available {
+            remove_sorted(&mut g.returned, seq);
+        } else if is_available && !was_available {
+            insert_sorted(&mut g.returned, seq);
+        }
+        match (old.is_settled(), record.is_settled()) {
+            (false, true) => self.unsettled -= 1,
+            (true, false) => self.unsettled += 1,
+            _ => {}
+        }
         self.advance_frontier(group);
     }
 
     fn advance_frontier(&mut self, group: GroupIx) {
+        let g = &mut self.groups[group];
         match self.config.variant.frontier_rule() {
             FrontierRule::Contiguous => {
-                let records = &self.records[group];
-                let mut frontier = self.frontier[group];
-                while (frontier as usize) < records.len() && records[frontier as usize].is_settled()
+                let mut frontier = g.frontier;
+                while (frontier as usize) < g.records.len()
+                    && g.records[frontier as usize].is_settled()
                 {
                     frontier += 1;
                 }
-                self.frontier[group] = frontier;
+                g.frontier = frontier;
             }
-            FrontierRule::MaxAcked => self.frontier[group] = self.max_acked[group],
+            FrontierRule::MaxAcked => g.frontier = g.max_acked,
         }
     }
 
-    /// Expires every armed lease whose deadline is `<= now_ms`, in (group, seq) order.
+    /// Fires every timer whose deadline is `<= now_ms`, in firing order; returns the leases
+    /// they expired.
     pub fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         let mut expired = Vec::new();
-        if self
-            .earliest_deadline
-            .is_none_or(|earliest| earliest > now_ms)
-        {
-            return expired;
-        }
-        for group in 0..self.records.len() {
-            for index in 0..self.records[group].len() {
-                if let Record::Leased {
-                    deadline_ms,
-                    armed: true,
-                    ..
-                } = self.records[group][index]
-                {
-                    if deadline_ms <= now_ms {
-                        let seq = index as Seq + 1;
-                        expired.extend(self.expire_record(group, seq, deadline_ms));
-                    }
-                }
+        while let Some(&timer) = self.timers.first() {
+            if timer.deadline_ms > now_ms {
+                break;
             }
+            self.timers.remove(0);
+            expired.extend(self.fire(timer, now_ms));
         }
-        self.refresh_earliest_deadline();
         expired
+    }
+
+    /// A timer fires: the lease it was armed for expires if it still holds the record and its
+    /// deadline has passed.
+    fn fire(&mut self, timer: Timer, now_ms: Ms) -> Option<Expired> {
+        let (group, seq) = (timer.group as GroupIx, timer.seq);
+        match self.record(group, seq) {
+            Some(Record::Leased {
+                lease_id,
+                deadline_ms,
+                ..
+            }) if *lease_id == timer.lease_id && *deadline_ms <= now_ms => {
+                self.expire_record(group, seq, *deadline_ms)
+            }
+            _ => None,
+        }
     }
 
     /// Expires the lease on (group, seq) now, whatever its deadline — the untimed model's
-    /// expiry action. Returns `None` when the record holds no armed lease.
+    /// expiry action. Returns `None` when the record holds no lease with a pending timer.
     pub fn expire(&mut self, group: GroupIx, seq: Seq, not_before_ms: Ms) -> Option<Expired> {
-        let expired = self.expire_record(group, seq, not_before_ms);
-        if expired.is_some() {
-            self.refresh_earliest_deadline();
+        let armed = self
+            .timers
+            .iter()
+            .any(|t| t.group == group as u32 && t.seq == seq);
+        if !armed {
+            return None;
         }
-        expired
+        self.disarm(group, seq);
+        self.expire_record(group, seq, not_before_ms)
     }
 
     fn expire_record(&mut self, group: GroupIx, seq: Seq, not_before_ms: Ms) -> Option<Expired> {
-        let Some(Record::Leased {
+        let Some(&Record::Leased {
             lease_id,
             attempts,
-            armed: true,
-            ..
-        }) = self.record(group, seq).cloned()
+            deadline_ms,
+        }) = self.record(group, seq)
         else {
             return None;
         };
         let variant = self.config.variant;
         let exhausted = attempts >= self.config.max_attempts && variant.expiry_dead_letters();
         if exhausted {
-            self.dead_letter(group, seq, REASON_MAX_ATTEMPTS);
+            self.dead_letter(group, seq, Reason::MAX_ATTEMPTS);
         } else {
             let attempts = if variant.expiry_resets_attempts() {
                 0
@@ -507,6 +697,7 @@ impl Broker {
             );
         }
         Some(Expired {
+            deadline_ms,
             group,
             seq,
             lease_id,
@@ -519,103 +710,153 @@ impl Broker {
     /// `now < deadline`) and the broker expires it at its next `expire_due` (lazily, on the next
     /// fetch). Returns whether there was such a lease.
     pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> bool {
-        let Some(Record::Leased {
-            deadline_ms,
-            armed: true,
-            ..
-        }) = self
+        let Some(position) = self
+            .timers
+            .iter()
+            .position(|t| t.group == group as u32 && t.seq == seq)
+        else {
+            return false;
+        };
+        let Some(Record::Leased { deadline_ms, .. }) = self.groups[group]
             .records
-            .get_mut(group)
-            .and_then(|records| records.get_mut((seq as usize).checked_sub(1)?))
+            .get_mut((seq as usize).wrapping_sub(1))
         else {
             return false;
         };
         *deadline_ms = (*deadline_ms).min(now_ms);
-        self.refresh_earliest_deadline();
+        let deadline_ms = *deadline_ms;
+        let mut timer = self.timers.remove(position);
+        timer.deadline_ms = timer.deadline_ms.min(deadline_ms);
+        let position = self.timers.partition_point(|t| *t < timer);
+        self.timers.insert(position, timer);
         true
     }
 
     /// The untimed model's "time may pass before a fetch": every delayed available record
     /// becomes eligible now (`not_before_ms` ≤ `now_ms`).
     pub fn release_delays(&mut self, now_ms: Ms) {
-        for record in self.records.iter_mut().flatten() {
-            if let Record::Available { not_before_ms, .. } = record {
-                *not_before_ms = (*not_before_ms).min(now_ms);
+        for group in &mut self.groups {
+            for &seq in &group.returned {
+                if let Record::Available { not_before_ms, .. } =
+                    &mut group.records[seq as usize - 1]
+                {
+                    *not_before_ms = (*not_before_ms).min(now_ms);
+                }
             }
         }
     }
 
-    /// Whether (group, seq) holds a lease the broker will expire.
-    pub fn has_armed_lease(&self, group: GroupIx, seq: Seq) -> bool {
-        matches!(
-            self.record(group, seq),
-            Some(Record::Leased { armed: true, .. })
-        )
-    }
-
-    /// The earliest deadline of an armed lease, for a simulator's timer.
+    /// The earliest deadline of a pending timer, for a simulator's timer.
     #[inline]
     pub fn next_deadline(&self) -> Option<Ms> {
-        debug_assert_eq!(self.earliest_deadline, self.scan_earliest_deadline());
-        self.earliest_deadline
-    }
-
-    fn refresh_earliest_deadline(&mut self) {
-        self.earliest_deadline = self.scan_earliest_deadline();
-    }
-
-    fn scan_earliest_deadline(&self) -> Option<Ms> {
-        self.records
-            .iter()
-            .flatten()
-            .filter_map(|record| match record {
-                Record::Leased {
-                    deadline_ms,
-                    armed: true,
-                    ..
-                } => Some(*deadline_ms),
-                _ => None,
-            })
-            .min()
+        self.timers.first().map(|t| t.deadline_ms)
     }
 
     /// A broker restart: durable state survives, volatile state is lost (per the variant).
+    /// The only operation that reads every record: it rebuilds what the broker keeps in memory.
     pub fn restart(&mut self) {
         let variant = self.config.variant;
         for (group, seq, prior) in std::mem::take(&mut self.unflushed).into_iter().rev() {
-            self.records[group][seq as usize - 1] = prior;
+            let g = &mut self.groups[group as usize];
+            let old = std::mem::replace(&mut g.records[seq as usize - 1], prior);
+            match (old.is_settled(), prior.is_settled()) {
+                (false, true) => self.unsettled -= 1,
+                (true, false) => self.unsettled += 1,
+                _ => {}
+            }
         }
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }
-        if !variant.rearms_expiry_on_restart() {
-            for record in self.records.iter_mut().flatten() {
-                if let Record::Leased { armed, .. } = record {
-                    *armed = false;
+        // Timers live in memory: a correct broker re-arms one per lease from its records.
+        self.timers.clear();
+        let rearm = variant.rearms_expiry_on_restart();
+        for (group, g) in self.groups.iter_mut().enumerate() {
+            if rearm {
+                for (index, record) in g.records.iter().enumerate() {
+                    if let Record::Leased {
+                        lease_id,
+                        deadline_ms,
+                        ..
+                    } = *record
+                    {
+                        self.timers.push(Timer {
+                            deadline_ms,
+                            group: group as u32,
+                            seq: index as Seq + 1,
+                            lease_id,
+                        });
+                    }
                 }
             }
+            g.reindex();
+            // The frontier is derived from the durable records.
+            g.max_acked = g
+                .records
+                .iter()
+                .rposition(|record| *record == Record::Acked)
+                .map_or(0, |index| index as Seq + 1);
+            g.frontier = 0;
         }
-        // The frontier is derived from the durable records.
-        self.max_acked = self
-            .records
-            .iter()
-            .map(|records| {
-                records
-                    .iter()
-                    .rposition(|record| *record == Record::Acked)
-                    .map_or(0, |index| index as Seq + 1)
-            })
-            .collect();
-        self.frontier = vec![0; self.config.group_count];
+        self.timers.sort_unstable();
         for group in 0..self.config.group_count {
             self.advance_frontier(group);
         }
-        self.refresh_earliest_deadline();
     }
 
-    /// Whether every record of every group is settled.
+    /// Calls `f` with every lease id the state holds — in records, in acks not yet durable,
+    /// in timers — and with the counter's next id: what a canonical renumbering must cover.
+    pub fn for_each_lease_id(&self, mut f: impl FnMut(LeaseId)) {
+        for group in &self.groups {
+            for record in &group.records {
+                if let Record::Leased { lease_id, .. } = record {
+                    f(*lease_id);
+                }
+            }
+        }
+        for (_, _, prior) in &self.unflushed {
+            if let Record::Leased { lease_id, .. } = prior {
+                f(*lease_id);
+            }
+        }
+        for timer in &self.timers {
+            f(timer.lease_id);
+        }
+        f(LeaseId(self.next_lease_id));
+    }
+
+    /// Renames every lease id [`Broker::for_each_lease_id`] visits, the counter included.
+    /// `rename` must keep the ids' equality and order (an order-preserving renumbering), and
+    /// must not map the counter below an id that lease-id-reuse could collide with.
+    pub fn rename_lease_ids(&mut self, mut rename: impl FnMut(LeaseId) -> LeaseId) {
+        for group in &mut self.groups {
+            for record in &mut group.records {
+                if let Record::Leased { lease_id, .. } = record {
+                    *lease_id = rename(*lease_id);
+                }
+            }
+        }
+        for (_, _, prior) in &mut self.unflushed {
+            if let Record::Leased { lease_id, .. } = prior {
+                *lease_id = rename(*lease_id);
+            }
+        }
+        for timer in &mut self.timers {
+            timer.lease_id = rename(timer.lease_id);
+        }
+        self.next_lease_id = rename(LeaseId(self.next_lease_id)).0;
+    }
+
+    /// Whether every record of every group is settled (acked or dead-lettered).
+    #[inline]
     pub fn all_settled(&self) -> bool {
-        self.records.iter().flatten().all(Record::is_settled)
+        self.unsettled == 0
+    }
+
+    /// Records of every group that are not acked or dead-lettered.
+    #[inline]
+    pub fn unsettled_count(&self) -> u64 {
+        self.unsettled
     }
 }
 
@@ -626,12 +867,14 @@ impl BrokerView for Broker {
 
     #[inline]
     fn event_count(&self) -> Seq {
-        self.records[0].len() as Seq
+        self.groups[0].records.len() as Seq
     }
 
     fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
         match self.record(group, seq) {
-            Some(Record::DeadLettered { reason }) => (Status::DeadLettered, Some(reason.clone())),
+            Some(Record::DeadLettered { reason }) => {
+                (Status::DeadLettered, Some(reason.as_str().to_string()))
+            }
             Some(record) => (record.status(), None),
             None => (Status::Dropped, None),
         }
@@ -639,7 +882,7 @@ impl BrokerView for Broker {
 
     #[inline]
     fn frontier(&self, group: GroupIx) -> Seq {
-        self.frontier[group]
+        self.groups[group].frontier
     }
 
     #[inline]
@@ -650,8 +893,8 @@ impl BrokerView for Broker {
 
     fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
         let start = (first as usize).saturating_sub(1);
-        let records = match (first, self.records.get(group)) {
-            (1.., Some(records)) => records.get(start..).unwrap_or(&[]),
+        let records = match (first, self.groups.get(group)) {
+            (1.., Some(g)) => g.records.get(start..).unwrap_or(&[]),
             _ => &[],
         };
         let written = out.len().min(records.len());
@@ -662,7 +905,7 @@ impl BrokerView for Broker {
     }
 
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
-        matches!(self.record(group, seq), Some(Record::DeadLettered { reason: kept }) if kept == reason)
+        matches!(self.record(group, seq), Some(Record::DeadLettered { reason: kept }) if *kept == reason)
     }
 }
 
@@ -697,7 +940,7 @@ impl SettleRequest {
     /// A request sent with the worker's clock equal to `worker_clock_ms`.
     pub fn new(lease: &Lease, op: SettleOp, worker_clock_ms: Ms) -> SettleRequest {
         SettleRequest {
-            lease: lease.clone(),
+            lease: *lease,
             op,
             worker_clock_ms,
         }

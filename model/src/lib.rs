@@ -23,9 +23,11 @@ pub mod types;
 pub mod variant;
 
 pub use backend::Backend;
-pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest};
+pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest, Timer};
 pub use invariant::Invariant;
 pub use oracle::{Issuance, Oracle, OracleConfig, Violation};
 pub use runtime::{AckPolicy, ErrorAction, HandleCall, Outcome};
-pub use types::{GroupIx, Lease, LeaseId, Ms, Receipt, Record, Seq, SettleError, SettleOp, Status};
+pub use types::{
+    GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
+};
 pub use variant::{Variant, VariantKind};

@@ -5,14 +5,37 @@
 //! step, lets the oracle read the broker through [`BrokerView`]. The oracle identifies a lease by
 //! its *issuance* (which fetch handed it out), never by the broker's lease id, so a broker that
 //! reuses or confuses ids is caught; it counts deliveries itself.
+//!
+//! # Live state only
+//! The oracle keeps what a future check can read: per record its delivery count and settled
+//! state, the leases that are still live (unexpired and unsettled), the last frontier seen.
+//! A lease that ends is forgotten: a request that names it later is stale by construction.
+//! So its memory follows the live set, not the run's length, and two runs that no future step
+//! can tell apart leave equal oracles (what the model checker needs to merge states).
+//!
+//! # A step costs what it touched
+//! Each report names the record it concerns; [`Oracle::end_step`] compares only those records
+//! with the broker, and reads each group's frontier (O(1) per group). A step that can change
+//! records it does not name — a broker restart ([`Oracle::restarted`]) — makes the next
+//! `end_step` a full audit ([`Oracle::audit`]), which reads every record. Engines run a full
+//! audit at the end of each phase; tests run one after every step
+//! ([`OracleConfig::audit_every_step`]) to check the incremental checks against it.
+//!
+//! # Lean and full bookkeeping
+//! With [`OracleConfig::lean`] the oracle keeps only *which* invariants broke (a bit each):
+//! the model checker's states then carry no text and no counters, and it rebuilds a violation's
+//! detail by replaying its counterexample with a full oracle. Without it the oracle also keeps
+//! each first violation's step and detail, and counts handler runs and duplicates.
 
 use crate::broker::BrokerView;
 use crate::invariant::Invariant;
-use crate::types::{GroupIx, Lease, Ms, Seq, SettleOp, Status};
+use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt;
 
-/// The oracle's own name for one lease: the index of the fetch that issued it.
+/// The oracle's own name for one lease: the index of the fetch that issued it (renumbered
+/// canonically by the model checker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Issuance(pub u32);
 
@@ -32,6 +55,23 @@ pub struct OracleConfig {
     /// Whether I7 is checked: true when every ack comes from the consumer runtime after a
     /// handler run under an at-least-once policy (`nack_on_error`, `manual`).
     pub check_at_least_once: bool,
+    /// Keep only which invariants broke: no step, no detail text, no handler-run counts.
+    pub lean: bool,
+    /// Audit every record after every step instead of the records the step touched (tests).
+    pub audit_every_step: bool,
+}
+
+impl OracleConfig {
+    /// A full-bookkeeping configuration that audits incrementally.
+    pub fn new(group_count: usize, max_attempts: u32, check_at_least_once: bool) -> OracleConfig {
+        OracleConfig {
+            group_count,
+            max_attempts,
+            check_at_least_once,
+            lean: false,
+            audit_every_step: false,
+        }
+    }
 }
 
 /// One broken invariant: which, at which step, and what the oracle saw.
@@ -55,79 +95,100 @@ impl fmt::Display for Violation {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-enum LeaseState {
-    Live,
-    Expired,
-    Settled,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A lease the oracle considers live: issued, not expired by its contract, not settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct GhostLease {
-    group: GroupIx,
+    issuance: Issuance,
+    group: u32,
     seq: Seq,
     /// Contract deadline: issuance time + lease duration, moved by accepted renews.
     deadline_ms: Ms,
-    state: LeaseState,
-    /// A handler started under this lease while it was current.
-    started_current: bool,
+    /// No later issuance exists for its record (false only once I2 is broken).
+    current: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// How the oracle knows a record ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Final {
     Acked,
-    DeadLettered(String),
+    DeadLettered(Reason),
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 struct GhostRecord {
-    /// The latest issuance for this record.
-    current: Option<Issuance>,
-    /// Issuances the oracle considers unexpired and unsettled.
-    live: Vec<Issuance>,
     /// Deliveries counted by the oracle.
     deliveries: u32,
     /// Settled state, once known.
     settled: Option<Final>,
-    /// A handler completed successfully under a lease that was current when it started.
+    /// A handler completed successfully under a lease that was current when it started (kept
+    /// only when I7 is checked).
     processed: bool,
-    /// Handler runs started (duplicates are counted, not failed).
-    handler_runs: u32,
+    /// A handler run started for it (kept only with full bookkeeping, to count duplicates).
+    ran: bool,
 }
 
-/// Groups for which [`Oracle::end_step`] remembers, between its record and frontier checks,
-/// the first record the broker does not show settled (further groups read them again).
-const FIRST_OPEN_GROUPS: usize = 16;
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct GhostGroup {
+    /// `records[seq - 1]`.
+    records: SmallVec<[GhostRecord; 4]>,
+    /// Last observed frontier.
+    frontier: Seq,
+    /// Length of the ghost-settled prefix.
+    settled_prefix: Seq,
+}
 
-/// Records read per [`BrokerView::status_kinds`] call.
-const STATUS_CHUNK: usize = 64;
-
-/// The ghost state and the violations found so far.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Oracle {
-    config: OracleConfig,
-    leases: Vec<GhostLease>,
-    /// `records[group][seq - 1]`.
-    records: Vec<Vec<GhostRecord>>,
-    /// Last observed frontier per group.
-    frontier: Vec<Seq>,
-    /// Length of the ghost-settled prefix per group.
-    settled_prefix: Vec<Seq>,
+/// What full bookkeeping keeps besides the checks' state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Log {
     step: u64,
     /// The first violation of each invariant, in the order found.
     violations: Vec<Violation>,
+    /// Handler runs beyond the first per record.
+    duplicate_runs: u64,
+}
+
+/// Records read per [`BrokerView::status_kinds`] call in a full audit.
+const STATUS_CHUNK: usize = 64;
+
+/// The ghost state and the invariants broken so far.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Oracle {
+    config: OracleConfig,
+    groups: SmallVec<[GhostGroup; 1]>,
+    /// Live leases, in issuance order.
+    live: SmallVec<[GhostLease; 4]>,
+    next_issuance: u32,
+    /// Bit `i`: `Invariant::ALL[i]` is broken.
+    violated: u8,
+    /// Records the current step touched (empty between steps).
+    touched: SmallVec<[(u32, Seq); 4]>,
+    /// The current step may have changed records it did not name: audit at its end.
+    audit_due: bool,
+    /// Full bookkeeping (`None` when lean).
+    log: Option<Box<Log>>,
+}
+
+fn bit(invariant: Invariant) -> u8 {
+    1 << (invariant as u8)
 }
 
 impl Oracle {
     /// An oracle for a broker with no events.
     pub fn new(config: OracleConfig) -> Oracle {
         Oracle {
-            leases: Vec::new(),
-            records: vec![Vec::new(); config.group_count],
-            frontier: vec![0; config.group_count],
-            settled_prefix: vec![0; config.group_count],
-            step: 0,
-            violations: Vec::new(),
+            groups: (0..config.group_count)
+                .map(|_| GhostGroup {
+                    records: SmallVec::new(),
+                    frontier: 0,
+                    settled_prefix: 0,
+                })
+                .collect(),
+            live: SmallVec::new(),
+            next_issuance: 0,
+            violated: 0,
+            touched: SmallVec::new(),
+            audit_due: false,
+            log: (!config.lean).then(Box::default),
             config,
         }
     }
@@ -137,28 +198,38 @@ impl Oracle {
         &self.config
     }
 
-    /// The violations found so far: the first of each invariant, in the order found.
+    /// The violations found so far: the first of each invariant, in the order found (empty
+    /// for a lean oracle: see [`Oracle::violated`]).
     pub fn violations(&self) -> &[Violation] {
-        &self.violations
+        self.log.as_ref().map_or(&[], |log| &log.violations)
     }
 
     /// Whether `invariant` has been violated.
+    #[inline]
     pub fn violated(&self, invariant: Invariant) -> bool {
-        self.violations.iter().any(|v| v.invariant == invariant)
+        self.violated & bit(invariant) != 0
     }
 
-    /// The number of steps ended so far.
+    /// Whether any invariant has been violated.
+    #[inline]
+    pub fn any_violated(&self) -> bool {
+        self.violated != 0
+    }
+
+    /// The invariants violated so far, in order.
+    pub fn violated_invariants(&self) -> impl Iterator<Item = Invariant> + '_ {
+        Invariant::ALL.into_iter().filter(|&i| self.violated(i))
+    }
+
+    /// The number of steps ended so far (0 for a lean oracle).
     pub fn step(&self) -> u64 {
-        self.step
+        self.log.as_ref().map_or(0, |log| log.step)
     }
 
-    /// Handler runs beyond the first, summed over every record (at-least-once duplicates).
+    /// Handler runs beyond the first, summed over every record (at-least-once duplicates; 0
+    /// for a lean oracle).
     pub fn duplicate_runs(&self) -> u64 {
-        self.records
-            .iter()
-            .flatten()
-            .map(|r| u64::from(r.handler_runs.saturating_sub(1)))
-            .sum()
+        self.log.as_ref().map_or(0, |log| log.duplicate_runs)
     }
 
     /// Deliveries the oracle counted for (group, seq).
@@ -166,269 +237,361 @@ impl Oracle {
         self.ghost(group, seq).map_or(0, |r| r.deliveries)
     }
 
+    /// Whether the oracle knows (group, seq) as settled.
+    pub fn is_settled(&self, group: GroupIx, seq: Seq) -> bool {
+        self.ghost(group, seq).is_some_and(|r| r.settled.is_some())
+    }
+
     /// Records acked without a successful handler run under a current lease (what `ack_first`
-    /// and `ack_always` give up by design).
+    /// and `ack_always` give up by design). Reads every record: call it at a run's end.
     pub fn acked_unprocessed(&self) -> u64 {
-        self.records
+        self.groups
             .iter()
-            .flatten()
+            .flat_map(|g| &g.records)
             .filter(|r| r.settled == Some(Final::Acked) && !r.processed)
             .count() as u64
     }
 
-    /// Whether the oracle considers `issuance` unexpired and unsettled.
-    pub fn is_live(&self, issuance: Issuance) -> bool {
-        self.lease(issuance).state == LeaseState::Live
+    /// The live issuances, in order, and the next issuance: what a canonical renumbering must
+    /// cover.
+    pub fn for_each_issuance(&self, mut f: impl FnMut(Issuance)) {
+        for lease in &self.live {
+            f(lease.issuance);
+        }
+        f(Issuance(self.next_issuance));
     }
 
-    fn fail(&mut self, invariant: Invariant, detail: String) {
-        if !self.violated(invariant) {
-            self.violations.push(Violation {
+    /// Renames every issuance [`Oracle::for_each_issuance`] visits. `rename` must keep the
+    /// issuances' equality and order.
+    pub fn rename_issuances(&mut self, mut rename: impl FnMut(Issuance) -> Issuance) {
+        for lease in &mut self.live {
+            lease.issuance = rename(lease.issuance);
+        }
+        self.next_issuance = rename(Issuance(self.next_issuance)).0;
+    }
+
+    /// Whether `issuance` is live (unexpired and unsettled by the oracle's account).
+    pub fn is_live(&self, issuance: Issuance) -> bool {
+        self.live.iter().any(|l| l.issuance == issuance)
+    }
+
+    /// Records a broken invariant; builds the detail only when it is newly broken and the
+    /// oracle keeps details.
+    fn fail(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
+        if self.violated(invariant) {
+            return;
+        }
+        self.violated |= bit(invariant);
+        if let Some(log) = &mut self.log {
+            let step = log.step;
+            log.violations.push(Violation {
                 invariant,
-                step: self.step,
-                detail,
+                step,
+                detail: detail(),
             });
         }
     }
 
-    /// Like [`Oracle::fail`], building the detail only when the invariant is newly violated.
-    fn fail_with(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
-        if !self.violated(invariant) {
-            self.fail(invariant, detail());
-        }
-    }
-
     fn ghost(&self, group: GroupIx, seq: Seq) -> Option<&GhostRecord> {
-        self.records.get(group)?.get((seq as usize).checked_sub(1)?)
+        self.groups
+            .get(group)?
+            .records
+            .get((seq as usize).checked_sub(1)?)
     }
 
     fn ghost_mut(&mut self, group: GroupIx, seq: Seq) -> &mut GhostRecord {
-        &mut self.records[group][seq as usize - 1]
+        &mut self.groups[group].records[seq as usize - 1]
     }
 
-    fn lease(&self, issuance: Issuance) -> &GhostLease {
-        &self.leases[issuance.0 as usize]
+    fn touch(&mut self, group: GroupIx, seq: Seq) {
+        let key = (group as u32, seq);
+        if !self.touched.contains(&key) {
+            self.touched.push(key);
+        }
+    }
+
+    fn published_count(&self) -> Seq {
+        self.groups.first().map_or(0, |g| g.records.len()) as Seq
     }
 
     /// An event was published.
     pub fn published(&mut self) {
-        for records in &mut self.records {
-            records.push(GhostRecord::default());
+        for group in &mut self.groups {
+            group.records.push(GhostRecord::default());
         }
     }
 
     /// The broker handed out `lease` at `now_ms` for `lease_ms`. Checks I2, I3 (a settled event
     /// is never delivered again) and I5. Returns the oracle's name for the lease.
     pub fn fetched(&mut self, lease: &Lease, now_ms: Ms, lease_ms: Ms) -> Issuance {
-        let issuance = Issuance(self.leases.len() as u32);
+        let issuance = Issuance(self.next_issuance);
+        self.next_issuance += 1;
         let (group, seq) = (lease.group, lease.seq);
-        if self.ghost(group, seq).is_none() {
-            self.fail(
-                Invariant::I3,
-                format!("a lease was issued for unpublished event {seq} of group {group}"),
-            );
-            self.leases.push(GhostLease {
-                group,
-                seq,
-                deadline_ms: now_ms,
-                state: LeaseState::Settled,
-                started_current: false,
+        let Some(&record) = self.ghost(group, seq) else {
+            self.fail(Invariant::I3, || {
+                format!("a lease was issued for unpublished event {seq} of group {group}")
             });
             return issuance;
+        };
+        self.touch(group, seq);
+        if let Some(settled) = record.settled {
+            self.fail(Invariant::I3, || {
+                format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}")
+            });
         }
-        let record = self.ghost(group, seq).expect("checked");
-        let redelivered = record.settled.as_ref().map(|settled| {
-            format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}")
-        });
-        let other = record.live.first().copied();
+        let key = (group as u32, seq);
+        if let Some(other) = self.live.iter().find(|l| (l.group, l.seq) == key) {
+            let other = other.issuance;
+            self.fail(Invariant::I2, || {
+                format!(
+                    "{issuance} issued for event {seq} of group {group} while {other} is unexpired"
+                )
+            });
+        }
+        for other in self.live.iter_mut().filter(|l| (l.group, l.seq) == key) {
+            other.current = false;
+        }
         let deliveries = record.deliveries + 1;
-        if let Some(detail) = redelivered {
-            self.fail(Invariant::I3, detail);
-        }
-        if let Some(other) = other {
-            let detail = format!(
-                "{issuance} issued for event {seq} of group {group} while {other} is unexpired"
-            );
-            self.fail(Invariant::I2, detail);
-        }
         let max_attempts = self.config.max_attempts;
         if deliveries > max_attempts || lease.attempt > max_attempts {
-            let detail = format!(
-                "event {seq} of group {group} delivered {deliveries} times (attempt {}), max_attempts {max_attempts}",
-                lease.attempt
-            );
-            self.fail(Invariant::I5, detail);
+            self.fail(Invariant::I5, || {
+                format!(
+                    "event {seq} of group {group} delivered {deliveries} times (attempt {}), max_attempts {max_attempts}",
+                    lease.attempt
+                )
+            });
         }
-        self.leases.push(GhostLease {
-            group,
+        self.ghost_mut(group, seq).deliveries = deliveries;
+        self.live.push(GhostLease {
+            issuance,
+            group: group as u32,
             seq,
             deadline_ms: now_ms.saturating_add(lease_ms),
-            state: LeaseState::Live,
-            started_current: false,
+            current: true,
         });
-        let record = self.ghost_mut(group, seq);
-        record.deliveries = deliveries;
-        record.current = Some(issuance);
-        record.live.push(issuance);
         issuance
-    }
-
-    fn end_lease(&mut self, issuance: Issuance, state: LeaseState) {
-        let lease = &mut self.leases[issuance.0 as usize];
-        lease.state = state;
-        let (group, seq) = (lease.group, lease.seq);
-        self.ghost_mut(group, seq).live.retain(|&i| i != issuance);
     }
 
     /// Time passed to `now_ms`: every live lease whose contract deadline is `<= now_ms` expires
     /// (a lease is valid while `now < deadline`). Engines on virtual time call it before
     /// reporting anything that happens at `now_ms` (also when time did not move: a renew or a
-    /// fetch with a zero duration ends at once).
+    /// fetch with a zero duration ends at once). Costs the number of live leases.
+    #[inline]
     pub fn advance(&mut self, now_ms: Ms) {
-        for index in 0..self.leases.len() {
-            let lease = &self.leases[index];
-            if lease.state == LeaseState::Live && lease.deadline_ms <= now_ms {
-                self.end_lease(Issuance(index as u32), LeaseState::Expired);
-            }
+        if self.live.iter().any(|l| l.deadline_ms <= now_ms) {
+            self.live.retain(|l| l.deadline_ms > now_ms);
         }
     }
 
     /// The untimed model's expiry of (group, seq): its live leases expire.
     pub fn expired(&mut self, group: GroupIx, seq: Seq) {
-        let live = self
-            .ghost(group, seq)
-            .map(|r| r.live.clone())
-            .unwrap_or_default();
-        for issuance in live {
-            self.end_lease(issuance, LeaseState::Expired);
+        let key = (group as u32, seq);
+        self.live.retain(|l| (l.group, l.seq) != key);
+        self.touch(group, seq);
+    }
+
+    /// The engine saw the broker change (group, seq) on its own (its expiry timer fired): the
+    /// record is compared with the ghost at the end of the step.
+    pub fn observe(&mut self, group: GroupIx, seq: Seq) {
+        if self.ghost(group, seq).is_some() {
+            self.touch(group, seq);
         }
     }
 
-    /// A settle or renew of `issuance` reached the broker, which accepted it or not
-    /// (`accepted` is the broker's true answer, even when the worker saw a lost reply). For a
-    /// renew, `renewed_deadline_ms` is the contract deadline it set. Checks I1 and I2, and I7
-    /// on accepted acks.
-    pub fn settled(&mut self, issuance: Issuance, op: &SettleOp, accepted: bool, now_ms: Ms) {
+    /// The broker restarted: it may have changed any record, so the step ends with a full
+    /// audit.
+    pub fn restarted(&mut self) {
+        self.audit_due = true;
+    }
+
+    /// A settle or renew of `issuance` (sent with the worker's copy `lease`) reached the broker,
+    /// which accepted it or not (`accepted` is the broker's true answer, even when the worker
+    /// saw a lost reply). Checks I1 and I2, and I7 on accepted acks.
+    pub fn settled(
+        &mut self,
+        issuance: Issuance,
+        lease: &Lease,
+        op: &SettleOp,
+        accepted: bool,
+        now_ms: Ms,
+    ) {
+        let (group, seq) = (lease.group, lease.seq);
+        if self.ghost(group, seq).is_none() {
+            return; // The broker refuses a record it does not have (Invalid).
+        }
+        self.touch(group, seq);
         if !accepted {
             return;
         }
-        let lease = self.lease(issuance).clone();
-        let (group, seq) = (lease.group, lease.seq);
-        let record = self
-            .ghost(group, seq)
-            .expect("issued leases name published events")
-            .clone();
-        let is_current = record.current == Some(issuance);
-        if let SettleOp::Renew { extend_ms } = op {
-            let others: Vec<Issuance> = record
+        let key = (group as u32, seq);
+        let position = self.live.iter().position(|l| l.issuance == issuance);
+        if let SettleOp::Renew { extend_ms } = *op {
+            if let Some(other) = self
                 .live
                 .iter()
-                .copied()
-                .filter(|&i| i != issuance)
-                .collect();
-            if let Some(other) = others.first() {
-                let detail = format!("renew of {issuance} accepted on event {seq} of group {group} while {other} is unexpired");
-                self.fail(Invariant::I2, detail);
+                .find(|l| (l.group, l.seq) == key && l.issuance != issuance)
+            {
+                let other = other.issuance;
+                self.fail(Invariant::I2, || {
+                    format!("renew of {issuance} accepted on event {seq} of group {group} while {other} is unexpired")
+                });
             }
-            let ghost = &mut self.leases[issuance.0 as usize];
-            ghost.deadline_ms = now_ms.saturating_add(*extend_ms);
-            if ghost.state != LeaseState::Live {
-                ghost.state = LeaseState::Live;
-                self.ghost_mut(group, seq).live.push(issuance);
+            let deadline_ms = now_ms.saturating_add(extend_ms);
+            match position {
+                Some(position) => self.live[position].deadline_ms = deadline_ms,
+                None => {
+                    // A lease the oracle had forgotten lives again (renew-revives): current
+                    // unless another live lease holds the record (I2 above).
+                    let current = !self.live.iter().any(|l| (l.group, l.seq) == key);
+                    let at = self.live.partition_point(|l| l.issuance < issuance);
+                    self.live.insert(
+                        at,
+                        GhostLease {
+                            issuance,
+                            group: key.0,
+                            seq,
+                            deadline_ms,
+                            current,
+                        },
+                    );
+                }
             }
             return;
         }
-        if lease.state != LeaseState::Live || !is_current {
-            let why = match (lease.state, is_current) {
-                (LeaseState::Expired, _) => "expired",
-                (LeaseState::Settled, _) => "already settled",
-                _ => "superseded",
-            };
-            let detail = format!(
-                "{} of {issuance} accepted on event {seq} of group {group}, but that lease is {why}",
-                op.name()
-            );
-            self.fail(Invariant::I1, detail);
+        match position {
+            Some(position) => {
+                let ghost = self.live.remove(position);
+                if !ghost.current {
+                    self.fail(Invariant::I1, || {
+                        format!(
+                            "{} of {issuance} accepted on event {seq} of group {group}, but that lease is superseded",
+                            op.name()
+                        )
+                    });
+                }
+            }
+            None => self.fail(Invariant::I1, || {
+                format!(
+                    "{} of {issuance} accepted on event {seq} of group {group}, but that lease has ended (expired, settled or superseded)",
+                    op.name()
+                )
+            }),
         }
-        if lease.state == LeaseState::Live {
-            self.end_lease(issuance, LeaseState::Settled);
-        }
-        match op {
+        match *op {
             SettleOp::Ack => {
-                let processed = self.ghost(group, seq).expect("checked").processed;
+                let processed = self.ghost_mut(group, seq).processed;
                 if self.config.check_at_least_once && !processed {
-                    let detail = format!("event {seq} of group {group} acked by {issuance} without a successful handler run under a current lease");
-                    self.fail(Invariant::I7, detail);
+                    self.fail(Invariant::I7, || {
+                        format!("event {seq} of group {group} acked by {issuance} without a successful handler run under a current lease")
+                    });
                 }
                 self.settle_record(group, seq, Final::Acked);
             }
             SettleOp::Reject { reason } => {
-                self.settle_record(group, seq, Final::DeadLettered(reason.clone()));
+                self.settle_record(group, seq, Final::DeadLettered(reason));
             }
             SettleOp::Nack { .. } | SettleOp::Renew { .. } => {}
         }
     }
 
     fn settle_record(&mut self, group: GroupIx, seq: Seq, settled: Final) {
-        let record = self.ghost_mut(group, seq);
+        let g = &mut self.groups[group];
+        let record = &mut g.records[seq as usize - 1];
         if record.settled.is_none() {
             record.settled = Some(settled);
         }
-        let records = &self.records[group];
-        let mut prefix = self.settled_prefix[group];
-        while (prefix as usize) < records.len() && records[prefix as usize].settled.is_some() {
+        let mut prefix = g.settled_prefix;
+        while (prefix as usize) < g.records.len() && g.records[prefix as usize].settled.is_some() {
             prefix += 1;
         }
-        self.settled_prefix[group] = prefix;
+        g.settled_prefix = prefix;
     }
 
-    /// A handler started under `issuance`.
-    pub fn handler_started(&mut self, issuance: Issuance) {
-        let lease = self.lease(issuance);
-        let (group, seq) = (lease.group, lease.seq);
-        let current = lease.state == LeaseState::Live
-            && self
-                .ghost(group, seq)
-                .is_some_and(|r| r.current == Some(issuance));
-        self.leases[issuance.0 as usize].started_current = current;
-        self.ghost_mut(group, seq).handler_runs += 1;
+    /// A handler started under `issuance` on (group, seq). Returns whether that lease was live
+    /// and current when it started: the engine hands it back to
+    /// [`Oracle::handler_finished`] (the run's own state, not the oracle's).
+    pub fn handler_started(&mut self, issuance: Issuance, group: GroupIx, seq: Seq) -> bool {
+        let current = self
+            .live
+            .iter()
+            .any(|l| l.issuance == issuance && l.current);
+        if let Some(log) = &mut self.log {
+            let record = &mut self.groups[group].records[seq as usize - 1];
+            if record.ran {
+                log.duplicate_runs += 1;
+            }
+            record.ran = true;
+        }
+        current
     }
 
-    /// A handler that ran under `issuance` finished; `success` is [`crate::runtime::Outcome::is_success`].
-    pub fn handler_finished(&mut self, issuance: Issuance, success: bool) {
-        let lease = self.lease(issuance);
-        if success && lease.started_current {
-            let (group, seq) = (lease.group, lease.seq);
+    /// A handler that ran on (group, seq) finished; `started_current` is what
+    /// [`Oracle::handler_started`] returned, `success` is
+    /// [`crate::runtime::Outcome::is_success`].
+    pub fn handler_finished(
+        &mut self,
+        group: GroupIx,
+        seq: Seq,
+        started_current: bool,
+        success: bool,
+    ) {
+        if self.config.check_at_least_once && success && started_current {
             self.ghost_mut(group, seq).processed = true;
         }
     }
 
-    /// Ends a step: reads the broker and checks I3 and I4.
+    /// Ends a step: compares the records the step touched with the broker (I3), checks every
+    /// group's frontier (I4), and the event count (I3). A full audit instead when the step may
+    /// have changed records it did not name, or when configured to audit every step.
     pub fn end_step(&mut self, view: &impl BrokerView) {
-        let mut first_open = [None; FIRST_OPEN_GROUPS];
-        self.observe_records(view, &mut first_open);
-        self.observe_frontier(view, &first_open);
-        self.step += 1;
+        if self.audit_due || self.config.audit_every_step {
+            self.audit(view);
+        } else {
+            self.check_event_count(view);
+            let mut touched = std::mem::take(&mut self.touched);
+            for &(group, seq) in &touched {
+                let status = view.status_kind(group as GroupIx, seq);
+                self.observe_record(view, group as GroupIx, seq, status);
+            }
+            for group in 0..self.config.group_count {
+                self.check_frontier(view, group, |_, frontier| {
+                    touched
+                        .iter()
+                        .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
+                        .map(|&(_, s)| s)
+                        .filter(|&s| !is_settled_status(view.status_kind(group, s)))
+                        .min()
+                });
+            }
+            touched.clear();
+            self.touched = touched;
+        }
+        self.audit_due = false;
+        if let Some(log) = &mut self.log {
+            log.step += 1;
+        }
     }
 
-    /// Reads every record of every group; for the first [`FIRST_OPEN_GROUPS`] groups, notes in
-    /// `first_open` the first read seq the broker does not show acked or dead-lettered, so that
-    /// [`Oracle::observe_frontier`] need not read the records again.
-    fn observe_records(
-        &mut self,
-        view: &impl BrokerView,
-        first_open: &mut [Option<Seq>; FIRST_OPEN_GROUPS],
-    ) {
-        let published = self.records.first().map_or(0, Vec::len) as Seq;
+    fn check_event_count(&mut self, view: &impl BrokerView) {
+        let published = self.published_count();
         let count = view.event_count();
         if count != published {
-            let detail = format!("{published} events published, the broker has {count}");
-            self.fail(Invariant::I3, detail);
+            self.fail(Invariant::I3, || {
+                format!("{published} events published, the broker has {count}")
+            });
         }
-        let count = published.min(count);
+    }
+
+    /// Reads every record of every group and every frontier, and checks them against the
+    /// ghost (I3, I4). What [`Oracle::end_step`] does incrementally, in full: engines run it at
+    /// the end of each phase.
+    pub fn audit(&mut self, view: &impl BrokerView) {
+        self.touched.clear();
+        self.check_event_count(view);
+        let count = self.published_count().min(view.event_count());
         let mut statuses = [Status::Dropped; STATUS_CHUNK];
         for group in 0..self.config.group_count {
-            let mut open = None;
+            let mut first_open = None;
             let mut first: Seq = 1;
             while first <= count {
                 let len = ((count - first) as usize + 1).min(STATUS_CHUNK);
@@ -437,80 +600,70 @@ impl Oracle {
                 for (offset, slot) in chunk.iter_mut().enumerate().skip(written) {
                     *slot = view.status_kind(group, first + offset as Seq);
                 }
-                if open.is_none() {
-                    open = chunk
+                if first_open.is_none() {
+                    first_open = chunk
                         .iter()
-                        .position(|&status| !matches!(status, Status::Acked | Status::DeadLettered))
+                        .position(|&status| !is_settled_status(status))
                         .map(|offset| first + offset as Seq);
                 }
-                // The common cases, decided without building anything: the ghost and the broker
-                // agree that the record is acked, or that it is not settled. Every other record
-                // gets the full comparison, in seq order.
-                let base = first as usize - 1;
-                let mut offset = 0;
-                while offset < len {
-                    let ghosts = &self.records[group][base + offset..base + len];
-                    let disagree =
-                        ghosts
-                            .iter()
-                            .zip(&chunk[offset..])
-                            .position(|(ghost, &status)| {
-                                !matches!(
-                                    (&ghost.settled, status),
-                                    (Some(Final::Acked), Status::Acked)
-                                        | (None, Status::Available | Status::Leased)
-                                )
-                            });
-                    let Some(found) = disagree else { break };
-                    let at = offset + found;
-                    self.observe_record(view, group, first + at as Seq, chunk[at]);
-                    offset = at + 1;
+                for (offset, &status) in chunk.iter().enumerate() {
+                    let seq = first + offset as Seq;
+                    let agree = matches!(
+                        (self.groups[group].records[seq as usize - 1].settled, status),
+                        (Some(Final::Acked), Status::Acked)
+                            | (None, Status::Available | Status::Leased)
+                    );
+                    if !agree {
+                        self.observe_record(view, group, seq, status);
+                    }
                 }
                 first += len as Seq;
             }
-            if let Some(slot) = first_open.get_mut(group) {
-                // `None` here means every read record is settled; reads stopped at `count`.
-                *slot = Some(open.unwrap_or(count + 1));
-            }
+            self.check_frontier(view, group, |_, frontier| {
+                first_open.filter(|&open| open <= frontier).or_else(|| {
+                    // Every read record is settled; the frontier may name unread ones.
+                    (count + 1..=frontier)
+                        .find(|&seq| !is_settled_status(view.status_kind(group, seq)))
+                })
+            });
         }
     }
 
-    /// Compares one broker record with the ghost. Allocation-free unless a violation or a new
-    /// dead letter is found (this runs for every record after every step).
+    /// Compares one broker record with the ghost. Allocation-free unless a violation is found.
     fn observe_record(&mut self, view: &impl BrokerView, group: GroupIx, seq: Seq, status: Status) {
-        let record = self.ghost(group, seq).expect("published");
+        let Some(&record) = self.ghost(group, seq) else {
+            return;
+        };
         let deliveries = record.deliveries;
-        match (&record.settled, status) {
-            (_, Status::Dropped) => {
-                self.fail_with(Invariant::I3, || {
-                    format!("event {seq} of group {group} is gone from the broker")
-                });
-            }
+        match (record.settled, status) {
+            (_, Status::Dropped) => self.fail(Invariant::I3, || {
+                format!("event {seq} of group {group} is gone from the broker")
+            }),
             (Some(Final::Acked), Status::Acked) | (None, Status::Available | Status::Leased) => {}
             (Some(Final::DeadLettered(kept)), Status::DeadLettered)
-                if view.dead_letter_reason_is(group, seq, kept) => {}
-            (Some(settled), _) => {
-                let settled = format!("{settled:?}");
+                if view.dead_letter_reason_is(group, seq, kept.as_str()) => {}
+            (Some(settled), _) => self.fail(Invariant::I3, || {
                 let (status, reason) = view.status(group, seq);
                 let detail = format!(
-                    "event {seq} of group {group} was {settled} and is now {status:?} {}",
+                    "event {seq} of group {group} was {settled:?} and is now {status:?} {}",
                     reason.as_deref().unwrap_or("")
                 );
-                self.fail(Invariant::I3, detail.trim_end().to_string());
-            }
+                detail.trim_end().to_string()
+            }),
             (None, Status::DeadLettered) => {
-                let reason = view.status(group, seq).1.unwrap_or_default();
+                let reason = Reason::new(&view.status(group, seq).1.unwrap_or_default());
                 let max_attempts = self.config.max_attempts;
                 if deliveries < max_attempts {
-                    let detail = format!(
-                        "event {seq} of group {group} dead-lettered ({reason}) after {deliveries} of {max_attempts} attempts, without a reject",
-                    );
-                    self.fail(Invariant::I3, detail);
+                    self.fail(Invariant::I3, || {
+                        format!(
+                            "event {seq} of group {group} dead-lettered ({reason}) after {deliveries} of {max_attempts} attempts, without a reject",
+                        )
+                    });
                 }
                 self.settle_record(group, seq, Final::DeadLettered(reason));
             }
             (None, Status::Acked) => {
-                self.fail_with(Invariant::I3, || {
+                self.fail(Invariant::I3, || {
                     format!("event {seq} of group {group} is acked but no ack was accepted")
                 });
                 self.settle_record(group, seq, Final::Acked);
@@ -518,85 +671,67 @@ impl Oracle {
         }
     }
 
-    fn observe_frontier(
+    /// Checks `group`'s frontier: it never goes back (I4), never passes the ghost's settled
+    /// prefix, and never passes a record the broker shows unsettled — `open_below` finds one
+    /// among the records the caller read.
+    fn check_frontier(
         &mut self,
         view: &impl BrokerView,
-        first_open: &[Option<Seq>; FIRST_OPEN_GROUPS],
+        group: GroupIx,
+        open_below: impl FnOnce(&Oracle, Seq) -> Option<Seq>,
     ) {
-        let published = self.records.first().map_or(0, Vec::len) as Seq;
-        let count = published.min(view.event_count());
-        for group in 0..self.config.group_count {
-            let frontier = view.frontier(group);
-            let before = self.frontier[group];
-            if frontier < before {
-                self.fail_with(Invariant::I4, || {
-                    format!("frontier of group {group} went back from {before} to {frontier}")
-                });
-            }
-            // Settled by the ghost's account (accepted settles, observed dead letters) and, now,
-            // by the broker's own records: a record that left its settled state (an unfenced
-            // settle after an ack, a lost ack) must not stay under the frontier.
-            let prefix = self.settled_prefix[group];
-            let is_open = |seq: Seq| {
-                !matches!(
-                    view.status_kind(group, seq),
-                    Status::Acked | Status::DeadLettered
-                )
-            };
-            let unsettled = if frontier > prefix {
-                Some(prefix + 1)
-            } else {
-                match first_open.get(group).copied().flatten() {
-                    // Read this step: records before `open` settled, `open` itself open.
-                    Some(open) if open <= count => (open <= frontier).then_some(open),
-                    // Every read record settled; the rest was not read.
-                    Some(open) => (open..=frontier).find(|&seq| is_open(seq)),
-                    None => (1..=frontier).find(|&seq| is_open(seq)),
-                }
-            };
-            if let Some(seq) = unsettled {
-                self.fail_with(Invariant::I4, || {
-                    format!(
-                        "frontier of group {group} is {frontier} but event {seq} is not settled"
-                    )
-                });
-            }
-            self.frontier[group] = frontier;
+        let frontier = view.frontier(group);
+        let g = &self.groups[group];
+        let (before, prefix) = (g.frontier, g.settled_prefix);
+        if frontier < before {
+            self.fail(Invariant::I4, || {
+                format!("frontier of group {group} went back from {before} to {frontier}")
+            });
         }
+        let unsettled = if frontier > prefix {
+            Some(prefix + 1)
+        } else {
+            open_below(self, frontier)
+        };
+        if let Some(seq) = unsettled {
+            self.fail(Invariant::I4, || {
+                format!("frontier of group {group} is {frontier} but event {seq} is not settled")
+            });
+        }
+        self.groups[group].frontier = frontier;
     }
 
     /// The liveness check at the end of a run with faults healed (I6): every event of every
-    /// group acked or dead-lettered, and every frontier at the last event. `why` says what bound
-    /// ended the run.
+    /// group acked or dead-lettered, and every frontier at the last event. `why` says what
+    /// ended the run. Reads every record: a phase-end check.
     pub fn check_eventually_settled(&mut self, view: &impl BrokerView, why: &str) {
         let count = view.event_count();
         for group in 0..view.group_count() {
-            let stuck = (1..=count).find(|&seq| {
-                !matches!(
-                    view.status(group, seq).0,
-                    Status::Acked | Status::DeadLettered
-                )
-            });
+            let stuck = (1..=count).find(|&seq| !is_settled_status(view.status_kind(group, seq)));
             if let Some(seq) = stuck {
-                let status = view.status(group, seq).0;
-                let detail = format!("event {seq} of group {group} is still {status:?} {why}");
-                self.fail(Invariant::I6, detail);
+                let status = view.status_kind(group, seq);
+                self.fail(Invariant::I6, || {
+                    format!("event {seq} of group {group} is still {status:?} {why}")
+                });
                 return;
             }
-            if view.frontier(group) != count {
-                let detail = format!(
-                    "frontier of group {group} is {} of {count} {why}",
-                    view.frontier(group)
-                );
-                self.fail(Invariant::I6, detail);
+            let frontier = view.frontier(group);
+            if frontier != count {
+                self.fail(Invariant::I6, || {
+                    format!("frontier of group {group} is {frontier} of {count} {why}")
+                });
                 return;
             }
         }
     }
 
-    /// Records a violation found by an engine's own check (e.g. I6 by the model checker's
-    /// cycle analysis).
-    pub fn report(&mut self, invariant: Invariant, detail: String) {
+    /// Records a violation found by an engine's own check (I6 by the model checker's
+    /// liveness analysis).
+    pub fn report(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
         self.fail(invariant, detail);
     }
+}
+
+fn is_settled_status(status: Status) -> bool {
+    matches!(status, Status::Acked | Status::DeadLettered)
 }

@@ -3,9 +3,10 @@
 //!
 //! Everything here is a function of finite inputs, so it is tested over its whole domain.
 
-use crate::types::{SettleError, SettleOp};
+use crate::types::{Reason, SettleError, SettleOp};
 use crate::variant::Variant;
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt;
 
 /// What the runtime does with a message when the handler finishes.
@@ -67,16 +68,16 @@ pub enum Outcome {
     /// Raised an error of type `kind` with message `text`.
     Error {
         /// The error's type name (the dead-letter reason when `text` is empty).
-        kind: String,
+        kind: Reason,
         /// The error's message.
-        text: String,
+        text: Reason,
     },
     /// Raised `AckMessage`.
     Ack,
     /// Raised `NackMessage(text)`.
-    Nack(String),
+    Nack(Reason),
     /// Raised `RejectMessage(text)`.
-    Reject(String),
+    Reject(Reason),
 }
 
 impl Outcome {
@@ -86,18 +87,18 @@ impl Outcome {
     }
 
     /// The outcome's text, or its kind name when the text is empty (the `x-error` rule).
-    pub fn reason(&self) -> String {
+    pub fn reason(&self) -> Reason {
         let (text, kind) = match self {
-            Outcome::Ok => ("", "Ok"),
-            Outcome::Ack => ("", "AckMessage"),
-            Outcome::Error { kind, text } => (text.as_str(), kind.as_str()),
-            Outcome::Nack(text) => (text.as_str(), "NackMessage"),
-            Outcome::Reject(text) => (text.as_str(), "RejectMessage"),
+            Outcome::Ok => (Reason::EMPTY, Reason::from_static("Ok")),
+            Outcome::Ack => (Reason::EMPTY, Reason::from_static("AckMessage")),
+            Outcome::Error { kind, text } => (*text, *kind),
+            Outcome::Nack(text) => (*text, Reason::from_static("NackMessage")),
+            Outcome::Reject(text) => (*text, Reason::from_static("RejectMessage")),
         };
         if text.is_empty() {
-            kind.to_string()
+            kind
         } else {
-            text.to_string()
+            text
         }
     }
 }
@@ -110,7 +111,7 @@ pub enum HandleCall {
     /// `msg.nack()`: marks the message failed; no effect after `ack()`.
     Nack,
     /// `msg.reject(reason)`: dead-letter when the handler finishes, whatever the policy.
-    Reject(String),
+    Reject(Reason),
 }
 
 /// When a settle action is sent, relative to the handler.
@@ -133,9 +134,13 @@ pub struct Action {
     pub op: SettleOp,
 }
 
+/// The settles of one delivery, in sending order (at most one today: an `ack_first` or
+/// handle-call ack ends the decision).
+pub type Actions = SmallVec<[Action; 2]>;
+
 /// The nack the runtime sends for an outcome or a handle call, with the reason that becomes the
 /// dead-letter reason if attempts are exhausted.
-fn nack(reason: String) -> SettleOp {
+fn nack(reason: Reason) -> SettleOp {
     SettleOp::Nack {
         delay_ms: 0,
         reason: Some(reason),
@@ -149,11 +154,11 @@ fn nack(reason: String) -> SettleOp {
 /// `reject(reason)` dead-letters when the handler finishes whatever the policy (unless the
 /// message is already acked); a handler that called `nack()` and returned normally is not acked
 /// on its behalf; a `manual` handler that returns without settling leaves the lease to expire.
-pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Vec<Action> {
-    let mut actions = Vec::new();
+pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Actions {
+    let mut actions = Actions::new();
     let mut acked = false;
     let mut nacked = false;
-    let mut rejected: Option<String> = None;
+    let mut rejected: Option<Reason> = None;
     if policy == AckPolicy::AckFirst {
         actions.push(Action {
             when: When::Before,
@@ -172,7 +177,7 @@ pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Vec
             }
             HandleCall::Ack => {}
             HandleCall::Nack => nacked = true,
-            HandleCall::Reject(reason) => rejected = Some(reason.clone()),
+            HandleCall::Reject(reason) => rejected = Some(*reason),
         }
     }
     if acked {
@@ -180,7 +185,7 @@ pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Vec
     }
     let after = if let Some(reason) = rejected {
         let reason = if reason.is_empty() {
-            Outcome::Reject(String::new()).reason()
+            Outcome::Reject(Reason::EMPTY).reason()
         } else {
             reason
         };
@@ -195,7 +200,7 @@ pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Vec
             // The outcome names the failure when it has a text or a kind: an error raised after
             // `nack()` is dead-lettered with the error's reason, not `NackMessage`.
             Outcome::Error { .. } if nacked => Some(nack(outcome.reason())),
-            _ if nacked => Some(nack(Outcome::Nack(String::new()).reason())),
+            _ if nacked => Some(nack(Outcome::Nack(Reason::EMPTY).reason())),
             Outcome::Ok => match policy {
                 AckPolicy::NackOnError | AckPolicy::AckAlways => Some(SettleOp::Ack),
                 AckPolicy::AckFirst | AckPolicy::Manual => None,

@@ -1,7 +1,10 @@
 //! The protocol's vocabulary: identifiers, leases, delivery records and errors.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Mutex;
 
 /// Virtual milliseconds. The core never reads a clock: every operation takes `now_ms`.
 pub type Ms = u64;
@@ -29,7 +32,7 @@ impl fmt::Display for LeaseId {
 pub struct Receipt(pub u64);
 
 /// What `fetch` hands a consumer: the right to settle one delivery of one event for one group.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Lease {
     /// The fencing token.
     pub lease_id: LeaseId,
@@ -46,7 +49,12 @@ pub struct Lease {
 }
 
 /// The broker's per (group, event) delivery record.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+///
+/// `Copy` and free of heap data: the model checker clones whole brokers per transition. A
+/// backend's receipt is not kept here (the pure broker's receipts are a function of the
+/// variant and the seq, see [`crate::Broker::receipt`]), and whether the lease will expire is
+/// the broker's timer table, not a flag on the record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Record {
     /// Eligible for delivery once `now_ms >= not_before_ms`.
     Available {
@@ -63,18 +71,13 @@ pub enum Record {
         attempts: u32,
         /// Expiry time on the broker's clock.
         deadline_ms: Ms,
-        /// The backend's claim identity.
-        receipt: Option<Receipt>,
-        /// Whether the broker will expire this lease at its deadline (false only in the
-        /// `stuck-lease` mutant, after a broker restart).
-        armed: bool,
     },
     /// Settled by an accepted ack. Final.
     Acked,
     /// Settled by a reject or exhausted attempts. Final; the reason is kept.
     DeadLettered {
         /// The dead-letter reason (`x-error`).
-        reason: String,
+        reason: Reason,
     },
     /// The record is gone (only the `dlq-drop` mutant produces this).
     Dropped,
@@ -123,7 +126,9 @@ pub enum Status {
     Dropped,
 }
 
-/// Why a settle (ack / nack / renew / reject) or a fetch failed.
+/// Why a settle (ack / nack / renew / reject) or a fetch failed. The texts are
+/// `Cow<'static, str>` so that the errors engines inject (a lost reply, a dropped request) cost
+/// no allocation.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SettleError {
     /// The lease is not the record's current, unexpired lease.
@@ -133,11 +138,11 @@ pub enum SettleError {
     /// The backend failed fast; nothing was applied.
     BackendUnavailable,
     /// The outcome is unknown: the request may or may not have been applied.
-    Ambiguous(String),
+    Ambiguous(Cow<'static, str>),
     /// The backend reported a failure; nothing was applied.
-    Failed(String),
+    Failed(Cow<'static, str>),
     /// The request was malformed (unknown group, limit 0, …).
-    Invalid(String),
+    Invalid(Cow<'static, str>),
 }
 
 impl SettleError {
@@ -168,7 +173,7 @@ impl fmt::Display for SettleError {
 }
 
 /// The three settles a lease holder can send, plus renew (fenced the same way, not a settle).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SettleOp {
     /// Record → Acked.
     Ack,
@@ -178,12 +183,12 @@ pub enum SettleOp {
         /// Redelivery delay.
         delay_ms: Ms,
         /// The dead-letter reason if this nack exhausts the attempts.
-        reason: Option<String>,
+        reason: Option<Reason>,
     },
     /// Record → DeadLettered at once.
     Reject {
         /// The dead-letter reason.
-        reason: String,
+        reason: Reason,
     },
     /// Extend the deadline to `now + extend_ms`; same lease id.
     Renew {
@@ -211,3 +216,142 @@ impl SettleOp {
 
 /// The dead-letter reason used when attempts run out and no other reason was given.
 pub const REASON_MAX_ATTEMPTS: &str = "max attempts";
+
+/// A dead-letter reason (`x-error`) or an outcome's text.
+///
+/// Interned for the life of the process, so that a reason is `Copy`, records and settle
+/// requests carry no heap data, and copying or comparing one costs a pointer. Equality, order
+/// and hashing are by text. The table only grows with the number of *distinct* texts a process
+/// uses (the workloads and scenarios use a handful); a program that made up a new reason per
+/// event would grow it without bound.
+#[derive(Clone, Copy)]
+pub struct Reason(&'static str);
+
+static REASONS: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+
+impl Reason {
+    /// "max attempts": the reason of a record dead-lettered because its attempts ran out.
+    pub const MAX_ATTEMPTS: Reason = Reason(REASON_MAX_ATTEMPTS);
+    /// The empty text.
+    pub const EMPTY: Reason = Reason("");
+
+    /// The interned reason with this text.
+    pub fn new(text: &str) -> Reason {
+        if text.is_empty() {
+            return Reason::EMPTY;
+        }
+        if text == REASON_MAX_ATTEMPTS {
+            return Reason::MAX_ATTEMPTS;
+        }
+        let mut table = REASONS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(&kept) = table.get(text) {
+            return Reason(kept);
+        }
+        let kept: &'static str = Box::leak(text.to_owned().into_boxed_str());
+        table.insert(kept);
+        Reason(kept)
+    }
+
+    /// A reason for a text that lives for the whole program (no table lookup).
+    pub const fn from_static(text: &'static str) -> Reason {
+        Reason(text)
+    }
+
+    /// The text.
+    #[inline]
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+
+    /// Whether the text is empty.
+    pub fn is_empty(self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl PartialEq for Reason {
+    #[inline]
+    fn eq(&self, other: &Reason) -> bool {
+        std::ptr::eq(self.0, other.0) || self.0 == other.0
+    }
+}
+
+impl Eq for Reason {}
+
+impl PartialOrd for Reason {
+    fn partial_cmp(&self, other: &Reason) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Reason {
+    fn cmp(&self, other: &Reason) -> std::cmp::Ordering {
+        self.0.cmp(other.0)
+    }
+}
+
+impl std::hash::Hash for Reason {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl fmt::Debug for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.0, f)
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::ops::Deref for Reason {
+    type Target = str;
+
+    #[inline]
+    fn deref(&self) -> &str {
+        self.0
+    }
+}
+
+impl AsRef<str> for Reason {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+impl From<&str> for Reason {
+    fn from(text: &str) -> Reason {
+        Reason::new(text)
+    }
+}
+
+impl PartialEq<str> for Reason {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Reason {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Reason, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        Ok(Reason::new(&text))
+    }
+}

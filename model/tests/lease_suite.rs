@@ -5,7 +5,7 @@
 //! broker. Every test asserts the exact error and the record's resulting state.
 
 use leasehold_model::broker::{Broker, BrokerConfig, Expired};
-use leasehold_model::types::{LeaseId, Receipt, Record, SettleError, REASON_MAX_ATTEMPTS};
+use leasehold_model::types::{LeaseId, Reason, Receipt, Record, SettleError, REASON_MAX_ATTEMPTS};
 use leasehold_model::{Lease, Variant};
 
 const LEASE_MS: u64 = 30_000;
@@ -45,14 +45,12 @@ fn leased(lease: &Lease) -> Record {
         lease_id: lease.lease_id,
         attempts: lease.attempt,
         deadline_ms: lease.deadline_ms,
-        receipt: lease.receipt,
-        armed: true,
     }
 }
 
 fn dead(reason: &str) -> Record {
     Record::DeadLettered {
-        reason: reason.to_string(),
+        reason: Reason::new(reason),
     }
 }
 
@@ -156,6 +154,7 @@ fn expire_due_makes_the_record_available_at_the_deadline() {
     assert_eq!(
         broker.expire_due(30_000),
         vec![Expired {
+            deadline_ms: 30_000,
             group: 0,
             seq: 1,
             lease_id: lease.lease_id,
@@ -250,6 +249,7 @@ fn expiry_at_max_attempts_dead_letters() {
     assert_eq!(
         broker.expire_due(60_000),
         vec![Expired {
+            deadline_ms: 60_000,
             group: 0,
             seq: 1,
             lease_id: l2.lease_id,
@@ -333,10 +333,7 @@ fn receipt_mismatch_on_the_redis_variants() {
         // The receipt is the entry id, carried with the lease.
         assert_eq!(lease.receipt, Some(Receipt(1)), "{variant}");
         for receipt in [Some(Receipt(99)), None] {
-            let forged = Lease {
-                receipt,
-                ..lease.clone()
-            };
+            let forged = Lease { receipt, ..lease };
             assert_eq!(
                 broker.ack(&forged, 10),
                 Err(SettleError::ReceiptMismatch),
@@ -357,7 +354,7 @@ fn receipt_mismatch_on_the_redis_variants() {
         // Renew is fenced on the lease id and the receipt on every variant.
         let forged = Lease {
             receipt: Some(Receipt(99)),
-            ..lease.clone()
+            ..lease
         };
         assert_eq!(
             broker.renew(&forged, 10, 1_000),
@@ -377,7 +374,7 @@ fn receipt_mismatch_needs_a_matching_lease_id() {
     // Expired and forged: the lease id check comes first.
     let forged = Lease {
         receipt: Some(Receipt(99)),
-        ..lease.clone()
+        ..lease
     };
     assert_eq!(broker.ack(&forged, 30_000), Err(SettleError::StaleLease));
     // On fenced (no receipts) a lease that carries one does not match either.
@@ -385,7 +382,7 @@ fn receipt_mismatch_needs_a_matching_lease_id() {
     let lease = fetch_one(&mut fenced, 0);
     let forged = Lease {
         receipt: Some(Receipt(1)),
-        ..lease.clone()
+        ..lease
     };
     assert_eq!(fenced.ack(&forged, 1), Err(SettleError::ReceiptMismatch));
     assert_eq!(fenced.record(0, 1), Some(&leased(&lease)));
@@ -501,10 +498,7 @@ fn groups_see_every_event_independently() {
     assert_eq!(broker.frontier(0), 1);
     assert_eq!(broker.frontier(1), 0);
     // A lease of one group cannot settle the other group's record.
-    let wrong = Lease {
-        group: 1,
-        ..a.clone()
-    };
+    let wrong = Lease { group: 1, ..a };
     assert_eq!(broker.ack(&wrong, 2), Err(SettleError::StaleLease));
     assert_eq!(broker.record(1, 1), Some(&leased(&b)));
 }

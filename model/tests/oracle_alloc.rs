@@ -41,11 +41,7 @@ fn end_step_does_not_allocate_when_nothing_changed() {
         max_attempts: 1,
         variant: Variant::Fenced,
     });
-    let mut oracle = Oracle::new(OracleConfig {
-        group_count: 2,
-        max_attempts: 1,
-        check_at_least_once: false,
-    });
+    let mut oracle = Oracle::new(OracleConfig::new(2, 1, false));
     for _ in 0..5 {
         broker.publish();
         oracle.published();
@@ -54,19 +50,27 @@ fn end_step_does_not_allocate_when_nothing_changed() {
     let leases = broker.fetch(0, 4, 0, None).expect("fetch");
     let issued: Vec<_> = leases.iter().map(|l| oracle.fetched(l, 0, 100)).collect();
     broker.ack(&leases[0], 1).expect("ack");
-    oracle.settled(issued[0], &leasehold_model::SettleOp::Ack, true, 1);
+    oracle.settled(
+        issued[0],
+        &leases[0],
+        &leasehold_model::SettleOp::Ack,
+        true,
+        1,
+    );
     broker.reject(&leases[1], 1, "poison").expect("reject");
     let reject = leasehold_model::SettleOp::Reject {
-        reason: "poison".to_string(),
+        reason: leasehold_model::Reason::new("poison"),
     };
-    oracle.settled(issued[1], &reject, true, 1);
+    oracle.settled(issued[1], &leases[1], &reject, true, 1);
     oracle.end_step(&broker);
     let renewed = broker.renew(&leases[3], 50, 1_000).expect("renew");
     let renew = leasehold_model::SettleOp::Renew { extend_ms: 1_000 };
-    oracle.settled(issued[3], &renew, true, 50);
+    oracle.settled(issued[3], &leases[3], &renew, true, 50);
     assert_eq!(renewed.deadline_ms, 1_050);
     oracle.advance(100);
-    broker.expire_due(100);
+    for expired in broker.expire_due(100) {
+        oracle.observe(expired.group, expired.seq);
+    }
     oracle.end_step(&broker); // sees the dead letter of event 3: allowed to allocate
     assert_eq!(oracle.violations(), []);
     assert_eq!(broker.frontier(0), 3);

@@ -3,7 +3,7 @@
 //! (a user's own backend might).
 
 use leasehold_model::broker::BrokerView;
-use leasehold_model::types::{GroupIx, LeaseId, Ms, Seq, SettleOp, Status};
+use leasehold_model::types::{GroupIx, LeaseId, Ms, Reason, Seq, SettleOp, Status};
 use leasehold_model::{Invariant, Lease, Oracle, OracleConfig};
 
 /// A broker as an observer sees it, written by hand.
@@ -40,10 +40,10 @@ impl BrokerView for View {
 }
 
 fn oracle(events: u32, check_at_least_once: bool) -> Oracle {
+    // Hand-written views change records without telling the oracle: audit every step.
     let mut oracle = Oracle::new(OracleConfig {
-        group_count: 1,
-        max_attempts: 2,
-        check_at_least_once,
+        audit_every_step: true,
+        ..OracleConfig::new(1, 2, check_at_least_once)
     });
     for _ in 0..events {
         oracle.published();
@@ -62,6 +62,11 @@ fn lease(id: u64, seq: Seq, attempt: u32, now_ms: Ms) -> Lease {
     }
 }
 
+/// The worker's copy of a lease on event `seq` (only its record matters to `settled`).
+fn on(seq: Seq) -> Lease {
+    lease(0, seq, 1, 0)
+}
+
 /// The only violation is `invariant`, and its detail contains `text`.
 fn only(oracle: &Oracle, invariant: Invariant, text: &str) {
     let violations = oracle.violations();
@@ -75,9 +80,9 @@ fn a_correct_story_breaks_nothing() {
     let mut oracle = oracle(2, true);
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
     oracle.end_step(&View::new(&[Status::Leased, Status::Available]));
-    oracle.handler_started(l1);
-    oracle.handler_finished(l1, true);
-    oracle.settled(l1, &SettleOp::Ack, true, 10);
+    let started_l1 = oracle.handler_started(l1, 0, 1);
+    oracle.handler_finished(0, 1, started_l1, true);
+    oracle.settled(l1, &on(1), &SettleOp::Ack, true, 10);
     let mut view = View::new(&[Status::Acked, Status::Available]);
     view.frontier = 1;
     oracle.end_step(&view);
@@ -91,13 +96,13 @@ fn i1_an_accepted_settle_of_a_superseded_lease() {
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
     oracle.advance(100);
     let _l2 = oracle.fetched(&lease(2, 1, 2, 100), 100, 100);
-    oracle.settled(l1, &SettleOp::Ack, true, 150);
+    oracle.settled(l1, &on(1), &SettleOp::Ack, true, 150);
     only(&oracle, Invariant::I1, "ack of L1 accepted");
     // A refused settle is never a violation.
     let mut refused = self::oracle(1, false);
     let l1 = refused.fetched(&lease(1, 1, 1, 0), 0, 100);
     refused.advance(100);
-    refused.settled(l1, &SettleOp::Ack, false, 150);
+    refused.settled(l1, &on(1), &SettleOp::Ack, false, 150);
     assert_eq!(refused.violations(), []);
 }
 
@@ -116,7 +121,7 @@ fn i2_a_renew_accepted_while_another_lease_is_unexpired() {
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
     oracle.advance(100);
     oracle.fetched(&lease(2, 1, 2, 100), 100, 100);
-    oracle.settled(l1, &SettleOp::Renew { extend_ms: 100 }, true, 110);
+    oracle.settled(l1, &on(1), &SettleOp::Renew { extend_ms: 100 }, true, 110);
     only(&oracle, Invariant::I2, "renew of L1 accepted");
 }
 
@@ -131,7 +136,7 @@ fn i3_a_lease_for_an_unpublished_event() {
 fn i3_a_settled_event_delivered_again() {
     let mut oracle = oracle(1, false);
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
-    oracle.settled(l1, &SettleOp::Ack, true, 1);
+    oracle.settled(l1, &on(1), &SettleOp::Ack, true, 1);
     oracle.fetched(&lease(2, 1, 2, 2), 2, 100);
     only(&oracle, Invariant::I3, "was Acked and was delivered again");
 }
@@ -181,9 +186,9 @@ fn i3_a_dead_letter_that_changes_its_reason() {
     let mut oracle = oracle(1, false);
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
     let reject = SettleOp::Reject {
-        reason: "poison".to_string(),
+        reason: Reason::new("poison"),
     };
-    oracle.settled(l1, &reject, true, 1);
+    oracle.settled(l1, &on(1), &reject, true, 1);
     let mut view = View::new(&[Status::DeadLettered]);
     view.statuses[0].1 = Some("poison".to_string());
     view.frontier = 1;
@@ -198,7 +203,7 @@ fn i3_a_dead_letter_that_changes_its_reason() {
 fn i3_an_acked_event_that_becomes_available_again() {
     let mut oracle = oracle(2, false);
     let l1 = oracle.fetched(&lease(1, 2, 1, 0), 0, 100);
-    oracle.settled(l1, &SettleOp::Ack, true, 1);
+    oracle.settled(l1, &on(2), &SettleOp::Ack, true, 1);
     oracle.end_step(&View::new(&[Status::Available, Status::Acked]));
     assert_eq!(oracle.violations(), []);
     oracle.end_step(&View::new(&[Status::Available, Status::Available]));
@@ -209,7 +214,7 @@ fn i3_an_acked_event_that_becomes_available_again() {
 fn i4_a_frontier_that_goes_back() {
     let mut oracle = oracle(1, false);
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
-    oracle.settled(l1, &SettleOp::Ack, true, 1);
+    oracle.settled(l1, &on(1), &SettleOp::Ack, true, 1);
     let mut view = View::new(&[Status::Acked]);
     view.frontier = 1;
     oracle.end_step(&view);
@@ -222,7 +227,7 @@ fn i4_a_frontier_that_goes_back() {
 fn i4_a_frontier_past_an_event_nobody_settled() {
     let mut oracle = oracle(2, false);
     let l2 = oracle.fetched(&lease(1, 2, 1, 0), 0, 100);
-    oracle.settled(l2, &SettleOp::Ack, true, 1);
+    oracle.settled(l2, &on(2), &SettleOp::Ack, true, 1);
     let mut view = View::new(&[Status::Available, Status::Acked]);
     view.frontier = 2;
     oracle.end_step(&view);
@@ -238,7 +243,7 @@ fn i4_a_frontier_over_an_event_that_left_its_settled_state() {
     // The ghost saw the ack; the broker's record is no longer settled, the frontier stayed.
     let mut oracle = oracle(1, false);
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
-    oracle.settled(l1, &SettleOp::Ack, true, 1);
+    oracle.settled(l1, &on(1), &SettleOp::Ack, true, 1);
     let mut view = View::new(&[Status::Acked]);
     view.frontier = 1;
     oracle.end_step(&view);
@@ -298,17 +303,17 @@ fn i7_an_ack_without_a_successful_run_under_a_current_lease() {
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
     oracle.advance(100);
     let l2 = oracle.fetched(&lease(2, 1, 2, 100), 100, 100);
-    oracle.handler_started(l1);
-    oracle.handler_finished(l1, true);
-    oracle.handler_started(l2);
-    oracle.handler_finished(l2, false);
-    oracle.settled(l2, &SettleOp::Ack, true, 110);
+    let started_l1 = oracle.handler_started(l1, 0, 1);
+    oracle.handler_finished(0, 1, started_l1, true);
+    let started_l2 = oracle.handler_started(l2, 0, 1);
+    oracle.handler_finished(0, 1, started_l2, false);
+    oracle.settled(l2, &on(1), &SettleOp::Ack, true, 110);
     only(&oracle, Invariant::I7, "without a successful handler run");
     assert_eq!(oracle.duplicate_runs(), 1);
     // Under an at-most-once policy the check is off.
     let mut off = self::oracle(1, false);
     let l1 = off.fetched(&lease(1, 1, 1, 0), 0, 100);
-    off.settled(l1, &SettleOp::Ack, true, 1);
+    off.settled(l1, &on(1), &SettleOp::Ack, true, 1);
     assert_eq!(off.violations(), []);
     assert_eq!(off.acked_unprocessed(), 1);
 }

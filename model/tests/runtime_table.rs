@@ -7,23 +7,24 @@ use leasehold_model::runtime::{
     Outcome, When,
 };
 use leasehold_model::types::{Record, SettleError, SettleOp};
+use leasehold_model::Reason;
 use leasehold_model::Variant;
 use std::fmt::Write as _;
 
 fn outcomes() -> Vec<Outcome> {
     let error = |text: &str| Outcome::Error {
-        kind: "RuntimeError".to_string(),
-        text: text.to_string(),
+        kind: Reason::new("RuntimeError"),
+        text: Reason::new(text),
     };
     vec![
         Outcome::Ok,
         error(""),
         error("boom"),
         Outcome::Ack,
-        Outcome::Nack(String::new()),
-        Outcome::Nack("rate limited".to_string()),
-        Outcome::Reject(String::new()),
-        Outcome::Reject("unknown customer".to_string()),
+        Outcome::Nack(Reason::EMPTY),
+        Outcome::Nack(Reason::new("rate limited")),
+        Outcome::Reject(Reason::EMPTY),
+        Outcome::Reject(Reason::new("unknown customer")),
     ]
 }
 
@@ -32,7 +33,7 @@ fn call_sequences() -> Vec<Vec<HandleCall>> {
     let alphabet = [
         HandleCall::Ack,
         HandleCall::Nack,
-        HandleCall::Reject(String::new()),
+        HandleCall::Reject(Reason::EMPTY),
     ];
     let mut all = vec![vec![]];
     for a in &alphabet {
@@ -128,7 +129,7 @@ fn render_table() -> String {
     )
     .unwrap();
     for (policy, calls, outcome) in domain() {
-        let actions = decide(policy, &calls, &outcome);
+        let actions = decide(policy, &calls, &outcome).to_vec();
         writeln!(
             out,
             "{:<14} {:<40} {:<22} {}",
@@ -166,7 +167,7 @@ fn the_domain_is_complete() {
 #[test]
 fn every_delivery_is_settled_at_most_once_and_acked_at_most_once() {
     for (policy, calls, outcome) in domain() {
-        let actions = decide(policy, &calls, &outcome);
+        let actions = decide(policy, &calls, &outcome).to_vec();
         let row = format!("{policy} {calls:?} {outcome:?} -> {actions:?}");
         assert!(acks(&actions) <= 1, "ack() is idempotent: {row}");
         assert!(actions.len() <= 1, "one settle per delivery: {row}");
@@ -183,7 +184,7 @@ fn every_delivery_is_settled_at_most_once_and_acked_at_most_once() {
 fn nack_has_no_effect_after_ack() {
     for (policy, calls, outcome) in domain() {
         if acked_before_finish(policy, &calls) {
-            let actions = decide(policy, &calls, &outcome);
+            let actions = decide(policy, &calls, &outcome).to_vec();
             let row = format!("{policy} {calls:?} {outcome:?} -> {actions:?}");
             assert!(!has_nack(&actions), "{row}");
             assert_eq!(acks(&actions), 1, "{row}");
@@ -203,14 +204,14 @@ fn nack_has_no_effect_after_ack() {
 fn reject_dead_letters_whatever_the_policy_unless_already_acked() {
     for (policy, calls, outcome) in domain() {
         let rejected_call = calls.iter().find_map(|c| match c {
-            HandleCall::Reject(reason) => Some(reason.clone()),
+            HandleCall::Reject(reason) => Some(*reason),
             _ => None,
         });
         let rejects = rejected_call.is_some() || matches!(outcome, Outcome::Reject(_));
         if !rejects || acked_before_finish(policy, &calls) {
             continue;
         }
-        let actions = decide(policy, &calls, &outcome);
+        let actions = decide(policy, &calls, &outcome).to_vec();
         let row = format!("{policy} {calls:?} {outcome:?} -> {actions:?}");
         assert_eq!(actions.len(), 1, "{row}");
         assert_eq!(actions[0].when, When::After, "{row}");
@@ -234,13 +235,13 @@ fn nack_then_normal_return_is_not_acked() {
             if !calls.contains(&HandleCall::Nack) || acked_before_finish(policy, &calls) {
                 continue;
             }
-            let actions = decide(policy, &calls, &Outcome::Ok);
+            let actions = decide(policy, &calls, &Outcome::Ok).to_vec();
             let row = format!("{policy} {calls:?} -> {actions:?}");
             assert_eq!(acks(&actions), 0, "{row}");
             if !calls.iter().any(|c| matches!(c, HandleCall::Reject(_))) {
                 let nack = SettleOp::Nack {
                     delay_ms: 0,
-                    reason: Some("NackMessage".to_string()),
+                    reason: Some(Reason::new("NackMessage")),
                 };
                 assert_eq!(actions.iter().map(|a| &a.op).collect::<Vec<_>>(), [&nack]);
             }
@@ -258,24 +259,27 @@ fn an_error_after_nack_keeps_the_errors_reason() {
     ] {
         for (text, reason) in [("boom", "boom"), ("", "RuntimeError")] {
             let error = Outcome::Error {
-                kind: "RuntimeError".to_string(),
-                text: text.to_string(),
+                kind: Reason::new("RuntimeError"),
+                text: Reason::new(text),
             };
             let expected = vec![Action {
                 when: When::After,
                 op: SettleOp::Nack {
                     delay_ms: 0,
-                    reason: Some(reason.to_string()),
+                    reason: Some(Reason::new(reason)),
                 },
             }];
-            assert_eq!(decide(policy, &[HandleCall::Nack], &error), expected);
+            assert_eq!(
+                decide(policy, &[HandleCall::Nack], &error).to_vec(),
+                expected
+            );
         }
     }
 }
 
 #[test]
 fn manual_ok_without_calls_does_nothing() {
-    assert_eq!(decide(AckPolicy::Manual, &[], &Outcome::Ok), vec![]);
+    assert!(decide(AckPolicy::Manual, &[], &Outcome::Ok).is_empty());
 }
 
 #[test]
@@ -284,7 +288,7 @@ fn ack_first_always_starts_with_an_ack_before_the_handler() {
         if policy != AckPolicy::AckFirst {
             continue;
         }
-        let actions = decide(policy, &calls, &outcome);
+        let actions = decide(policy, &calls, &outcome).to_vec();
         assert_eq!(
             actions,
             vec![Action {
@@ -297,7 +301,7 @@ fn ack_first_always_starts_with_an_ack_before_the_handler() {
     // No other policy sends anything before the handler runs.
     for (policy, calls, outcome) in domain() {
         if policy != AckPolicy::AckFirst {
-            let actions = decide(policy, &calls, &outcome);
+            let actions = decide(policy, &calls, &outcome).to_vec();
             assert!(actions.iter().all(|a| a.when != When::Before));
         }
     }
@@ -307,8 +311,8 @@ fn ack_first_always_starts_with_an_ack_before_the_handler() {
 fn the_policy_table_without_handle_calls() {
     // SPEC section 1's table, row by row, for a handler that takes no handle.
     let boom = Outcome::Error {
-        kind: "RuntimeError".to_string(),
-        text: "boom".to_string(),
+        kind: Reason::new("RuntimeError"),
+        text: Reason::new("boom"),
     };
     let after = |op: SettleOp| {
         vec![Action {
@@ -318,7 +322,7 @@ fn the_policy_table_without_handle_calls() {
     };
     let nack_boom = SettleOp::Nack {
         delay_ms: 0,
-        reason: Some("boom".to_string()),
+        reason: Some(Reason::new("boom")),
     };
     let before_ack = vec![Action {
         when: When::Before,
@@ -326,7 +330,7 @@ fn the_policy_table_without_handle_calls() {
     }];
     let cases = [
         (AckPolicy::NackOnError, &Outcome::Ok, after(SettleOp::Ack)),
-        (AckPolicy::NackOnError, &boom, after(nack_boom.clone())),
+        (AckPolicy::NackOnError, &boom, after(nack_boom)),
         (AckPolicy::AckAlways, &Outcome::Ok, after(SettleOp::Ack)),
         (AckPolicy::AckAlways, &boom, after(SettleOp::Ack)),
         (AckPolicy::AckFirst, &Outcome::Ok, before_ack.clone()),
@@ -336,7 +340,7 @@ fn the_policy_table_without_handle_calls() {
     ];
     for (policy, outcome, expected) in cases {
         assert_eq!(
-            decide(policy, &[], outcome),
+            decide(policy, &[], outcome).to_vec(),
             expected,
             "{policy} {outcome:?}"
         );
@@ -347,12 +351,12 @@ fn the_policy_table_without_handle_calls() {
 fn the_dead_letter_reason_is_the_text_or_the_kind_name() {
     for policy in [AckPolicy::NackOnError, AckPolicy::Manual] {
         for outcome in outcomes() {
-            let actions = decide(policy, &[], &outcome);
+            let actions = decide(policy, &[], &outcome).to_vec();
             let reason = match (&outcome, actions.first().map(|a| &a.op)) {
                 (Outcome::Error { .. } | Outcome::Nack(_), Some(SettleOp::Nack { reason, .. })) => {
-                    reason.clone().expect("the runtime always names its nacks")
+                    (*reason).expect("the runtime always names its nacks")
                 }
-                (Outcome::Reject(_), Some(SettleOp::Reject { reason })) => reason.clone(),
+                (Outcome::Reject(_), Some(SettleOp::Reject { reason })) => *reason,
                 (Outcome::Ok | Outcome::Ack, _) => continue,
                 (_, other) => panic!("{policy} {outcome:?} -> {other:?}"),
             };
@@ -382,18 +386,15 @@ fn settle_errors_are_classified_as_rheos_table() {
         (SettleError::ReceiptMismatch, ErrorAction::Drop),
         (SettleError::BackendUnavailable, ErrorAction::LeaveToExpire),
         (
-            SettleError::Ambiguous("timeout".to_string()),
+            SettleError::Ambiguous("timeout".into()),
             ErrorAction::LeaveToExpire,
         ),
         (
-            SettleError::Ambiguous(String::new()),
+            SettleError::Ambiguous("".into()),
             ErrorAction::LeaveToExpire,
         ),
-        (SettleError::Failed("disk".to_string()), ErrorAction::Nack),
-        (
-            SettleError::Invalid("limit 0".to_string()),
-            ErrorAction::Nack,
-        ),
+        (SettleError::Failed("disk".into()), ErrorAction::Nack),
+        (SettleError::Invalid("limit 0".into()), ErrorAction::Nack),
     ];
     for variant in Variant::ALL.iter().copied() {
         for (error, expected) in &classes {
@@ -431,13 +432,13 @@ fn run_runtime(broker: &mut Broker, policy: AckPolicy, handler: &mut Handler<'_>
             continue;
         };
         let (calls, outcome) = handler(lease.seq, lease.attempt);
-        let actions = decide(policy, &calls, &outcome);
+        let actions = decide(policy, &calls, &outcome).to_vec();
         handler_calls += 1;
         for action in actions {
             // Every settle here is sent by the lease holder in time: the broker accepts it.
             broker
                 .settle(
-                    &leasehold_model::SettleRequest::new(&lease, action.op.clone(), now_ms),
+                    &leasehold_model::SettleRequest::new(&lease, action.op, now_ms),
                     now_ms,
                 )
                 .unwrap_or_else(|e| panic!("{policy}: {:?} refused: {e}", action.op));
@@ -465,7 +466,7 @@ fn dead_letters(broker: &Broker) -> Vec<String> {
         .records(0)
         .iter()
         .filter_map(|record| match record {
-            Record::DeadLettered { reason } => Some(reason.clone()),
+            Record::DeadLettered { reason } => Some(reason.to_string()),
             _ => None,
         })
         .collect()
@@ -478,8 +479,8 @@ fn policy_table(variant: Variant) -> String {
         let mut broker = seed_broker(variant, 1);
         let mut always_raises = |_seq: u32, _deliveries: u32| {
             let boom = Outcome::Error {
-                kind: "RuntimeError".to_string(),
-                text: "boom".to_string(),
+                kind: Reason::new("RuntimeError"),
+                text: Reason::new("boom"),
             };
             (vec![], boom)
         };
@@ -530,7 +531,7 @@ fn control_flow_example(variant: Variant) -> String {
         calls.push((kind, deliveries));
         let outcome = match kind {
             "stale" => Outcome::Ack,
-            "busy" => Outcome::Nack(String::new()),
+            "busy" => Outcome::Nack(Reason::EMPTY),
             _ => Outcome::Ok,
         };
         (vec![], outcome)

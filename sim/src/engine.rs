@@ -66,10 +66,11 @@ use crate::trace::{
     Effect, Fault, FetchResult, Found, LeaseEnd, LeaseInfo, Line, LineKind, Part, Request,
     RequestId, Trace, WorkerIx,
 };
-use leasehold_model::runtime::{self, Action, When};
+use leasehold_model::runtime::{self, When};
 use leasehold_model::{
     AckPolicy, Backend, BrokerConfig, ErrorAction, GroupIx, HandleCall, Issuance, Lease, Ms,
-    Oracle, OracleConfig, Outcome, Seq, SettleError, SettleOp, SettleRequest, Status, Variant,
+    Oracle, OracleConfig, Outcome, Reason, Seq, SettleError, SettleOp, SettleRequest, Status,
+    Variant,
 };
 use std::collections::BTreeMap;
 
@@ -266,6 +267,10 @@ enum Event {
         worker: WorkerIx,
         incarnation: u32,
         issuance: Issuance,
+        group: GroupIx,
+        seq: Seq,
+        /// Whether the lease was live and current when the handler started (for I7).
+        started_current: bool,
         success: bool,
         outcome: String,
         after: Vec<SettleOp>,
@@ -312,11 +317,11 @@ pub struct Engine<B: Backend> {
 impl<B: Backend> Engine<B> {
     /// An engine at time 0 driving `backend` (which must have no events yet).
     pub fn new(backend: B, setup: Setup) -> Engine<B> {
-        let oracle = Oracle::new(OracleConfig {
-            group_count: setup.groups.len(),
-            max_attempts: setup.max_attempts,
-            check_at_least_once: setup.check_at_least_once,
-        });
+        let oracle = Oracle::new(OracleConfig::new(
+            setup.groups.len(),
+            setup.max_attempts,
+            setup.check_at_least_once,
+        ));
         let workers = setup
             .workers
             .iter()
@@ -474,6 +479,9 @@ impl<B: Backend> Engine<B> {
         let expired = self.backend.expire_due(now_ms);
         self.oracle.advance(now_ms);
         for item in &expired {
+            self.oracle.observe(item.group, item.seq);
+        }
+        for item in &expired {
             let found = self.trace.leases.iter().rposition(|info| {
                 info.lease.group == item.group
                     && info.lease.seq == item.seq
@@ -531,6 +539,9 @@ impl<B: Backend> Engine<B> {
                 worker,
                 incarnation,
                 issuance,
+                group,
+                seq,
+                started_current,
                 success,
                 outcome,
                 after,
@@ -542,7 +553,8 @@ impl<B: Backend> Engine<B> {
                     self.trace.lines[line].parts.push(Part::HandlerKilled);
                     return;
                 }
-                self.oracle.handler_finished(issuance, success);
+                self.oracle
+                    .handler_finished(group, seq, started_current, success);
                 let part = Part::HandlerFinished { outcome, success };
                 self.trace.lines[line].parts.push(part);
                 for op in after {
@@ -566,7 +578,7 @@ impl<B: Backend> Engine<B> {
         match fault {
             Fault::Dropped => {
                 self.trace.requests[id.0 as usize].seen =
-                    Some(Err(SettleError::Ambiguous("request lost".to_string())));
+                    Some(Err(SettleError::Ambiguous("request lost".into())));
                 self.enqueue(reply_at, Event::Reply { request: id });
                 return;
             }
@@ -574,7 +586,7 @@ impl<B: Backend> Engine<B> {
                 let error = if fault == Fault::Unavailable {
                     SettleError::BackendUnavailable
                 } else {
-                    SettleError::Failed("injected".to_string())
+                    SettleError::Failed("injected".into())
                 };
                 let r = &mut self.trace.requests[id.0 as usize];
                 r.delivered_ms = Some(now_ms);
@@ -586,13 +598,18 @@ impl<B: Backend> Engine<B> {
         }
         let before = self.backend.frontier(request.lease.group);
         let wire = SettleRequest {
-            lease: request.lease.clone(),
-            op: request.op.clone(),
+            lease: request.lease,
+            op: request.op,
             worker_clock_ms: request.worker_clock_ms,
         };
         let answer = self.backend.settle(&wire, now_ms);
-        self.oracle
-            .settled(request.issuance, &request.op, answer.is_ok(), now_ms);
+        self.oracle.settled(
+            request.issuance,
+            &request.lease,
+            &request.op,
+            answer.is_ok(),
+            now_ms,
+        );
         let effect = match &answer {
             Ok(renewed) => self.accepted(&request, renewed.as_ref(), before),
             Err(_) => Effect::default(),
@@ -607,7 +624,7 @@ impl<B: Backend> Engine<B> {
         r.answer = Some(plain.clone());
         r.effect = effect;
         r.seen = Some(match fault {
-            Fault::LostReply => Err(SettleError::Ambiguous("reply lost".to_string())),
+            Fault::LostReply => Err(SettleError::Ambiguous("reply lost".into())),
             _ => plain,
         });
         if let Ok(Some(renewed)) = answer {
@@ -686,7 +703,7 @@ impl<B: Backend> Engine<B> {
                 if nack_once {
                     let op = SettleOp::Nack {
                         delay_ms: 0,
-                        reason: Some(error.name().to_string()),
+                        reason: Some(Reason::from_static(error.name())),
                     };
                     let delivery = self.follow_up_delivery;
                     let line = self.line_of(id);
@@ -849,7 +866,7 @@ impl<B: Backend> Engine<B> {
         }
         let result = match fault {
             Fault::Unavailable => Err(SettleError::BackendUnavailable),
-            Fault::Failed => Err(SettleError::Failed("injected".to_string())),
+            Fault::Failed => Err(SettleError::Failed("injected".into())),
             _ => self.backend.fetch(group, limit, now_ms, lease_ms),
         };
         let leases = match result {
@@ -897,7 +914,7 @@ impl<B: Backend> Engine<B> {
         };
         self.line(Some(worker), LineKind::Fetched { group, result });
         if reply_lost {
-            return Err(SettleError::Ambiguous("reply lost".to_string()));
+            return Err(SettleError::Ambiguous("reply lost".into()));
         }
         Ok(issued)
     }
@@ -914,21 +931,15 @@ impl<B: Backend> Engine<B> {
         delivery: Delivery,
     ) -> usize {
         let line = self.line(Some(worker), LineKind::Handle { issuance });
-        let lease = self.trace.lease(issuance).lease.clone();
-        let actions: Vec<Action> = runtime::decide(self.setup.ack_policy, &run.calls, &run.outcome);
+        let lease = self.trace.lease(issuance).lease;
+        let actions = runtime::decide(self.setup.ack_policy, &run.calls, &run.outcome);
         let mut after = Vec::new();
         for action in actions.iter().filter(|a| a.when == When::Before) {
-            self.send_on(
-                line,
-                worker,
-                issuance,
-                None,
-                action.op.clone(),
-                delivery,
-                true,
-            );
+            self.send_on(line, worker, issuance, None, action.op, delivery, true);
         }
-        self.oracle.handler_started(issuance);
+        let started_current = self
+            .oracle
+            .handler_started(issuance, lease.group, lease.seq);
         self.handler_calls.push(HandlerCall {
             worker,
             issuance,
@@ -940,23 +951,18 @@ impl<B: Backend> Engine<B> {
             match action.when {
                 When::Before => {}
                 When::During(_) => {
-                    self.send_on(
-                        line,
-                        worker,
-                        issuance,
-                        None,
-                        action.op.clone(),
-                        delivery,
-                        true,
-                    );
+                    self.send_on(line, worker, issuance, None, action.op, delivery, true);
                 }
-                When::After => after.push(action.op.clone()),
+                When::After => after.push(action.op),
             }
         }
         let done = Event::HandlerDone {
             worker,
             incarnation: self.workers[worker].incarnation,
             issuance,
+            group: lease.group,
+            seq: lease.seq,
+            started_current,
             success: run.outcome.is_success(),
             outcome: describe_outcome(&run.outcome),
             after,
@@ -1002,6 +1008,7 @@ impl<B: Backend> Engine<B> {
         let groups = self.setup.groups.len();
         let before: Vec<Seq> = (0..groups).map(|g| self.backend.frontier(g)).collect();
         self.backend.restart();
+        self.oracle.restarted();
         let frontier = (0..groups)
             .filter_map(|g| {
                 let after = self.backend.frontier(g);
@@ -1100,7 +1107,7 @@ impl<B: Backend> Engine<B> {
                 let got = self.fetch_with(worker, group, 1, None, &[], Fault::None, false);
                 let Ok(leases) = got else { continue };
                 for issuance in leases {
-                    let lease = self.trace.lease(issuance).lease.clone();
+                    let lease = self.trace.lease(issuance).lease;
                     let run = handler(group, lease.seq, lease.attempt);
                     self.handle(worker, issuance, run, Delivery::INSTANT);
                     self.run_until(self.now_ms);

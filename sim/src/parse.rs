@@ -12,7 +12,7 @@ use crate::engine::{Expiry, HandlerRun, Setup};
 use crate::scenario::{Expect, Scenario, Step};
 use crate::script::{Expectations, Op, Script, ScriptStep};
 use crate::trace::Fault;
-use leasehold_model::{AckPolicy, HandleCall, Invariant, Ms, Outcome, SettleOp, Variant};
+use leasehold_model::{AckPolicy, HandleCall, Invariant, Ms, Outcome, Reason, SettleOp, Variant};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
@@ -732,17 +732,14 @@ impl<'a> Validator<'a> {
     }
 
     fn outcome(&self, index: usize, step: &Step, field: Seg<'_>, kind: &str) -> Checked<Outcome> {
-        let text = step.reason.clone().unwrap_or_default();
+        let text = Reason::new(step.reason.as_deref().unwrap_or_default());
         Ok(match kind {
             "ok" => Outcome::Ok,
             "ack" => Outcome::Ack,
             "nack" => Outcome::Nack(text),
             "reject" => Outcome::Reject(text),
             "error" => Outcome::Error {
-                kind: step
-                    .error_kind
-                    .clone()
-                    .unwrap_or_else(|| "RuntimeError".to_string()),
+                kind: Reason::new(step.error_kind.as_deref().unwrap_or("RuntimeError")),
                 text,
             },
             other => {
@@ -859,7 +856,7 @@ impl<'a> Validator<'a> {
                     "ack" => SettleOp::Ack,
                     "nack" => SettleOp::Nack {
                         delay_ms: step.delay_ms.unwrap_or(0),
-                        reason: step.reason.clone(),
+                        reason: step.reason.as_deref().map(Reason::new),
                     },
                     "renew" => SettleOp::Renew {
                         extend_ms: step.extend_ms.unwrap_or(setup.lease_ms),
@@ -867,9 +864,9 @@ impl<'a> Validator<'a> {
                     _ => SettleOp::Reject {
                         reason: step
                             .reason
-                            .clone()
+                            .as_deref()
                             .filter(|r| !r.is_empty())
-                            .unwrap_or_else(|| Outcome::Reject(String::new()).reason()),
+                            .map_or_else(|| Outcome::Reject(Reason::EMPTY).reason(), Reason::new),
                     },
                 };
                 Op::Settle {
@@ -887,7 +884,9 @@ impl<'a> Validator<'a> {
                     calls.push(match call.as_str() {
                         "ack" => HandleCall::Ack,
                         "nack" => HandleCall::Nack,
-                        "reject" => HandleCall::Reject(step.reason.clone().unwrap_or_default()),
+                        "reject" => HandleCall::Reject(Reason::new(
+                            step.reason.as_deref().unwrap_or_default(),
+                        )),
                         other => {
                             return self.fail(
                                 &[

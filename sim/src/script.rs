@@ -402,12 +402,12 @@ fn run_step<B: Backend>(
                 return "invalid".to_string();
             };
             let forged = receipt.map(|r| {
-                let mut copy = engine.trace().lease(issuance).lease.clone();
+                let mut copy = engine.trace().lease(issuance).lease;
                 copy.receipt = Some(Receipt(r));
                 copy
             });
             let delivery = Delivery::with_fault(step.fault);
-            let id = engine.send(worker, issuance, forged, op.clone(), delivery);
+            let id = engine.send(worker, issuance, forged, *op, delivery);
             engine.run_until(now);
             engine
                 .trace()

@@ -6,7 +6,7 @@ use crate::check::state::{seen, Action, Msg, State, Worker};
 use crate::invariant::Invariant;
 use crate::oracle::{Oracle, OracleConfig};
 use crate::runtime::{classify, decide, ErrorAction, Outcome};
-use crate::types::{Lease, Ms, Record, SettleError, SettleOp};
+use crate::types::{Lease, Ms, Reason, Record, SettleError, SettleOp};
 use stateright::{Model, Property};
 use std::sync::atomic::{AtomicU16, Ordering};
 
@@ -26,8 +26,8 @@ fn outcomes() -> Vec<Outcome> {
     vec![
         Outcome::Ok,
         Outcome::Error {
-            kind: "HandlerError".to_string(),
-            text: String::new(),
+            kind: Reason::from_static("HandlerError"),
+            text: Reason::EMPTY,
         },
     ]
 }
@@ -161,11 +161,11 @@ impl LeaseModel {
             max_attempts: config.max_attempts,
             variant: config.variant,
         });
-        let mut oracle = Oracle::new(OracleConfig {
-            group_count: config.group_count,
-            max_attempts: config.max_attempts,
-            check_at_least_once: false,
-        });
+        let mut oracle = Oracle::new(OracleConfig::new(
+            config.group_count,
+            config.max_attempts,
+            false,
+        ));
         for _ in 0..config.event_count {
             broker.publish();
             oracle.published();
@@ -184,23 +184,26 @@ impl LeaseModel {
     fn fetchable(state: &State, group: usize) -> bool {
         // Time may pass before a fetch: a delayed record (a nack's delay, a Redis entry that is
         // not idle yet) becomes eligible; a lapsed lease is expired by the fetch itself.
-        state.broker.records(group).iter().any(|r| match r {
-            Record::Available { .. } => true,
-            Record::Leased {
-                deadline_ms,
-                armed: true,
-                ..
-            } => *deadline_ms <= MODEL_NOW_MS,
-            _ => false,
-        })
+        let available = state
+            .broker
+            .records(group)
+            .iter()
+            .any(|r| matches!(r, Record::Available { .. }));
+        available
+            || state
+                .broker
+                .timers()
+                .iter()
+                .any(|t| t.group as usize == group && t.deadline_ms <= MODEL_NOW_MS)
     }
 
     /// Whether the lease on (group, seq) can still run out: it is armed and has not lapsed.
     fn expirable(state: &State, group: usize, seq: u32) -> bool {
-        matches!(
-            state.broker.record(group, seq),
-            Some(Record::Leased { deadline_ms, armed: true, .. }) if *deadline_ms > MODEL_NOW_MS
-        )
+        state
+            .broker
+            .timers()
+            .iter()
+            .any(|t| t.group as usize == group && t.seq == seq && t.deadline_ms > MODEL_NOW_MS)
     }
 
     /// Whether any action is enabled in `state` (a state with none is terminal). The same
@@ -292,12 +295,12 @@ impl LeaseModel {
                     ErrorAction::Nack => {
                         state.send(Msg {
                             issuance: msg.issuance,
-                            lease: msg.lease.clone(),
+                            lease: msg.lease,
                             op: self.nack_op,
                         });
                         Worker::Waiting {
                             issuance: msg.issuance,
-                            lease: msg.lease.clone(),
+                            lease: msg.lease,
                             op: self.nack_op,
                         }
                     }
@@ -310,11 +313,11 @@ impl LeaseModel {
     fn deliver(&self, state: &mut State, index: usize, reply_lost: bool) {
         let msg = state.in_flight.remove(index);
         let op = self.op(msg.op);
-        let request = SettleRequest::new(&msg.lease, op.clone(), 0);
+        let request = SettleRequest::new(&msg.lease, *op, 0);
         let result = state.broker.settle(&request, MODEL_NOW_MS);
         state
             .oracle
-            .settled(msg.issuance, op, result.is_ok(), MODEL_NOW_MS);
+            .settled(msg.issuance, &msg.lease, op, result.is_ok(), MODEL_NOW_MS);
         if matches!(
             result,
             Err(SettleError::StaleLease | SettleError::ReceiptMismatch)
@@ -323,7 +326,7 @@ impl LeaseModel {
         }
         let result = if reply_lost {
             state.used.lost_replies += 1;
-            Err(SettleError::Ambiguous("reply lost".to_string()))
+            Err(SettleError::Ambiguous("reply lost".into()))
         } else {
             result
         };
@@ -334,6 +337,11 @@ impl LeaseModel {
         match *action {
             Action::Fetch { worker, group } => {
                 state.broker.release_delays(MODEL_NOW_MS);
+                // The fetch applies due expiries first; doing it here shows the oracle which
+                // records they changed.
+                for expired in state.broker.expire_due(MODEL_NOW_MS) {
+                    state.oracle.observe(expired.group, expired.seq);
+                }
                 let leases = state
                     .broker
                     .fetch(group as usize, 1, MODEL_NOW_MS, None)
@@ -351,13 +359,17 @@ impl LeaseModel {
                 else {
                     unreachable!("enabled only for a holding worker")
                 };
-                state.oracle.handler_started(issuance);
+                let current = state
+                    .oracle
+                    .handler_started(issuance, lease.group, lease.seq);
                 let success = self.outcome(outcome).is_success();
-                state.oracle.handler_finished(issuance, success);
+                state
+                    .oracle
+                    .handler_finished(lease.group, lease.seq, current, success);
                 if let Some(op) = self.outcome_op[outcome as usize] {
                     let msg = Msg {
                         issuance,
-                        lease: lease.clone(),
+                        lease,
                         op,
                     };
                     state.send(msg);
@@ -375,7 +387,7 @@ impl LeaseModel {
                 };
                 *slot = Worker::Waiting {
                     issuance,
-                    lease: lease.clone(),
+                    lease,
                     op: self.renew_op,
                 };
                 state.used.renews += 1;
@@ -408,7 +420,7 @@ impl LeaseModel {
                 self.reply(
                     state,
                     &msg,
-                    Err(SettleError::Ambiguous("request dropped".to_string())),
+                    Err(SettleError::Ambiguous("request dropped".into())),
                 );
             }
             Action::Duplicate { message } => {
@@ -418,6 +430,7 @@ impl LeaseModel {
             }
             Action::BrokerRestart => {
                 state.broker.restart();
+                state.oracle.restarted();
                 state.used.broker_restarts += 1;
             }
         }

@@ -216,7 +216,7 @@ fn describe(
                 unreachable!("handle needs a holding worker")
             };
             let sends = match &after.workers[worker as usize] {
-                Worker::Waiting { op, .. } => Some(model.op(*op).clone()),
+                Worker::Waiting { op, .. } => Some(*model.op(*op)),
                 _ => None,
             };
             Step::Handle {
@@ -243,8 +243,7 @@ fn describe(
             let worker = sender(msg, owner);
             let group = msg.lease.group;
             let mut replay = before.broker.clone();
-            let request =
-                crate::broker::SettleRequest::new(&msg.lease, model.op(msg.op).clone(), 0);
+            let request = crate::broker::SettleRequest::new(&msg.lease, *model.op(msg.op), 0);
             let result = replay
                 .settle(&request, crate::check::model::MODEL_NOW_MS)
                 .map(drop);
@@ -252,7 +251,7 @@ fn describe(
             Step::Deliver {
                 worker,
                 lease: msg.issuance,
-                op: model.op(msg.op).clone(),
+                op: *model.op(msg.op),
                 result,
                 heard: match (waiting, reply_lost) {
                     (false, _) => Heard::Nobody,
@@ -294,7 +293,7 @@ fn describe(
             Step::Drop {
                 worker,
                 lease: msg.issuance,
-                op: model.op(msg.op).clone(),
+                op: *model.op(msg.op),
                 heard,
                 then_nack: heard && sent_nack(msg, worker),
             }
@@ -304,7 +303,7 @@ fn describe(
             Step::Duplicate {
                 worker: sender(msg, owner),
                 lease: msg.issuance,
-                op: model.op(msg.op).clone(),
+                op: *model.op(msg.op),
             }
         }
         Action::BrokerRestart => Step::BrokerRestart,

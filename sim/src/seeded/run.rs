@@ -21,7 +21,7 @@ use crate::engine::{self, Delivery, Engine, HandlerRun};
 use crate::timeline;
 use crate::trace::{Fault as WireFault, LineKind, Part};
 use leasehold_model::{
-    AckPolicy, Backend, HandleCall, Issuance, Ms, Outcome, Seq, SettleOp, Violation,
+    AckPolicy, Backend, HandleCall, Issuance, Ms, Outcome, Reason, Seq, SettleOp, Violation,
 };
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -600,15 +600,15 @@ impl<'a, B: Backend> Driver<'a, B> {
         };
         let outcome = if self.fault(f.handler_error) {
             Outcome::Error {
-                kind: "HandlerError".to_string(),
-                text: String::new(),
+                kind: Reason::new("HandlerError"),
+                text: Reason::EMPTY,
             }
         } else if self.handler.chance(w.outcome_ack) {
             Outcome::Ack
         } else if self.handler.chance(w.outcome_nack) {
-            Outcome::Nack(String::new())
+            Outcome::Nack(Reason::EMPTY)
         } else if self.handler.chance(w.outcome_reject) {
-            Outcome::Reject("unprocessable".to_string())
+            Outcome::Reject(Reason::new("unprocessable"))
         } else {
             Outcome::Ok
         };

@@ -46,11 +46,11 @@ impl Setup {
 
     /// The oracle's configuration: I7 is checked under the at-least-once policies.
     pub fn oracle_config(&self) -> OracleConfig {
-        OracleConfig {
-            group_count: self.group_names.len(),
-            max_attempts: self.max_attempts,
-            check_at_least_once: self.policy.at_least_once(),
-        }
+        OracleConfig::new(
+            self.group_names.len(),
+            self.max_attempts,
+            self.policy.at_least_once(),
+        )
     }
 
     /// The longest one delivery can take once faults are healed: a hung or long handler

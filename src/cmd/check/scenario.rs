@@ -107,9 +107,9 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
                 match op {
                     SettleOp::Nack { delay_ms, reason } => {
                         step.delay_ms = (*delay_ms != 0).then_some(*delay_ms);
-                        step.reason = reason.clone();
+                        step.reason = reason.map(|r| r.to_string());
                     }
-                    SettleOp::Reject { reason } => step.reason = Some(reason.clone()),
+                    SettleOp::Reject { reason } => step.reason = Some(reason.to_string()),
                     SettleOp::Renew { .. } => {
                         step.extend_ms = Some(duration(index).unwrap_or(LONG_LEASE_MS));
                     }
