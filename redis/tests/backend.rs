@@ -1,7 +1,7 @@
 //! The backend's contract beyond conformance: what it refuses, and that a run leaves nothing
 //! on the server.
 
-use leasehold_model::{Backend, BrokerConfig, Variant};
+use leasehold_model::{BrokerConfig, Variant};
 use leasehold_redis::{check_config, testing, RedisBackend, Target};
 
 fn config(variant: Variant) -> BrokerConfig {
