@@ -240,6 +240,8 @@ fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
     );
     let pure_replay = leasehold(&["replay", &saved]);
     assert_eq!(stdout(&replay), stdout(&pure_replay));
+    let _ = std::fs::remove_dir_all(&pure_dir);
+    let _ = std::fs::remove_dir_all(&redis_dir);
 }
 
 #[test]
