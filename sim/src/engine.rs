@@ -602,7 +602,8 @@ impl<B: Backend> Engine<B> {
             op: request.op,
             worker_clock_ms: request.worker_clock_ms,
         };
-        let answer = self.backend.settle(&wire, now_ms);
+        let name = &self.setup.workers[request.worker];
+        let answer = self.backend.settle_as(name, &wire, now_ms);
         self.oracle.settled(
             request.issuance,
             &request.lease,
@@ -867,7 +868,10 @@ impl<B: Backend> Engine<B> {
         let result = match fault {
             Fault::Unavailable => Err(SettleError::BackendUnavailable),
             Fault::Failed => Err(SettleError::Failed("injected".into())),
-            _ => self.backend.fetch(group, limit, now_ms, lease_ms),
+            _ => {
+                let name = &self.setup.workers[worker];
+                self.backend.fetch_as(name, group, limit, now_ms, lease_ms)
+            }
         };
         let leases = match result {
             Ok(leases) => leases,

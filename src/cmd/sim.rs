@@ -5,6 +5,7 @@
 //! replays it.
 
 use crate::cli::{CmdResult, Status, UserError};
+use crate::cmd::redis::{self, RedisArgs};
 use crate::files;
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::engine::Expiry;
@@ -117,10 +118,13 @@ pub struct Options {
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
     pub shard: String,
-    /// The broker: `pure` (the state machine) or `embedded` (the thread-safe in-process
-    /// broker; fenced only).
+    /// The broker: `pure` (the state machine), `embedded` (the thread-safe in-process
+    /// broker; fenced only) or `redis` (a Redis server; the redis-streams variants only).
     #[arg(long, default_value = "pure")]
     pub backend: String,
+    /// The Redis server (with `--backend redis`).
+    #[command(flatten)]
+    pub redis: RedisArgs,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
@@ -148,11 +152,17 @@ pub struct Options {
 pub fn run(args: Args) -> CmdResult {
     let args = *args.options;
     let backend = backend_kind(&args.backend)?;
+    if args.backend == "redis" {
+        redis::configure(&args.redis)?;
+    }
     if let Some(path) = &args.file {
         return run_file(&args, path, backend);
     }
     let template = template(&args)?;
     backend.check(&template).map_err(UserError)?;
+    if args.backend == "redis" {
+        redis::refuse_restarts(redis::plan_restarts(&template.faults))?;
+    }
     if let Some(seed) = args.seed {
         return run_one(&args, template, seed, backend);
     }
@@ -172,7 +182,7 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 /// The backends `--backend` names.
-pub const BACKENDS: [&str; 2] = ["pure", "embedded"];
+pub const BACKENDS: [&str; 3] = ["pure", "embedded", "redis"];
 
 fn make_embedded(
     config: &leasehold_model::BrokerConfig,
@@ -187,6 +197,7 @@ pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
             name: "embedded",
             make: make_embedded,
         }),
+        "redis" => Ok(redis::kind()),
         _ => BackendKind::from_name(name).ok_or_else(|| {
             UserError(format!(
                 "--backend: unknown '{name}' (expected one of {})",
@@ -382,6 +393,13 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
     let scenario = load_scenario(path)?;
     let setup = setup_from_scenario(&scenario)
         .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    backend
+        .check(&setup)
+        .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    if backend.name() == "redis" {
+        redis::refuse_restarts(redis::plan_restarts(&setup.faults))
+            .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    }
     let header = format!(
         "leasehold sim --file {} --backend {backend}",
         path.display()
@@ -561,7 +579,13 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
             }
         }
     }
-    let text = summary_text(campaign, &summary, wall, &saved);
+    let mut text = summary_text(campaign, &summary, wall, &saved);
+    if args.backend == "redis" {
+        if let Some(line) = redis::servers_line() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
     if args.json {
         println!(
             "{}",
@@ -750,6 +774,12 @@ pub fn replay_if_seeded(
         return Ok(None);
     }
     let kind = backend_kind(backend)?;
+    if backend == "redis" {
+        let setup =
+            setup_from_scenario(&scenario).map_err(|e| UserError(format!("{name}: {e}")))?;
+        redis::refuse_restarts(redis::plan_restarts(&setup.faults))
+            .map_err(|e| UserError(format!("{name}: {e}")))?;
+    }
     let outcome = leasehold_sim::run_seeded(&scenario, kind)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
     let mismatches = check_expect(&scenario, &outcome);

@@ -108,6 +108,24 @@ impl Backend for BoxedBackend {
     ) -> Result<Option<Lease>, SettleError> {
         self.0.settle(request, now_ms)
     }
+    fn fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        self.0.fetch_as(worker, group, limit, now_ms, lease_ms)
+    }
+    fn settle_as(
+        &mut self,
+        worker: &str,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        self.0.settle_as(worker, request, now_ms)
+    }
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         self.0.expire_due(now_ms)
     }
