@@ -127,7 +127,7 @@ struct GhostRecord {
     ran: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 struct GhostGroup {
     /// `records[seq - 1]`.
     records: SmallVec<[GhostRecord; 4]>,
@@ -135,6 +135,36 @@ struct GhostGroup {
     frontier: Seq,
     /// Length of the ghost-settled prefix.
     settled_prefix: Seq,
+}
+
+/// Copies the record slice at once (the items are `Copy`; `SmallVec`'s own `clone` goes item
+/// by item): the model checker clones an oracle per transition.
+impl Clone for GhostGroup {
+    fn clone(&self) -> GhostGroup {
+        GhostGroup {
+            records: SmallVec::from_slice(&self.records),
+            frontier: self.frontier,
+            settled_prefix: self.settled_prefix,
+        }
+    }
+
+    fn clone_from(&mut self, source: &GhostGroup) {
+        copy_from(&mut self.records, &source.records);
+        self.frontier = source.frontier;
+        self.settled_prefix = source.settled_prefix;
+    }
+}
+
+/// `target = source` in place, for `Copy` items (item by item: the lists are short, and a
+/// `memcpy` call costs more than the copy).
+fn copy_from<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
+where
+    A::Item: Copy,
+{
+    target.clear();
+    for &item in source {
+        target.push(item);
+    }
 }
 
 /// What full bookkeeping keeps besides the checks' state.
@@ -151,7 +181,7 @@ struct Log {
 const STATUS_CHUNK: usize = 64;
 
 /// The ghost state and the invariants broken so far.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Oracle {
     config: OracleConfig,
     groups: SmallVec<[GhostGroup; 1]>,
@@ -166,6 +196,43 @@ pub struct Oracle {
     audit_due: bool,
     /// Full bookkeeping (`None` when lean).
     log: Option<Box<Log>>,
+}
+
+/// See [`GhostGroup`]'s `Clone`.
+impl Clone for Oracle {
+    fn clone(&self) -> Oracle {
+        let mut groups = SmallVec::new();
+        for group in &self.groups {
+            groups.push(group.clone());
+        }
+        Oracle {
+            config: self.config.clone(),
+            groups,
+            live: SmallVec::from_slice(&self.live),
+            next_issuance: self.next_issuance,
+            violated: self.violated,
+            touched: SmallVec::from_slice(&self.touched),
+            audit_due: self.audit_due,
+            log: self.log.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Oracle) {
+        self.config.clone_from(&source.config);
+        self.groups.truncate(source.groups.len());
+        for (target, group) in self.groups.iter_mut().zip(&source.groups) {
+            target.clone_from(group);
+        }
+        for group in &source.groups[self.groups.len()..] {
+            self.groups.push(group.clone());
+        }
+        copy_from(&mut self.live, &source.live);
+        self.next_issuance = source.next_issuance;
+        self.violated = source.violated;
+        copy_from(&mut self.touched, &source.touched);
+        self.audit_due = source.audit_due;
+        self.log.clone_from(&source.log);
+    }
 }
 
 fn bit(invariant: Invariant) -> u8 {
@@ -651,7 +718,7 @@ impl Oracle {
                 detail.trim_end().to_string()
             }),
             (None, Status::DeadLettered) => {
-                let reason = Reason::new(&view.status(group, seq).1.unwrap_or_default());
+                let reason = view.dead_letter_reason(group, seq).unwrap_or(Reason::EMPTY);
                 let max_attempts = self.config.max_attempts;
                 if deliveries < max_attempts {
                     self.fail(Invariant::I3, || {

@@ -19,8 +19,69 @@ pub struct Budgets {
     /// Broker restarts.
     pub broker_restarts: u8,
     /// Renew requests sent by lease holders (renew is not a fault; the budget keeps the space
-    /// finite, since an accepted renew changes nothing in the untimed model).
+    /// acyclic, since an accepted renew changes nothing in the untimed model). Ignored when
+    /// [`CheckConfig::renews`] is [`Renews::Unbounded`].
     pub renews: u8,
+}
+
+impl Budgets {
+    /// The sum of every budget, renews included.
+    pub fn total(&self) -> u32 {
+        [
+            self.crashes,
+            self.drops,
+            self.dups,
+            self.lost_replies,
+            self.broker_restarts,
+            self.renews,
+        ]
+        .iter()
+        .map(|&b| u32::from(b))
+        .sum()
+    }
+}
+
+/// How many renews a lease holder may send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Renews {
+    /// At most [`Budgets::renews`] in a behaviour: every behaviour is finite.
+    #[default]
+    Budget,
+    /// Without bound: a holder may renew forever, so the state graph has cycles and I6 is
+    /// checked by a search for fair cycles (lassos) instead of a ranking function.
+    Unbounded,
+}
+
+/// The fairness assumption under which I6 is checked when the graph has cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fairness {
+    /// No assumption: any reachable cycle through unsettled states breaks I6.
+    None,
+    /// Weak fairness on each worker, each lease's expiry and each request in flight: a cycle
+    /// breaks I6 only if none of them is enabled throughout it without being taken.
+    #[default]
+    Weak,
+}
+
+impl Fairness {
+    /// `none` or `weak`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fairness::None => "none",
+            Fairness::Weak => "weak",
+        }
+    }
+
+    /// Parses `none` or `weak`.
+    pub fn from_name(name: &str) -> Option<Fairness> {
+        match name {
+            "none" => Some(Fairness::None),
+            "weak" => Some(Fairness::Weak),
+            _ => None,
+        }
+    }
 }
 
 /// Everything a check explores: the variant, the sizes and the budgets.
@@ -40,6 +101,13 @@ pub struct CheckConfig {
     pub policy: AckPolicy,
     /// Fault and renew budgets.
     pub budgets: Budgets,
+    /// Whether renews are bounded by `budgets.renews` or unbounded.
+    #[serde(default)]
+    pub renews: Renews,
+    /// The fairness assumption of I6 when renews are unbounded (ignored otherwise: with
+    /// finite budgets every behaviour is finite and no assumption is needed).
+    #[serde(default)]
+    pub fairness: Fairness,
 }
 
 /// Upper limits on sizes, so that a typo cannot ask for an astronomically large check.
@@ -64,6 +132,8 @@ impl CheckConfig {
             max_attempts,
             policy: AckPolicy::NackOnError,
             budgets,
+            renews: Renews::Budget,
+            fairness: Fairness::Weak,
         };
         match variant {
             Variant::Fenced | Variant::RedisStreamsFenced => base(
@@ -165,9 +235,18 @@ impl CheckConfig {
         )
     }
 
+    /// Whether the state graph may have cycles (renews unbounded).
+    pub fn cyclic(&self) -> bool {
+        self.renews == Renews::Unbounded
+    }
+
     /// The bounds as command-line flags (without the variant), e.g. for `leasehold protocols`.
     pub fn flags(&self) -> String {
         let b = &self.budgets;
+        let renews = match self.renews {
+            Renews::Budget => b.renews.to_string(),
+            Renews::Unbounded => format!("unbounded --fairness {}", self.fairness.name()),
+        };
         format!(
             "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}",
             self.group_count,
@@ -180,7 +259,7 @@ impl CheckConfig {
             b.dups,
             b.lost_replies,
             b.broker_restarts,
-            b.renews
+            renews
         )
     }
 }
