@@ -33,6 +33,7 @@ use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// The oracle's own name for one lease: the index of the fetch that issued it (renumbered
 /// canonically by the model checker).
@@ -96,7 +97,7 @@ impl fmt::Display for Violation {
 }
 
 /// A lease the oracle considers live: issued, not expired by its contract, not settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct GhostLease {
     issuance: Issuance,
     group: u32,
@@ -114,7 +115,7 @@ enum Final {
     DeadLettered(Reason),
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct GhostRecord {
     /// Deliveries counted by the oracle.
     deliveries: u32,
@@ -127,7 +128,7 @@ struct GhostRecord {
     ran: bool,
 }
 
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 struct GhostGroup {
     /// `records[seq - 1]`.
     records: SmallVec<[GhostRecord; 4]>,
@@ -181,7 +182,7 @@ struct Log {
 const STATUS_CHUNK: usize = 64;
 
 /// The ghost state and the invariants broken so far.
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Oracle {
     config: OracleConfig,
     groups: SmallVec<[GhostGroup; 1]>,
@@ -196,6 +197,68 @@ pub struct Oracle {
     audit_due: bool,
     /// Full bookkeeping (`None` when lean).
     log: Option<Box<Log>>,
+}
+
+// The hashes below hash what equality compares, small fields packed together: the model
+// checker fingerprints oracles by the million.
+
+impl Hash for GhostLease {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.issuance.0) | u64::from(self.group) << 32);
+        state.write_u64(u64::from(self.seq) | u64::from(self.current) << 32);
+        state.write_u64(self.deadline_ms);
+    }
+}
+
+impl Hash for GhostRecord {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let settled = match self.settled {
+            None => 0,
+            Some(Final::Acked) => 1,
+            Some(Final::DeadLettered(_)) => 2,
+        };
+        state.write_u64(
+            u64::from(self.deliveries)
+                | u64::from(self.processed) << 32
+                | u64::from(self.ran) << 33
+                | settled << 34,
+        );
+        if let Some(Final::DeadLettered(reason)) = self.settled {
+            reason.hash(state);
+        }
+    }
+}
+
+impl Hash for GhostGroup {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.records.hash(state);
+        state.write_u64(u64::from(self.frontier) | u64::from(self.settled_prefix) << 32);
+    }
+}
+
+impl Hash for Oracle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let c = &self.config;
+        state.write_u64(
+            c.group_count as u64
+                | u64::from(c.max_attempts) << 32
+                | u64::from(c.check_at_least_once) << 61
+                | u64::from(c.lean) << 62
+                | u64::from(c.audit_every_step) << 63,
+        );
+        self.groups.hash(state);
+        self.live.hash(state);
+        state.write_u64(
+            u64::from(self.next_issuance)
+                | u64::from(self.violated) << 32
+                | u64::from(self.audit_due) << 40,
+        );
+        state.write_usize(self.touched.len());
+        for &(group, seq) in &self.touched {
+            state.write_u64(u64::from(group) | u64::from(seq) << 32);
+        }
+        self.log.hash(state);
+    }
 }
 
 /// See [`GhostGroup`]'s `Clone`.

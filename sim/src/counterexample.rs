@@ -24,7 +24,7 @@ use crate::parse;
 use crate::scenario::{Config, Expect, Scenario, Step};
 use crate::script::{self, Replay};
 use leasehold_model::check::path::{self, Heard, Step as Told};
-use leasehold_model::check::{Counterexample, LeaseModel};
+use leasehold_model::check::{CheckConfig, Counterexample, LeaseModel};
 use leasehold_model::{Broker, GroupIx, Invariant, Issuance, SettleError, SettleOp, Variant};
 use std::collections::BTreeMap;
 
@@ -178,6 +178,14 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
     if let Some(start) = cx.loop_start {
         end_ms += STEP_MS * (cx.len() - start) as u64 * u64::from(LOOP_PASSES);
     }
+    Scenario {
+        steps: out,
+        ..frame(config, cx, end_ms)
+    }
+}
+
+/// Everything of `cx`'s scenario but its steps; `end_ms` is after its last step.
+fn frame(config: &CheckConfig, cx: &Counterexample, end_ms: u64) -> Scenario {
     let workers: Vec<String> = (0..config.worker_count).map(worker_name).collect();
     let clock_offset_ms = if config.variant == Variant::WorkerClockExpiry {
         workers
@@ -220,7 +228,7 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
         seed: None,
         faults: None,
         workload: None,
-        steps: out,
+        steps: Vec::new(),
         expect: Some(Expect {
             violated: Some(cx.invariant.id().to_string()),
             loop_passes: cx.loop_start.map(|_| LOOP_PASSES),

@@ -664,6 +664,25 @@ impl<'a> Validator<'a> {
         Ok(())
     }
 
+    /// `[expect] loop_passes` needs a loop, and a sane count.
+    fn check_loop_passes(&self, loop_passes: Option<u32>) -> Checked<()> {
+        let key = [Seg::Key("expect"), Seg::Key("loop_passes")];
+        let looped = self.scenario.steps.iter().any(|s| s.repeat);
+        match loop_passes {
+            Some(_) if !looped => self.fail(
+                &key,
+                "malformed expect: loop_passes, but no step is marked `repeat`".to_string(),
+            ),
+            Some(passes) if !(LOOP_PASSES_MIN..=LOOP_PASSES_MAX).contains(&passes) => self.fail(
+                &key,
+                format!(
+                    "malformed expect: loop_passes = {passes} (expected {LOOP_PASSES_MIN} to {LOOP_PASSES_MAX})"
+                ),
+            ),
+            _ => Ok(()),
+        }
+    }
+
     fn check_fields(&self, index: usize, step: &Step) -> Checked<()> {
         let present: [(&str, bool); 17] = [
             ("worker", step.worker.is_some()),
@@ -1033,23 +1052,7 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        let looped = self.scenario.steps.iter().any(|s| s.repeat);
-        if let Some(passes) = loop_passes {
-            if !looped {
-                return self.fail(
-                    &key("loop_passes"),
-                    "malformed expect: loop_passes, but no step is marked `repeat`".to_string(),
-                );
-            }
-            if !(LOOP_PASSES_MIN..=LOOP_PASSES_MAX).contains(&passes) {
-                return self.fail(
-                    &key("loop_passes"),
-                    format!(
-                        "malformed expect: loop_passes = {passes} (expected {LOOP_PASSES_MIN} to {LOOP_PASSES_MAX})"
-                    ),
-                );
-            }
-        }
+        self.check_loop_passes(loop_passes)?;
         Ok(Expectations {
             present: true,
             violated,

@@ -310,20 +310,9 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
         .iter()
         .map(|found| ViolationReport::new(found, &timeline))
         .collect();
-    if let Some(Lasso::Cycle(detail)) = &lasso {
-        let last = steps.last().expect("a loop has steps");
-        violations.push(ViolationReport {
-            id: Invariant::I6.id(),
-            name: Invariant::I6.name(),
-            t: last.t,
-            step: Some(last.index),
-            detail: detail.clone(),
-        });
-    }
+    let no_cycle = lasso.and_then(|lasso| lasso.report(&steps, &mut violations));
     let mut mismatches = mismatches(script, &steps, &violations, &outcome);
-    if let Some(Lasso::NoCycle(why)) = lasso {
-        mismatches.push(why);
-    }
+    mismatches.extend(no_cycle);
     let text: String = timeline.lines.iter().map(|l| format!("{l}\n")).collect();
     Replay {
         file: script.file.clone(),
@@ -361,6 +350,27 @@ enum Lasso {
     Cycle(String),
     /// It did not: why.
     NoCycle(String),
+}
+
+impl Lasso {
+    /// Adds the I6 violation a cycle shows to `violations`; returns the mismatch when the
+    /// loop is not a cycle.
+    fn report(self, steps: &[StepResult], violations: &mut Vec<ViolationReport>) -> Option<String> {
+        match self {
+            Lasso::Cycle(detail) => {
+                let last = steps.last().expect("a loop has steps");
+                violations.push(ViolationReport {
+                    id: Invariant::I6.id(),
+                    name: Invariant::I6.name(),
+                    t: last.t,
+                    step: Some(last.index),
+                    detail,
+                });
+                None
+            }
+            Lasso::NoCycle(why) => Some(why),
+        }
+    }
 }
 
 /// What a pass must leave as it found it: every record's status (and dead-letter reason)

@@ -124,16 +124,8 @@ impl CheckConfig {
     /// `redis-streams`), or the general default (for protocols expected to hold).
     pub fn default_for(variant: Variant) -> CheckConfig {
         let none = Budgets::default();
-        let base = |events: u32, workers: usize, max_attempts: u32, budgets: Budgets| CheckConfig {
-            variant,
-            group_count: 1,
-            event_count: events,
-            worker_count: workers,
-            max_attempts,
-            policy: AckPolicy::NackOnError,
-            budgets,
-            renews: Renews::Budget,
-            fairness: Fairness::Weak,
+        let base = |events, workers, max_attempts, budgets| {
+            CheckConfig::sized(variant, events, workers, max_attempts, budgets)
         };
         match variant {
             Variant::Fenced | Variant::RedisStreamsFenced => base(
@@ -193,6 +185,27 @@ impl CheckConfig {
                     ..none
                 },
             ),
+        }
+    }
+
+    /// One group, `nack_on_error`, budgeted renews.
+    fn sized(
+        variant: Variant,
+        event_count: u32,
+        worker_count: usize,
+        max_attempts: u32,
+        budgets: Budgets,
+    ) -> CheckConfig {
+        CheckConfig {
+            variant,
+            group_count: 1,
+            event_count,
+            worker_count,
+            max_attempts,
+            policy: AckPolicy::NackOnError,
+            budgets,
+            renews: Renews::Budget,
+            fairness: Fairness::Weak,
         }
     }
 

@@ -1,9 +1,9 @@
 //! 64-bit state fingerprints.
 //!
-//! The `Hash` of a state feeds a [`Fingerprinter`]: each word goes, in turn, to one of four
-//! lanes, mixed with a folded 64×64→128-bit multiply (the mixing step of wyhash and
-//! foldhash), so the dependent chain is a quarter of the words long and everything stays in
-//! registers; [`Fingerprinter::finish`] folds the lanes and the length together. The result
+//! The `Hash` of a state feeds a [`Fingerprinter`]: word `i` goes to lane `i mod 4`, mixed with
+//! a folded 64×64→128-bit multiply (the mixing step of wyhash and foldhash), so the dependent
+//! chain is a quarter of the words long; [`Fingerprinter::finish`] folds the lanes and the
+//! length together. The result
 //! is a well-mixed 64-bit value: the collision estimate n²/2⁶⁵ assumes as much.
 //! Deterministic: no per-process seed.
 
@@ -45,8 +45,10 @@ impl Default for Fingerprinter {
 impl Fingerprinter {
     #[inline(always)]
     fn push(&mut self, word: u64) {
-        let [a, b, c, d] = self.lanes;
-        self.lanes = [b, c, d, fold_mul(a ^ word, MULTIPLIER)];
+        // One lane read and written per word: the hasher lives in memory between the
+        // (not always inlined) `Hash` impls that feed it.
+        let lane = &mut self.lanes[(self.count & 3) as usize];
+        *lane = fold_mul(*lane ^ word, MULTIPLIER);
         self.count += 1;
     }
 

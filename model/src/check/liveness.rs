@@ -24,7 +24,7 @@ use crate::check::config::Fairness;
 use crate::check::fingerprint::fingerprint;
 use crate::check::model::SAFETY;
 use crate::check::model::{Actions, LeaseModel};
-use crate::check::search::{Counts, Exploration, Limits};
+use crate::check::search::{Exploration, Limits};
 use crate::check::shortest::{path_to, Counterexample};
 use crate::check::state::{Action, Msg, State};
 use crate::check::table::FingerprintMap;
@@ -156,96 +156,127 @@ pub fn check(model: &LeaseModel, limits: &Limits, fairness: Fairness) -> GraphSe
 /// Per invariant, the first node (least depth) that breaks it.
 type Firsts = Vec<(Invariant, u32)>;
 
+/// The breadth-first construction of the graph.
+struct Builder<'a> {
+    model: &'a LeaseModel,
+    graph: Graph,
+    out: GraphSearch,
+    first: Firsts,
+    ids: FingerprintMap,
+    groups: BTreeMap<Group, u32>,
+    queue: VecDeque<State>,
+    actions: Actions,
+    enabled: Vec<u32>,
+}
+
 fn explore(model: &LeaseModel, limits: &Limits) -> (Graph, GraphSearch, Firsts) {
-    let mut graph = Graph {
-        tree: vec![(0, None)],
-        flags: Vec::new(),
-        edge_start: vec![0],
-        edges: Vec::new(),
-        enabled_start: vec![0],
+    let mut b = Builder {
+        model,
+        graph: Graph {
+            tree: vec![(0, None)],
+            flags: Vec::new(),
+            edge_start: vec![0],
+            edges: Vec::new(),
+            enabled_start: vec![0],
+            enabled: Vec::new(),
+        },
+        out: GraphSearch::default(),
+        first: Vec::new(),
+        ids: FingerprintMap::default(),
+        groups: BTreeMap::new(),
+        queue: VecDeque::new(),
+        actions: Actions::new(),
         enabled: Vec::new(),
     };
-    let mut out = GraphSearch::default();
-    let mut first: Firsts = Vec::new();
-    let mut ids = FingerprintMap::default();
-    let mut groups: BTreeMap<Group, u32> = BTreeMap::new();
     let init = model.init_state(true);
-    ids.id_or_insert(fingerprint(&init));
-    graph.flags.push(flags(&init));
-    let mut queue = VecDeque::from([init]);
-    let mut actions = Actions::new();
+    b.ids.id_or_insert(fingerprint(&init));
+    b.graph.flags.push(flags(&init));
+    b.queue.push_back(init);
     let (mut node, mut depth, mut level_end) = (0u32, 0u32, 1usize);
-    let mut generated = 0u64;
-    let mut enabled = Vec::new();
-    while let Some(state) = queue.pop_front() {
+    while let Some(state) = b.queue.pop_front() {
         if node as usize == level_end {
             depth += 1;
-            level_end = ids.len();
+            level_end = b.ids.len();
         }
-        model.actions(&state, &mut actions);
-        if actions.is_empty() && graph.flags[node as usize] == 0 {
-            out.exploration.terminal += 1;
-            out.exploration.unsettled_terminal = true;
-            if !first.iter().any(|(i, _)| *i == Invariant::I6) {
-                first.push((Invariant::I6, node));
-            }
-        } else if actions.is_empty() && graph.flags[node as usize] == SETTLED {
-            out.exploration.terminal += 1;
-        }
-        enabled.clear();
-        for &action in actions.iter() {
-            let group = group_of(&state, action).map_or(NO_GROUP, |g| {
-                let next = groups.len() as u32;
-                *groups.entry(g).or_insert(next)
-            });
-            if group != NO_GROUP {
-                enabled.push(group);
-            }
-            let (next, witness) = model.successor(&state, action);
-            generated += 1;
-            out.exploration.witnessed |= witness;
-            let (to, new) = ids.id_or_insert(fingerprint(&next));
-            if new {
-                graph.tree.push((node, Some(action)));
-                let flag = flags(&next);
-                graph.flags.push(flag);
-                if flag & VIOLATING != 0 {
-                    out.exploration.violated |= LeaseModel::violation_bits(&next);
-                    for invariant in SAFETY {
-                        if next.oracle.violated(invariant)
-                            && !first.iter().any(|(i, _)| *i == invariant)
-                        {
-                            first.push((invariant, to));
-                        }
-                    }
-                }
-                queue.push_back(next);
-            }
-            graph.edges.push(Edge { to, group, action });
-        }
-        enabled.sort_unstable();
-        enabled.dedup();
-        graph.enabled.extend_from_slice(&enabled);
-        graph.enabled_start.push(graph.enabled.len() as u32);
-        graph.edge_start.push(graph.edges.len() as u32);
+        b.expand(node, &state);
         node += 1;
-        if generated >= limits.states_max {
-            out.exploration.bounded = Some(limits.states_max);
+        if b.out.exploration.counts.generated >= limits.states_max {
+            b.out.exploration.bounded = Some(limits.states_max);
             break;
         }
     }
-    out.exploration.counts = Counts {
-        generated,
-        unique: ids.len() as u64,
-    };
+    let (mut graph, mut out) = (b.graph, b.out);
+    out.exploration.counts.unique = b.ids.len() as u64;
     out.exploration.max_depth = depth;
-    out.exploration.table_bytes = ids.bytes();
+    out.exploration.table_bytes = b.ids.bytes();
     // Nodes discovered but not expanded (bounded search) have no edges.
     while graph.edge_start.len() <= graph.flags.len() {
         graph.edge_start.push(graph.edges.len() as u32);
         graph.enabled_start.push(graph.enabled.len() as u32);
     }
-    (graph, out, first)
+    (graph, out, b.first)
+}
+
+impl Builder<'_> {
+    /// Adds `node`'s edges, its enabled groups and its new successors.
+    fn expand(&mut self, node: u32, state: &State) {
+        let model = self.model;
+        model.actions(state, &mut self.actions);
+        let flag = self.graph.flags[node as usize];
+        if self.actions.is_empty() && flag & VIOLATING == 0 {
+            self.out.exploration.terminal += 1;
+            if flag & SETTLED == 0 {
+                self.out.exploration.unsettled_terminal = true;
+                if !self.first.iter().any(|(i, _)| *i == Invariant::I6) {
+                    self.first.push((Invariant::I6, node));
+                }
+            }
+        }
+        self.enabled.clear();
+        for index in 0..self.actions.len() {
+            let action = self.actions[index];
+            let group = group_of(state, action).map_or(NO_GROUP, |g| {
+                let next = self.groups.len() as u32;
+                *self.groups.entry(g).or_insert(next)
+            });
+            if group != NO_GROUP {
+                self.enabled.push(group);
+            }
+            let (next, witness) = model.successor(state, action);
+            self.out.exploration.counts.generated += 1;
+            self.out.exploration.witnessed |= witness;
+            let (to, new) = self.ids.id_or_insert(fingerprint(&next));
+            if new {
+                self.discovered(node, action, to, next);
+            }
+            self.graph.edges.push(Edge { to, group, action });
+        }
+        self.enabled.sort_unstable();
+        self.enabled.dedup();
+        self.graph.enabled.extend_from_slice(&self.enabled);
+        self.graph
+            .enabled_start
+            .push(self.graph.enabled.len() as u32);
+        self.graph.edge_start.push(self.graph.edges.len() as u32);
+    }
+
+    /// A state seen for the first time, as node `to`, by `action` from `from`.
+    fn discovered(&mut self, from: u32, action: Action, to: u32, next: State) {
+        self.graph.tree.push((from, Some(action)));
+        let flag = flags(&next);
+        self.graph.flags.push(flag);
+        if flag & VIOLATING != 0 {
+            self.out.exploration.violated |= LeaseModel::violation_bits(&next);
+            for invariant in SAFETY {
+                if next.oracle.violated(invariant)
+                    && !self.first.iter().any(|(i, _)| *i == invariant)
+                {
+                    self.first.push((invariant, to));
+                }
+            }
+        }
+        self.queue.push_back(next);
+    }
 }
 
 fn flags(state: &State) -> u8 {

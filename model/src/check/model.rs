@@ -496,34 +496,35 @@ impl LeaseModel {
         seen
     }
 
+    /// A holding worker sends `op` for its lease and waits on the reply (or, with no op to
+    /// send, becomes idle).
+    fn send(&self, state: &mut State, worker: usize, op: Option<u8>) {
+        let Worker::Holding(lease) = state.workers[worker] else {
+            unreachable!("enabled only for a holding worker")
+        };
+        state.workers[worker] = match op {
+            Some(op) => {
+                state.send(Msg { lease, op });
+                Worker::Waiting(lease, op)
+            }
+            None => Worker::Idle,
+        };
+    }
+
     fn apply(&self, state: &mut State, action: Action) -> Witness {
         match action {
             Action::Fetch { worker, group } => self.fetch(state, worker as usize, group as usize),
             Action::Handle { worker, outcome } => {
-                let Worker::Holding(lease) = state.workers[worker as usize] else {
-                    unreachable!("enabled only for a holding worker")
-                };
                 // I7 is not checked by the model (the oracle is configured without it), so
                 // the handler run itself changes nothing the oracle keeps.
-                state.workers[worker as usize] = match self.outcome_op(outcome) {
-                    Some(op) => {
-                        state.send(Msg { lease, op });
-                        Worker::Waiting(lease, op)
-                    }
-                    None => Worker::Idle,
-                };
+                self.send(state, worker as usize, self.outcome_op(outcome));
                 0
             }
             Action::Renew { worker } => {
-                let Worker::Holding(lease) = state.workers[worker as usize] else {
-                    unreachable!("enabled only for a holding worker")
-                };
-                let op = self.renew_op;
-                state.workers[worker as usize] = Worker::Waiting(lease, op);
                 if self.config.renews == Renews::Budget {
                     state.used.renews += 1;
                 }
-                state.send(Msg { lease, op });
+                self.send(state, worker as usize, Some(self.renew_op));
                 0
             }
             Action::Deliver {

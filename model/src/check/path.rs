@@ -206,10 +206,6 @@ fn describe(
     seen: &Seen,
 ) -> Step {
     let owner = &seen.owner;
-    let sent_nack = |msg: &Msg, worker: usize| {
-        matches!(&after.workers[worker], Worker::Waiting(lease, op)
-            if lease.issuance == msg.lease.issuance && *op != msg.op && model.is_follow_up_nack(*op))
-    };
     match action {
         Action::Fetch { worker, group } => {
             let lease = match &after.workers[worker as usize] {
@@ -236,30 +232,7 @@ fn describe(
         Action::Deliver {
             message,
             reply_lost,
-        } => {
-            let msg = &before.in_flight[message as usize];
-            let worker = sender(msg, owner);
-            let mut broker = before.broker.clone();
-            let lease = msg.lease.lease(&broker);
-            let request = SettleRequest::new(&lease, *model.op(msg.op), 0);
-            let result = broker.settle(&request, MODEL_NOW_MS).map(drop);
-            let waiting = before.waiting_on(msg).is_some();
-            Step::Deliver {
-                worker,
-                lease: msg.lease.issuance,
-                group: lease.group,
-                seq: lease.seq,
-                op: *model.op(msg.op),
-                result,
-                heard: match (waiting, reply_lost) {
-                    (false, _) => Heard::Nobody,
-                    (true, true) => Heard::Lost,
-                    (true, false) => Heard::Reply,
-                },
-                sender_crashed: seen.crashed_since.get(&worker).copied().unwrap_or(false),
-                then_nack: waiting && sent_nack(msg, worker),
-            }
-        }
+        } => describe_delivery(model, before, after, message, reply_lost, seen),
         Action::Expire { group, seq } => {
             let (group, seq) = (group as usize, Seq::from(seq));
             Step::Expire {
@@ -289,7 +262,7 @@ fn describe(
                 lease: msg.lease.issuance,
                 op: *model.op(msg.op),
                 heard,
-                then_nack: heard && sent_nack(msg, worker),
+                then_nack: heard && sent_nack(model, after, msg, worker),
             }
         }
         Action::Duplicate { message } => {
@@ -301,6 +274,44 @@ fn describe(
             }
         }
         Action::BrokerRestart => Step::BrokerRestart,
+    }
+}
+
+/// Whether `worker`, after the reply to `msg`, waits on the runtime's follow-up nack.
+fn sent_nack(model: &LeaseModel, after: &State, msg: &Msg, worker: usize) -> bool {
+    matches!(&after.workers[worker], Worker::Waiting(lease, op)
+        if lease.issuance == msg.lease.issuance && *op != msg.op && model.is_follow_up_nack(*op))
+}
+
+fn describe_delivery(
+    model: &LeaseModel,
+    before: &State,
+    after: &State,
+    message: u8,
+    reply_lost: bool,
+    seen: &Seen,
+) -> Step {
+    let msg = &before.in_flight[message as usize];
+    let worker = sender(msg, &seen.owner);
+    let mut broker = before.broker.clone();
+    let lease = msg.lease.lease(&broker);
+    let request = SettleRequest::new(&lease, *model.op(msg.op), 0);
+    let result = broker.settle(&request, MODEL_NOW_MS).map(drop);
+    let waiting = before.waiting_on(msg).is_some();
+    Step::Deliver {
+        worker,
+        lease: msg.lease.issuance,
+        group: lease.group,
+        seq: lease.seq,
+        op: *model.op(msg.op),
+        result,
+        heard: match (waiting, reply_lost) {
+            (false, _) => Heard::Nobody,
+            (true, true) => Heard::Lost,
+            (true, false) => Heard::Reply,
+        },
+        sender_crashed: seen.crashed_since.get(&worker).copied().unwrap_or(false),
+        then_nack: waiting && sent_nack(model, after, msg, worker),
     }
 }
 
