@@ -107,6 +107,9 @@ fn same_up_to_the_oracle_log(model: &LeaseModel, full: &State, lean: &State) {
 #[test]
 fn a_replayed_counterexample_is_the_path_the_search_saw() {
     for &variant in Variant::ALL {
+        if variant.expected_violation().is_none() {
+            continue; // no counterexample to replay
+        }
         let config = CheckConfig::default_for(variant);
         let report = run(&config, &Options::default(), None);
         let model = LeaseModel::new(config.clone());

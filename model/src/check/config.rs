@@ -121,19 +121,22 @@ pub const MAX_ATTEMPTS_MAX: u32 = 8;
 
 impl CheckConfig {
     /// The smallest bounds that expose `variant`'s expected violation (for mutants and
-    /// `redis-streams`), or the general default (for protocols expected to hold).
+    /// `redis-streams`), or the general default (for protocols expected to hold: the largest
+    /// configuration that proves in about ten seconds, lost replies on).
     pub fn default_for(variant: Variant) -> CheckConfig {
         let none = Budgets::default();
         let base = |events, workers, max_attempts, budgets| {
             CheckConfig::sized(variant, events, workers, max_attempts, budgets)
         };
         match variant {
+            // The largest configuration that proves in about ten seconds on one thread,
+            // lost replies on (reports/check-bench.md).
             Variant::Fenced | Variant::RedisStreamsFenced => base(
-                2,
-                2,
+                3,
+                3,
                 2,
                 Budgets {
-                    crashes: 1,
+                    crashes: 2,
                     lost_replies: 1,
                     ..none
                 },
