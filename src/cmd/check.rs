@@ -351,7 +351,12 @@ pub fn run(args: Args) -> CmdResult {
 }
 
 fn header(command: &str, config: &CheckConfig, options: &Options) -> String {
-    let threads = options.limits.threads;
+    // The cycle search is single-threaded.
+    let threads = if config.cyclic() {
+        1
+    } else {
+        options.limits.threads
+    };
     let mut text = format!(
         "{command}  ({}, {} thread{}, max-states {})",
         if config.cyclic() {

@@ -24,7 +24,7 @@ use crate::check::config::Fairness;
 use crate::check::fingerprint::fingerprint;
 use crate::check::model::SAFETY;
 use crate::check::model::{Actions, LeaseModel};
-use crate::check::search::{Exploration, Limits};
+use crate::check::search::{Counts, Exploration, Limits, Progress};
 use crate::check::shortest::{path_to, Counterexample};
 use crate::check::state::{Action, Msg, State};
 use crate::check::table::FingerprintMap;
@@ -112,9 +112,14 @@ pub struct GraphSearch {
 
 /// Explores `model` as a graph and checks I6 on its cycles under `fairness` (see the module
 /// documentation).
-pub fn check(model: &LeaseModel, limits: &Limits, fairness: Fairness) -> GraphSearch {
+pub fn check(
+    model: &LeaseModel,
+    limits: &Limits,
+    fairness: Fairness,
+    progress: Option<Progress<'_>>,
+) -> GraphSearch {
     let model = model.clone().with_symmetry(false);
-    let (graph, mut out, first) = explore(&model, limits);
+    let (graph, mut out, first) = explore(&model, limits, progress);
     out.edges = graph.edges.len() as u64;
     for (invariant, node) in first {
         out.found.push(Counterexample {
@@ -169,7 +174,11 @@ struct Builder<'a> {
     enabled: Vec<u32>,
 }
 
-fn explore(model: &LeaseModel, limits: &Limits) -> (Graph, GraphSearch, Firsts) {
+fn explore(
+    model: &LeaseModel,
+    limits: &Limits,
+    progress: Option<Progress<'_>>,
+) -> (Graph, GraphSearch, Firsts) {
     let mut b = Builder {
         model,
         graph: Graph {
@@ -200,6 +209,12 @@ fn explore(model: &LeaseModel, limits: &Limits) -> (Graph, GraphSearch, Firsts) 
         }
         b.expand(node, &state);
         node += 1;
+        if let Some(progress) = progress.filter(|_| node % (1 << 14) == 0) {
+            progress(Counts {
+                generated: b.out.exploration.counts.generated,
+                unique: b.ids.len() as u64,
+            });
+        }
         if b.out.exploration.counts.generated >= limits.states_max {
             b.out.exploration.bounded = Some(limits.states_max);
             break;
