@@ -66,6 +66,22 @@ fn distinct_reachable_states_have_distinct_fingerprints() {
             for state in states.iter().step_by(97) {
                 assert_eq!(fingerprint(state), fingerprint(&state.clone()));
             }
+            // Equality agrees with the fingerprints, part by part: brokers (or oracles) with
+            // different fingerprints are different, with the same ones equal.
+            for pair in states.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                assert_eq!(
+                    a.broker == b.broker,
+                    fingerprint(&a.broker) == fingerprint(&b.broker),
+                    "{config}: {a:?} {b:?}"
+                );
+                assert_eq!(
+                    a.oracle == b.oracle,
+                    fingerprint(&a.oracle) == fingerprint(&b.oracle),
+                    "{config}"
+                );
+                assert_ne!(a, b);
+            }
             assert!(states.len() > 20, "{config}");
         }
     }
