@@ -70,7 +70,7 @@ pub struct Expired {
 
 /// A pending expiry timer: the broker will expire `lease_id` on (group, seq) at `deadline_ms`.
 /// Timers order by deadline, then record: the order in which they fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Timer {
     /// When the timer fires, on the broker's clock.
     pub deadline_ms: Ms,
@@ -80,6 +80,15 @@ pub struct Timer {
     pub seq: Seq,
     /// The lease it was armed for.
     pub lease_id: LeaseId,
+}
+
+/// Packs the record's group and seq in one word (fewer words to fingerprint).
+impl Hash for Timer {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.deadline_ms);
+        state.write_u64(u64::from(self.group) | u64::from(self.seq) << 32);
+        state.write_u64(self.lease_id.0);
+    }
 }
 
 /// What an outside observer can read of a broker: record statuses, dead-letter reasons and the
@@ -103,6 +112,14 @@ pub trait BrokerView {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.status(group, seq), (Status::DeadLettered, Some(kept)) if kept == reason)
     }
+    /// The dead-letter reason of (group, seq), if it is dead-lettered. Override it when
+    /// [`BrokerView::status`] allocates: the oracle calls it when it first sees a dead letter.
+    fn dead_letter_reason(&self, group: GroupIx, seq: Seq) -> Option<Reason> {
+        match self.status(group, seq) {
+            (Status::DeadLettered, reason) => Some(Reason::new(&reason.unwrap_or_default())),
+            _ => None,
+        }
+    }
     /// Writes the statuses of (group, first), (group, first + 1), … into `out`, as many as fit
     /// and are published; returns how many it wrote. Override it to read a group's records in
     /// one pass: the oracle's full audit reads every record through it.
@@ -118,7 +135,7 @@ pub trait BrokerView {
 }
 
 /// One consumer group's records, frontier and fetch index.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Group {
     /// `records[seq - 1]`.
     records: SmallVec<[Record; 4]>,
@@ -129,6 +146,40 @@ struct Group {
     fresh_from: Seq,
     /// Index: the available records below `fresh_from`, in seq order.
     returned: SmallVec<[Seq; 4]>,
+}
+
+/// Copies the record slices at once (the items are `Copy`; `SmallVec`'s own `clone` goes
+/// item by item): the model checker clones a broker per transition.
+impl Clone for Group {
+    fn clone(&self) -> Group {
+        Group {
+            records: SmallVec::from_slice(&self.records),
+            frontier: self.frontier,
+            max_acked: self.max_acked,
+            fresh_from: self.fresh_from,
+            returned: SmallVec::from_slice(&self.returned),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Group) {
+        copy_from(&mut self.records, &source.records);
+        self.frontier = source.frontier;
+        self.max_acked = source.max_acked;
+        self.fresh_from = source.fresh_from;
+        copy_from(&mut self.returned, &source.returned);
+    }
+}
+
+/// `target = source` in place, for `Copy` items (item by item: the lists are short, and a
+/// `memcpy` call costs more than the copy).
+fn copy_from<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
+where
+    A::Item: Copy,
+{
+    target.clear();
+    for &item in source {
+        target.push(item);
+    }
 }
 
 impl PartialEq for Group {
@@ -144,8 +195,7 @@ impl Eq for Group {}
 impl Hash for Group {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.records.hash(state);
-        self.frontier.hash(state);
-        self.max_acked.hash(state);
+        state.write_u64(u64::from(self.frontier) | u64::from(self.max_acked) << 32);
     }
 }
 
@@ -205,7 +255,7 @@ fn remove_sorted(list: &mut SmallVec<[Seq; 4]>, seq: Seq) {
 }
 
 /// The broker's whole state.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Broker {
     config: BrokerConfig,
     groups: SmallVec<[Group; 1]>,
@@ -213,11 +263,44 @@ pub struct Broker {
     /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`), in
     /// (group, seq) order (insertion order among entries of one record).
     unflushed: SmallVec<[(u32, Seq, Record); 1]>,
-    /// Pending expiry timers, in firing order.
-    timers: SmallVec<[Timer; 2]>,
+    /// Pending expiry timers, in firing order (as many inline as records).
+    timers: SmallVec<[Timer; 4]>,
     /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
     /// settled?" costs nothing).
     unsettled: u64,
+}
+
+/// See [`Group`]'s `Clone`.
+impl Clone for Broker {
+    fn clone(&self) -> Broker {
+        let mut groups = SmallVec::new();
+        for group in &self.groups {
+            groups.push(group.clone());
+        }
+        Broker {
+            config: self.config,
+            groups,
+            next_lease_id: self.next_lease_id,
+            unflushed: SmallVec::from_slice(&self.unflushed),
+            timers: SmallVec::from_slice(&self.timers),
+            unsettled: self.unsettled,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Broker) {
+        self.config = source.config;
+        self.groups.truncate(source.groups.len());
+        for (target, group) in self.groups.iter_mut().zip(&source.groups) {
+            target.clone_from(group);
+        }
+        for group in &source.groups[self.groups.len()..] {
+            self.groups.push(group.clone());
+        }
+        self.next_lease_id = source.next_lease_id;
+        copy_from(&mut self.unflushed, &source.unflushed);
+        copy_from(&mut self.timers, &source.timers);
+        self.unsettled = source.unsettled;
+    }
 }
 
 impl PartialEq for Broker {
@@ -232,12 +315,21 @@ impl PartialEq for Broker {
 
 impl Eq for Broker {}
 
+/// Hashes what equality compares, small fields packed together (the model checker
+/// fingerprints brokers by the million).
 impl Hash for Broker {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.config.hash(state);
+        let c = &self.config;
+        state.write_u64(c.group_count as u64 | u64::from(c.max_attempts) << 32);
+        state.write_u64(c.lease_ms);
+        c.variant.hash(state);
         self.groups.hash(state);
-        self.next_lease_id.hash(state);
-        self.unflushed.hash(state);
+        state.write_u64(self.next_lease_id);
+        state.write_usize(self.unflushed.len());
+        for (group, seq, prior) in &self.unflushed {
+            state.write_u64(u64::from(*group) | u64::from(*seq) << 32);
+            prior.hash(state);
+        }
         self.timers.hash(state);
     }
 }
@@ -330,10 +422,7 @@ impl Broker {
         if limit == 0 {
             return Err(SettleError::Invalid("limit 0".into()));
         }
-        self.expire_due(now_ms);
-        self.unflushed.clear(); // The periodic flush rides on fetch.
-        let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
-        let deadline_ms = now_ms.saturating_add(lease_ms);
+        let deadline_ms = self.begin_fetch(now_ms, lease_ms);
         let mut leases = Vec::new();
         while leases.len() < limit {
             let Some(seq) = self.groups[group].first_available(now_ms) else {
@@ -342,6 +431,32 @@ impl Broker {
             leases.push(self.lease(group, seq, deadline_ms));
         }
         Ok(leases)
+    }
+
+    /// [`Broker::fetch`] with `limit` 1, without allocating (the model checker's fetch).
+    pub fn fetch_one(
+        &mut self,
+        group: GroupIx,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Option<Lease>, SettleError> {
+        if group >= self.config.group_count {
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
+        }
+        let deadline_ms = self.begin_fetch(now_ms, lease_ms);
+        let seq = self.groups[group].first_available(now_ms);
+        Ok(seq.map(|seq| self.lease(group, seq, deadline_ms)))
+    }
+
+    /// What every fetch does before leasing: due expiries, the periodic flush. Returns the
+    /// deadline of the leases it hands out.
+    fn begin_fetch(&mut self, now_ms: Ms, lease_ms: Option<Ms>) -> Ms {
+        self.expire_due_each(now_ms, |_| {});
+        self.unflushed.clear(); // The periodic flush rides on fetch.
+        let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
+        now_ms.saturating_add(lease_ms)
     }
 
     /// Leases the available record (group, seq) until `deadline_ms` and arms its timer.
@@ -628,14 +743,21 @@ impl Broker {
     /// they expired.
     pub fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         let mut expired = Vec::new();
+        self.expire_due_each(now_ms, |e| expired.push(e));
+        expired
+    }
+
+    /// [`Broker::expire_due`], handing each expired lease to `f` instead of collecting them.
+    pub fn expire_due_each(&mut self, now_ms: Ms, mut f: impl FnMut(Expired)) {
         while let Some(&timer) = self.timers.first() {
             if timer.deadline_ms > now_ms {
                 break;
             }
             self.timers.remove(0);
-            expired.extend(self.fire(timer, now_ms));
+            if let Some(expired) = self.fire(timer, now_ms) {
+                f(expired);
+            }
         }
-        expired
     }
 
     /// A timer fires: the lease it was armed for expires if it still holds the record and its
@@ -906,6 +1028,13 @@ impl BrokerView for Broker {
 
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.record(group, seq), Some(Record::DeadLettered { reason: kept }) if *kept == reason)
+    }
+
+    fn dead_letter_reason(&self, group: GroupIx, seq: Seq) -> Option<Reason> {
+        match self.record(group, seq) {
+            Some(Record::DeadLettered { reason }) => Some(*reason),
+            _ => None,
+        }
     }
 }
 

@@ -8,9 +8,11 @@
 //! * [`scenario`] — the scenario file format (scripted and seeded forms).
 //! * [`parse`] — scenario text to a runnable script, with file:line:column errors.
 //! * [`script`] — runs a scripted scenario on any backend and checks its expectations.
+//! * [`counterexample`] — a model-checker counterexample as a scripted scenario, and its replay.
 //! * [`seeded`] — the seeded simulator: fault plans, workloads, campaigns, shrinking.
 #![deny(missing_docs)]
 
+pub mod counterexample;
 pub mod engine;
 pub mod parse;
 pub mod scenario;

@@ -56,6 +56,8 @@ pub struct ScriptStep {
     pub expect: Option<String>,
     /// Its line in the file.
     pub line: usize,
+    /// It belongs to a lasso's loop (see [`crate::scenario`]).
+    pub repeat: bool,
 }
 
 /// What a step does.
@@ -131,6 +133,8 @@ pub struct Expectations {
     pub pending: Option<u32>,
     /// Dead-letter reasons, by group then seq.
     pub dead_letter_reasons: Option<Vec<String>>,
+    /// How many times a lasso's loop runs (`None`: the default).
+    pub loop_passes: Option<u32>,
 }
 
 /// One step's result against its `expect`.
@@ -259,14 +263,30 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     engine.publish_initial(script.events);
     let mut names: BTreeMap<String, Issuance> = BTreeMap::new();
     let mut results = Vec::new();
-    for step in &script.steps {
-        engine.set_step(Some(step.index));
-        engine.run_until(step.at_ms);
-        let first_line = engine.trace().lines.len();
-        let actual = run_step(&mut engine, step, &mut names);
-        engine.end_step();
-        results.push((step, first_line, actual));
+    let split = script
+        .steps
+        .iter()
+        .position(|s| s.repeat)
+        .unwrap_or(script.steps.len());
+    let (prefix, looped) = script.steps.split_at(split);
+    for step in prefix {
+        results.push(run_one(&mut engine, step, &mut names));
     }
+    let lasso = (!looped.is_empty()).then(|| {
+        let passes = script
+            .expect
+            .loop_passes
+            .unwrap_or(crate::parse::LOOP_PASSES_DEFAULT);
+        let previous_ms = prefix.last().map_or(0, |s| s.at_ms);
+        run_loop(
+            &mut engine,
+            looped,
+            previous_ms,
+            passes,
+            &mut names,
+            &mut results,
+        )
+    });
     engine.set_step(None);
     let end = engine.now_ms();
     engine.run_until(end);
@@ -276,21 +296,23 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     let timeline = timeline::render(&trace);
     let steps = results
         .into_iter()
-        .map(|(step, first_line, actual)| StepResult {
-            index: step.index,
+        .map(|(index, expected, first_line, actual)| StepResult {
+            index,
             t: (first_line..trace.lines.len())
-                .find(|&i| trace.lines[i].step == Some(step.index))
+                .find(|&i| trace.lines[i].step == Some(index))
                 .and_then(|i| timeline.t_of(Some(i))),
             actual,
-            expected: step.expect.clone(),
+            expected,
         })
         .collect::<Vec<_>>();
-    let violations: Vec<ViolationReport> = trace
+    let mut violations: Vec<ViolationReport> = trace
         .violations
         .iter()
         .map(|found| ViolationReport::new(found, &timeline))
         .collect();
-    let mismatches = mismatches(script, &steps, &violations, &outcome);
+    let no_cycle = lasso.and_then(|lasso| lasso.report(&steps, &mut violations));
+    let mut mismatches = mismatches(script, &steps, &violations, &outcome);
+    mismatches.extend(no_cycle);
     let text: String = timeline.lines.iter().map(|l| format!("{l}\n")).collect();
     Replay {
         file: script.file.clone(),
@@ -303,6 +325,115 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
         steps,
         mismatches,
         trace,
+    }
+}
+
+/// One step's index, expectation, first trace line and result.
+type Ran = (usize, Option<String>, usize, String);
+
+fn run_one<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &mut BTreeMap<String, Issuance>,
+) -> Ran {
+    engine.set_step(Some(step.index));
+    engine.run_until(step.at_ms);
+    let first_line = engine.trace().lines.len();
+    let actual = run_step(engine, step, names);
+    engine.end_step();
+    (step.index, step.expect.clone(), first_line, actual)
+}
+
+/// What running a lasso's loop showed.
+enum Lasso {
+    /// Every pass came back to where the first began, with an event unsettled: the detail.
+    Cycle(String),
+    /// It did not: why.
+    NoCycle(String),
+}
+
+impl Lasso {
+    /// Adds the I6 violation a cycle shows to `violations`; returns the mismatch when the
+    /// loop is not a cycle.
+    fn report(self, steps: &[StepResult], violations: &mut Vec<ViolationReport>) -> Option<String> {
+        match self {
+            Lasso::Cycle(detail) => {
+                let last = steps.last().expect("a loop has steps");
+                violations.push(ViolationReport {
+                    id: Invariant::I6.id(),
+                    name: Invariant::I6.name(),
+                    t: last.t,
+                    step: Some(last.index),
+                    detail,
+                });
+                None
+            }
+            Lasso::NoCycle(why) => Some(why),
+        }
+    }
+}
+
+/// What a pass must leave as it found it: every record's status (and dead-letter reason)
+/// and every group's frontier.
+fn snapshot<B: Backend>(engine: &Engine<B>) -> Vec<(Status, Option<String>, u32)> {
+    let backend = engine.backend();
+    let groups = engine.setup().groups.len();
+    let mut out = Vec::new();
+    for group in 0..groups {
+        for seq in 1..=backend.event_count() {
+            let (status, reason) = backend.status(group, seq);
+            out.push((status, reason, backend.frontier(group)));
+        }
+    }
+    out
+}
+
+/// Runs the steps marked `repeat` `passes` times (see [`crate::scenario`]'s *Lassos*).
+fn run_loop<B: Backend>(
+    engine: &mut Engine<B>,
+    looped: &[ScriptStep],
+    previous_ms: Ms,
+    passes: u32,
+    names: &mut BTreeMap<String, Issuance>,
+    results: &mut Vec<Ran>,
+) -> Lasso {
+    let (first, last) = (&looped[0], &looped[looped.len() - 1]);
+    let period_ms = (last.at_ms - first.at_ms + first.at_ms.saturating_sub(previous_ms)).max(1);
+    let start = snapshot(engine);
+    let mut cycle = true;
+    for pass in 0..u64::from(passes) {
+        for step in looped {
+            let shifted = ScriptStep {
+                at_ms: step.at_ms + pass * period_ms,
+                ..step.clone()
+            };
+            results.push(run_one(engine, &shifted, names));
+        }
+        cycle &= snapshot(engine) == start;
+    }
+    let groups = &engine.setup().groups;
+    let stuck = start
+        .iter()
+        .enumerate()
+        .find(|(_, (status, _, _))| !matches!(status, Status::Acked | Status::DeadLettered));
+    let events = engine.backend().event_count().max(1) as usize;
+    match (cycle, stuck) {
+        (true, Some((index, (status, _, _)))) => Lasso::Cycle(format!(
+            "the {} steps marked repeat (step[{}] to step[{}]) ran {passes} times, each pass leaving every record and frontier as the first found them, with event {} of group {} still {status:?}: they can repeat forever (a lasso)",
+            looped.len(),
+            first.index,
+            last.index,
+            index % events + 1,
+            groups[index / events],
+        )),
+        (true, None) => Lasso::NoCycle(
+            "the steps marked repeat form a cycle, but every event is settled: not a lasso"
+                .to_string(),
+        ),
+        (false, _) => Lasso::NoCycle(format!(
+            "the steps marked repeat (step[{}] to step[{}]) do not form a cycle: a pass changed a record's status or a frontier",
+            first.index, last.index
+        )),
     }
 }
 
