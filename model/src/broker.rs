@@ -103,6 +103,23 @@ pub trait BrokerView {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.status(group, seq), (Status::DeadLettered, Some(kept)) if kept == reason)
     }
+    /// Records of every group that are neither acked nor dead-lettered. The default reads every
+    /// record; override it when the backend keeps the count (engines ask it after every step).
+    fn unsettled_count(&self) -> u64 {
+        let count = self.event_count();
+        (0..self.group_count())
+            .map(|group| {
+                (1..=count)
+                    .filter(|&seq| {
+                        !matches!(
+                            self.status_kind(group, seq),
+                            Status::Acked | Status::DeadLettered
+                        )
+                    })
+                    .count() as u64
+            })
+            .sum()
+    }
     /// Writes the statuses of (group, first), (group, first + 1), … into `out`, as many as fit
     /// and are published; returns how many it wrote. Override it to read a group's records in
     /// one pass: the oracle's full audit reads every record through it.
@@ -906,6 +923,11 @@ impl BrokerView for Broker {
 
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.record(group, seq), Some(Record::DeadLettered { reason: kept }) if *kept == reason)
+    }
+
+    #[inline]
+    fn unsettled_count(&self) -> u64 {
+        self.unsettled
     }
 }
 

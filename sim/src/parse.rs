@@ -522,6 +522,7 @@ impl<'a> Validator<'a> {
             clock_offset_ms,
             check_at_least_once: ack_policy.at_least_once(),
             expiry,
+            audit_every_step: false,
         })
     }
 

@@ -336,11 +336,7 @@ impl EndState {
             frontier: (0..groups).map(|g| backend.frontier(g)).collect(),
             dead_letter_reasons,
             pending,
-            handler_runs: engine
-                .handler_calls()
-                .iter()
-                .map(|c| format!("E{}#{}", c.seq, c.attempt))
-                .collect(),
+            handler_runs: handler_runs(engine.trace()),
             acked_unprocessed: engine.oracle().acked_unprocessed(),
         }
     }
@@ -358,6 +354,21 @@ impl EndState {
             Vec::new()
         }
     }
+}
+
+/// Every handler run in order, as `E<seq>#<delivery>`.
+fn handler_runs(trace: &Trace) -> Vec<String> {
+    trace
+        .lines
+        .iter()
+        .filter_map(|line| match line.kind {
+            crate::trace::LineKind::Handle { issuance } => {
+                let lease = trace.lease(issuance).lease;
+                Some(format!("E{}#{}", lease.seq, lease.attempt))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn result_name(result: &Result<(), SettleError>) -> String {
@@ -387,8 +398,14 @@ fn run_step<B: Backend>(
                 .unwrap_or_default();
             let before = engine.trace().leases.len();
             let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
-            for info in &engine.trace().leases[before..] {
-                names.insert(info.name.clone(), info.issuance);
+            let issued: Vec<(String, Issuance)> = engine.trace().leases[before..]
+                .iter()
+                .map(|info| (info.name.clone(), info.issuance))
+                .collect();
+            for (name, issuance) in issued {
+                // A step may name the lease at any later time: keep it nameable.
+                engine.pin(issuance);
+                names.insert(name, issuance);
             }
             match result {
                 Ok(leases) if leases.is_empty() => "empty".to_string(),
@@ -419,13 +436,17 @@ fn run_step<B: Backend>(
             let Some(&issuance) = names.get(lease) else {
                 return "invalid".to_string();
             };
-            let line = engine.handle(
+            let run = engine.handle(
                 worker,
                 issuance,
                 run.clone(),
                 Delivery::with_fault(step.fault),
             );
             engine.run_until(now);
+            let line = engine
+                .recorder()
+                .and_then(|r| r.run_line(run))
+                .expect("a script runs with a recorder");
             let trace = engine.trace();
             trace.lines[line]
                 .parts

@@ -93,7 +93,7 @@ impl Summary {
         let mut mixed = outcome.seed.to_le_bytes().to_vec();
         mixed.extend_from_slice(&outcome.trace_hash.to_le_bytes());
         self.campaign_hash = self.campaign_hash.wrapping_add(fnv1a64(&mixed));
-        if outcome.bound_hit.is_some() {
+        if outcome.inconclusive.is_some() {
             self.bound_hits += 1;
         }
         if outcome.violations.is_empty() {

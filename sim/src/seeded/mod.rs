@@ -6,7 +6,6 @@
 //! * [`faults`] — the fault plan, its switches and intensities, swarm draws.
 //! * [`workload`] — the `[workload]` table: handler timing, outcome rates, named bounds.
 //! * [`setup`] — the effective configuration of one run and the bounds derived from it.
-//! * [`world`] — the external world the handlers write to (duplicates, ghost writes).
 //! * [`run`] — one seeded run: a driver of workers, network and faults on the engine.
 //! * [`seeded_file`] — seeded scenario files: build a run from one, write one for a failure.
 //! * [`campaign`] — ranges of seeds over threads and shards, with a deterministic summary.
@@ -21,7 +20,7 @@ pub mod seeded_file;
 pub mod setup;
 pub mod shrink;
 pub mod workload;
-pub mod world;
+
 
 pub use campaign::{Campaign, Summary};
 pub use faults::{Fault, FaultPlan};

@@ -1,7 +1,7 @@
 //! Seeded scenario files: a [`Setup`] from a scenario's `seed`, `[config]`, `[workload]` and
 //! `[faults]`, and back, so a failing seed is saved as a file that replays byte for byte.
 
-use super::run::{run, RunOutcome};
+use super::run::{run, RunOptions, RunOutcome};
 use super::setup::Setup;
 use crate::engine::Expiry;
 use crate::scenario::{Config, Expect, Scenario};
@@ -86,6 +86,9 @@ impl BrokerView for BoxedBackend {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         self.0.dead_letter_reason_is(group, seq, reason)
     }
+    fn unsettled_count(&self) -> u64 {
+        self.0.unsettled_count()
+    }
 }
 
 impl Backend for BoxedBackend {
@@ -119,17 +122,30 @@ impl Backend for BoxedBackend {
     }
 }
 
-/// Runs `setup` on a fresh broker of `kind`; keeps the trace text when `keep_trace`.
+/// Runs `setup` on a fresh broker of `kind`; records the run (its timeline text and event log)
+/// when `record`.
 ///
 /// # Panics
 /// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
-pub fn run_setup(setup: &Setup, kind: BackendKind, keep_trace: bool) -> RunOutcome {
+pub fn run_setup(setup: &Setup, kind: BackendKind, record: bool) -> RunOutcome {
+    let options = RunOptions {
+        record,
+        ..RunOptions::default()
+    };
+    run_setup_with(setup, kind, &options)
+}
+
+/// Runs `setup` on a fresh broker of `kind` with `options`.
+///
+/// # Panics
+/// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
+pub fn run_setup_with(setup: &Setup, kind: BackendKind, options: &RunOptions) -> RunOutcome {
     match kind {
-        BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), keep_trace),
+        BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), options),
         BackendKind::Other { name, make } => {
             let backend = make(&setup.broker_config())
                 .unwrap_or_else(|e| panic!("backend {name} was checked first: {e}"));
-            run(setup, BoxedBackend(backend), keep_trace)
+            run(setup, BoxedBackend(backend), options)
         }
     }
 }
