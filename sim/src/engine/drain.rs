@@ -33,7 +33,7 @@ const QUIESCENT_TICKS: u32 = 3;
 impl<B: Backend> Engine<B> {
     /// The liveness phase: faults heal (crashed workers restart, requests travel instantly),
     /// then the up workers, in order, fetch one lease at a time from each group and run
-    /// `handler(group, seq, attempt)` on it, until every event is settled, nothing is left to
+    /// `handler(group, seq, attempt)` on it (a worker runs one handler at a time), until every event is settled, nothing is left to
     /// happen (quiescent), `liveness_ms_max` has passed, or [`drain_handler_runs_max`] handler
     /// runs happened. Then the oracle audits every record, and I6 is checked — unless a bound
     /// ended the phase: the run is then inconclusive, not a violation.
@@ -71,10 +71,11 @@ impl<B: Backend> Engine<B> {
                 idle_ticks = 0;
                 continue;
             }
-            let next = [self.next_event_ms(), self.backend.next_deadline()]
-                .into_iter()
-                .flatten()
-                .min();
+            // A deadline already due is applied by the next fetch (lazy expiry): wait for
+            // what comes after it.
+            let now_ms = self.now_ms;
+            let deadline = self.backend.next_deadline().filter(|&d| d > now_ms);
+            let next = [self.next_event_ms(), deadline].into_iter().flatten().min();
             let target = match next {
                 Some(at) => at.max(self.now_ms),
                 None => {
@@ -95,7 +96,8 @@ impl<B: Backend> Engine<B> {
     }
 
     /// One round of the liveness phase: each worker that is not stalled fetches one lease from
-    /// each group and runs the handler on it. Returns the number of handler runs.
+    /// each group and runs the handler on it, one run at a time (a worker whose handler is still
+    /// running fetches nothing more). Returns the number of handler runs.
     fn drain_round(&mut self, handler: &dyn Fn(GroupIx, Seq, u32) -> HandlerRun) -> u64 {
         let mut runs = 0;
         for worker in 0..self.workers.len() {
@@ -103,6 +105,9 @@ impl<B: Backend> Engine<B> {
                 continue;
             }
             for group in 0..self.setup.groups.len() {
+                if self.workers[worker].running > 0 {
+                    break;
+                }
                 let got = self.fetch_with(worker, group, 1, None, &[], Fault::None, false);
                 let Ok(leases) = got else { continue };
                 for issuance in leases {

@@ -270,6 +270,8 @@ pub struct Worker {
     pub clock_offset_ms: i64,
     /// Leases it holds and has not settled, in fetch order.
     pub held: Vec<Issuance>,
+    /// Handler runs of this incarnation in progress.
+    pub running: u32,
 }
 
 /// Where a rolling audit after a broker restart stands.
@@ -343,6 +345,7 @@ impl<B: Backend> Engine<B> {
                 paused_until_ms: 0,
                 clock_offset_ms: setup.clock_offset_ms.get(index).copied().unwrap_or(0),
                 held: Vec::new(),
+                running: 0,
             })
             .collect();
         let recorder = record.then(|| Box::new(Recorder::new(&setup.workers, &setup.groups)));
@@ -607,6 +610,9 @@ impl<B: Backend> Engine<B> {
             return;
         }
         let run = self.runs.remove(slot);
+        if alive {
+            self.workers[worker].running -= 1;
+        }
         if !alive {
             self.hits.hit(Probe::HandlerKilledByCrash);
             self.emit(self.now_ms, Event::HandlerKilled { run: run.id });
@@ -876,6 +882,7 @@ impl<B: Backend> Engine<B> {
             delivery,
         });
         self.leases.retain(issuance);
+        self.workers[worker].running += 1;
         let at = self.now_ms.saturating_add(run.handler_ms);
         self.queue.push(at, Due::HandlerDone { slot });
         id
@@ -889,6 +896,7 @@ impl<B: Backend> Engine<B> {
         w.up = false;
         w.incarnation += 1;
         w.paused_until_ms = 0;
+        w.running = 0;
         for &issuance in &held {
             self.leases.release(issuance);
         }

@@ -464,13 +464,15 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// How a settle from `worker` travels now.
     fn delivery(&mut self, worker: usize) -> Delivery {
         let f = &self.setup.faults;
-        let (unavailable, drop, lost_reply, duplicate) =
-            (f.unavailable, f.drop, f.lost_reply, f.duplicate);
+        let (unavailable, failed, drop, lost_reply, duplicate) =
+            (f.unavailable, f.failed, f.drop, f.lost_reply, f.duplicate);
         let partitioned = self.engine.now_ms() < self.workers[worker].partitioned_until_ms;
         let fault = if partitioned {
             WireFault::Dropped
         } else if self.fault(unavailable) {
             WireFault::Unavailable
+        } else if self.fault(failed) {
+            WireFault::Failed
         } else if self.net_fault(drop) {
             WireFault::Dropped
         } else if self.fault(lost_reply) {

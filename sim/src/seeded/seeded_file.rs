@@ -2,7 +2,7 @@
 //! `[faults]`, and back, so a failing seed is saved as a file that replays byte for byte.
 
 use super::run::{run, RunOptions, RunOutcome};
-use super::setup::Setup;
+use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
 use crate::scenario::{Config, Expect, Scenario};
 use leasehold_model::{
@@ -150,57 +150,69 @@ pub fn run_setup_with(setup: &Setup, kind: BackendKind, options: &RunOptions) ->
     }
 }
 
-/// Runs a seeded scenario (one with `seed = S`) on `kind`, with its trace kept. Errors name
-/// the field that is wrong.
+/// Runs a seeded scenario (one with `seed = S`) on `kind`, recorded. Errors name the field that
+/// is wrong.
 pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, String> {
-    let setup = setup_from_scenario(scenario)?;
+    let setup = setup_from_scenario(scenario).map_err(|e| e.to_string())?;
     kind.check(&setup)?;
     Ok(run_setup(&setup, kind, true))
 }
 
-/// The run a seeded scenario describes.
-pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
-    let seed = scenario
-        .seed
-        .ok_or("a seeded scenario needs 'seed = <number>'")?;
+/// The run a seeded scenario's text describes, validated; an error is one line with the file,
+/// the line and the field (`x.toml:7:12: field `config.lease_ms`: …`).
+pub fn load_seeded(text: &str, file: &str) -> Result<Setup, String> {
+    let scenario = parse_toml(text).map_err(|e| format!("{file}: {e}"))?;
+    setup_from_scenario(&scenario)
+        .map_err(|e| crate::parse::error_at_key(text, file, &e.path(), e.message.clone()).to_string())
+}
+
+/// The run a seeded scenario describes, validated ([`Setup::validate`]).
+pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
+    let seed = scenario.seed.ok_or_else(|| {
+        SetupError::new("", "seed", "a seeded scenario needs 'seed = <number>'".to_string())
+    })?;
     if !scenario.steps.is_empty() {
-        return Err("a scenario has either 'seed' or '[[step]]', not both".to_string());
+        return Err(SetupError::new(
+            "",
+            "step",
+            "a scenario has either 'seed' or '[[step]]', not both".to_string(),
+        ));
     }
     let variant = Variant::from_name(&scenario.variant).ok_or_else(|| {
-        format!(
-            "variant: unknown '{}' (one of {})",
-            scenario.variant,
-            Variant::names()
+        SetupError::new(
+            "",
+            "variant",
+            format!("unknown '{}' (one of {})", scenario.variant, Variant::names()),
         )
     })?;
     let c = &scenario.config;
     let policy = AckPolicy::from_name(&c.ack_policy).ok_or_else(|| {
-        format!(
-            "config.ack_policy: unknown '{}' (nack_on_error, ack_always, ack_first, manual)",
-            c.ack_policy
+        SetupError::new(
+            "config",
+            "ack_policy",
+            format!(
+                "unknown '{}' (nack_on_error, ack_always, ack_first, manual)",
+                c.ack_policy
+            ),
         )
     })?;
-    if c.groups.is_empty() {
-        return Err("config.groups: at least one group".to_string());
-    }
-    if c.workers.is_empty() {
-        return Err("config.workers: at least one worker".to_string());
-    }
-    if c.max_attempts == 0 {
-        return Err("config.max_attempts: at least 1".to_string());
-    }
-    if c.lease_ms == 0 {
-        return Err("config.lease_ms: at least 1".to_string());
-    }
     for name in c.clock_offset_ms.keys() {
         if !c.workers.contains(name) {
-            return Err(format!("config.clock_offset_ms: unknown worker '{name}'"));
+            return Err(SetupError::new(
+                "config",
+                &format!("clock_offset_ms.{name}"),
+                format!("unknown worker '{name}'"),
+            ));
         }
     }
     let expiry = match c.expiry.as_deref() {
         None => Expiry::default(),
         Some(name) => Expiry::from_name(name).ok_or_else(|| {
-            format!("config.expiry: unknown '{name}' (expected one of at_deadline, on_fetch)")
+            SetupError::new(
+                "config",
+                "expiry",
+                format!("unknown '{name}' (expected one of at_deadline, on_fetch)"),
+            )
         })?,
     };
     let clock_offset_ms = c
@@ -208,7 +220,7 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
         .iter()
         .map(|w| c.clock_offset_ms.get(w).copied())
         .collect();
-    Ok(Setup {
+    let setup = Setup {
         seed,
         variant,
         group_names: c.groups.clone(),
@@ -221,7 +233,9 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
         expiry,
         workload: scenario.workload.clone().unwrap_or_default(),
         faults: scenario.faults.clone().unwrap_or_default(),
-    })
+    };
+    setup.validate()?;
+    Ok(setup)
 }
 
 /// The seeded scenario of `setup`, expecting `violated` (or that every invariant holds).

@@ -219,6 +219,7 @@ impl EngineRun for Simulator {
             backend: BackendKind::Pure,
             stop_on_failure: false,
             expiry_mixed: args.expiry == "mixed",
+            pinned: Default::default(),
         };
         while end < seeds_max {
             let start = end;
@@ -231,7 +232,7 @@ impl EngineRun for Simulator {
             chunks += 1;
             let summary = campaign_of(start..end).run(&|_| {});
             seeds_run += summary.seeds_run;
-            bound_hits += summary.bound_hits;
+            bound_hits += summary.seeds_inconclusive;
             steps += summary.steps;
             sim_ms += summary.sim_ms;
             for (invariant, failures) in summary.failures {
@@ -273,7 +274,7 @@ impl EngineRun for Simulator {
                 })
             } else if seeds_run > 0 && bound_hits == seeds_run {
                 Cell::Bounded {
-                    bound: "steps_max on every seed".to_string(),
+                    bound: "a named bound on every seed (inconclusive)".to_string(),
                 }
             } else {
                 Cell::Holds
