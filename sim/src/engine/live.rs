@@ -72,6 +72,18 @@ impl LiveLeases {
         self.leases.push(lease);
     }
 
+    /// Tracks again a lease the table had let go (an engine with a recorder can name any lease
+    /// it ever issued).
+    pub fn reinsert(&mut self, lease: LiveLease) {
+        match self
+            .leases
+            .binary_search_by_key(&lease.issuance, |l| l.issuance)
+        {
+            Ok(i) => self.leases[i] = lease,
+            Err(i) => self.leases.insert(i, lease),
+        }
+    }
+
     /// One more thing names `issuance`.
     #[inline]
     pub fn retain(&mut self, issuance: Issuance) {

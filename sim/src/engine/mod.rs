@@ -820,8 +820,8 @@ impl<B: Backend> Engine<B> {
     /// [`Engine::run_until`]); a crash first kills it. Returns the run's id.
     ///
     /// # Panics
-    /// When the engine no longer tracks `issuance` (nothing named it since it ended): drivers
-    /// hand only leases a worker holds, or leases they pinned.
+    /// When the engine no longer tracks `issuance` and has no recorder (see
+    /// [`Engine::send`]).
     pub fn handle(
         &mut self,
         worker: WorkerIx,
@@ -829,11 +829,7 @@ impl<B: Backend> Engine<B> {
         run: HandlerRun,
         delivery: Delivery,
     ) -> RunId {
-        let lease = self
-            .leases
-            .get(issuance)
-            .expect("a handler runs on a lease the engine tracks")
-            .lease;
+        let lease = self.tracked(issuance).lease;
         let id = RunId(self.runs_started);
         self.runs_started += 1;
         self.emit(
@@ -1020,6 +1016,38 @@ impl<B: Backend> Engine<B> {
     /// Records of every group the broker shows neither acked nor dead-lettered.
     pub fn unsettled_count(&self) -> u64 {
         self.backend.unsettled_count()
+    }
+
+    /// The engine's record of lease `issuance`. A lease nothing named any more has left the
+    /// live table; an engine with a recorder brings it back from the recording (so a scenario
+    /// may name any lease it bound, at any time).
+    ///
+    /// # Panics
+    /// When the lease left the table and there is no recorder: a driver without a recorder
+    /// names only leases its workers hold (or that it pinned).
+    fn tracked(&mut self, issuance: Issuance) -> LiveLease {
+        if let Some(lease) = self.leases.get(issuance) {
+            return *lease;
+        }
+        let info = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.trace().leases.get(issuance.0 as usize))
+            .expect("a request or handler names a lease the engine tracks");
+        let lease = LiveLease {
+            issuance,
+            lease: info.lease,
+            holder: info.holder,
+            holder_incarnation: info.holder_incarnation,
+            first_deadline_ms: info.lease.deadline_ms,
+            ended: info.ended.as_ref().map(|(_, end)| match end {
+                crate::trace::LeaseEnd::Expired { .. } => live::End::Expired,
+                crate::trace::LeaseEnd::Settled { .. } => live::End::Settled,
+            }),
+            refs: 0,
+        };
+        self.leases.reinsert(lease);
+        lease
     }
 
     /// `worker` drops lease `issuance` from its hand.

@@ -45,10 +45,7 @@ impl<B: Backend> Engine<B> {
         delivery: Delivery,
         from: SendFrom,
     ) -> RequestId {
-        let info = *self
-            .leases
-            .get(issuance)
-            .expect("a request names a lease the engine tracks");
+        let info = self.tracked(issuance);
         let w = &self.workers[worker];
         let delayed = info.holder == worker && info.holder_incarnation != w.incarnation;
         let incarnation = if delayed {
