@@ -14,9 +14,10 @@
 //! Every operation costs what it changes, whatever the number of events: `fetch` finds the
 //! lowest available record through an index (the never-delivered records form a suffix; the
 //! few others sit in a short sorted list), expiry pops timers in deadline order, the frontier
-//! advances over the settled prefix once, and the count of unsettled records is kept. Only a
-//! broker restart, which loses the broker's volatile state, re-reads every record. The
-//! index is derived data: equality and hashing ignore it.
+//! advances over the settled prefix once, and the count of unsettled records is kept. A
+//! broker restart, which loses the broker's volatile state, costs what it restores (the
+//! acks it undoes, the timers it re-arms) and re-derives the frontier from the lowest record
+//! that may have changed. The index is derived data: equality and hashing ignore it.
 
 use crate::types::{
     GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
@@ -146,6 +147,9 @@ struct Group {
     fresh_from: Seq,
     /// Index: the available records below `fresh_from`, in seq order.
     returned: SmallVec<[Seq; 4]>,
+    /// The lowest seq at or below the frontier that became unsettled since the frontier was
+    /// last derived from the records (`Seq::MAX`: none): where a restart re-derives it from.
+    unsettled_below: Seq,
 }
 
 impl PartialEq for Group {
@@ -174,6 +178,7 @@ impl Group {
             max_acked: 0,
             fresh_from: 1,
             returned: SmallVec::new(),
+            unsettled_below: Seq::MAX,
         }
     }
 
@@ -190,7 +195,15 @@ impl Group {
         }
     }
 
+    /// The available records the index names, in seq order (debug checks).
+    #[cfg(debug_assertions)]
+    fn available(&self) -> Vec<Seq> {
+        let fresh = self.fresh_from..=self.records.len() as Seq;
+        self.returned.iter().copied().chain(fresh).collect()
+    }
+
     /// Rebuilds the index from the records.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     fn reindex(&mut self) {
         let mut fresh_from = self.records.len() as Seq + 1;
         while fresh_from > 1
@@ -619,7 +632,12 @@ impl Broker {
         }
         match (old.is_settled(), record.is_settled()) {
             (false, true) => self.unsettled -= 1,
-            (true, false) => self.unsettled += 1,
+            (true, false) => {
+                self.unsettled += 1;
+                if seq <= g.frontier {
+                    g.unsettled_below = g.unsettled_below.min(seq);
+                }
+            }
             _ => {}
         }
         self.advance_frontier(group);
@@ -770,8 +788,71 @@ impl Broker {
     }
 
     /// A broker restart: durable state survives, volatile state is lost (per the variant).
-    /// The only operation that reads every record: it rebuilds what the broker keeps in memory.
+    /// Costs what it restores: the acks it undoes (`volatile-ack`), the timers it re-arms, and
+    /// the frontier from the lowest record that may have changed — not the number of records.
     pub fn restart(&mut self) {
+        #[cfg(debug_assertions)]
+        let expected = {
+            let mut copy = self.clone();
+            copy.restart_by_scan();
+            copy
+        };
+        let variant = self.config.variant;
+        let reverted = std::mem::take(&mut self.unflushed);
+        for &(group, seq, prior) in reverted.iter().rev() {
+            // The ack never became durable: the record is what it was before it.
+            self.set(group as GroupIx, seq, prior);
+        }
+        if !variant.lease_ids_durable() {
+            self.next_lease_id = 1;
+        }
+        // Timers live in memory: a correct broker re-arms one per lease from its records. Every
+        // leased record still has its timer (it is disarmed only when its lease ends), but the
+        // records an undone ack leased again.
+        if variant.rearms_expiry_on_restart() {
+            for &(group, seq, _) in &reverted {
+                let group = group as GroupIx;
+                if let Record::Leased {
+                    lease_id,
+                    deadline_ms,
+                    ..
+                } = self.groups[group].records[seq as usize - 1]
+                {
+                    self.disarm(group, seq);
+                    self.arm(group, seq, lease_id, deadline_ms);
+                }
+            }
+        } else {
+            self.timers.clear();
+        }
+        for group in 0..self.config.group_count {
+            self.rederive_frontier(group);
+        }
+        #[cfg(debug_assertions)]
+        {
+            assert!(*self == expected, "a restart re-derives what a full rebuild does");
+            for (ours, theirs) in self.groups.iter().zip(&expected.groups) {
+                assert_eq!(ours.available(), theirs.available(), "same fetch index");
+            }
+            assert_eq!(self.unsettled, expected.unsettled);
+        }
+    }
+
+    /// The frontier (and the highest acked seq) as a restart derives them from the durable
+    /// records: from the lowest record that became unsettled below the frontier, if any.
+    fn rederive_frontier(&mut self, group: GroupIx) {
+        let g = &mut self.groups[group];
+        while g.max_acked > 0 && g.records[g.max_acked as usize - 1] != Record::Acked {
+            g.max_acked -= 1;
+        }
+        g.frontier = g.frontier.min(g.unsettled_below.saturating_sub(1));
+        g.unsettled_below = Seq::MAX;
+        self.advance_frontier(group);
+    }
+
+    /// A restart that re-reads every record: what [`Broker::restart`] must be equal to.
+    #[cfg(debug_assertions)]
+    fn restart_by_scan(&mut self) {
         let variant = self.config.variant;
         for (group, seq, prior) in std::mem::take(&mut self.unflushed).into_iter().rev() {
             let g = &mut self.groups[group as usize];
@@ -785,7 +866,6 @@ impl Broker {
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }
-        // Timers live in memory: a correct broker re-arms one per lease from its records.
         self.timers.clear();
         let rearm = variant.rearms_expiry_on_restart();
         for (group, g) in self.groups.iter_mut().enumerate() {
@@ -807,7 +887,6 @@ impl Broker {
                 }
             }
             g.reindex();
-            // The frontier is derived from the durable records.
             g.max_acked = g
                 .records
                 .iter()
