@@ -830,7 +830,10 @@ impl Broker {
         }
         #[cfg(debug_assertions)]
         {
-            assert!(*self == expected, "a restart re-derives what a full rebuild does");
+            assert!(
+                *self == expected,
+                "a restart re-derives what a full rebuild does"
+            );
             for (ours, theirs) in self.groups.iter().zip(&expected.groups) {
                 assert_eq!(ours.available(), theirs.available(), "same fetch index");
             }

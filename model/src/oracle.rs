@@ -642,7 +642,13 @@ impl Oracle {
     /// [`Oracle::audit`] compares every record: a slice of a full audit, for an engine that
     /// spreads one over many steps (a large broker after a restart). Records past the last
     /// published event are skipped; frontiers are not checked (every `end_step` reads them).
-    pub fn audit_records(&mut self, view: &impl BrokerView, group: GroupIx, first: Seq, count: Seq) {
+    pub fn audit_records(
+        &mut self,
+        view: &impl BrokerView,
+        group: GroupIx,
+        first: Seq,
+        count: Seq,
+    ) {
         let published = self.published_count().min(view.event_count());
         if group >= self.config.group_count || first == 0 || first > published {
             return;

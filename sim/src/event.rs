@@ -337,7 +337,8 @@ fn hash_error(h: &mut TraceHasher, error: &SettleError) {
         SettleError::Invalid(_) => 6,
     };
     h.word(code);
-    if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) = error
+    if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) =
+        error
     {
         h.text(why);
     }
@@ -561,7 +562,8 @@ impl Event {
         hash_lease(h, lease);
         h.word(*worker_clock_ms);
         h.word(*sent_ms);
-        let flags = fault_code(*fault) | u64::from(*delayed) << 8 | u64::from(*nack_on_failure) << 9;
+        let flags =
+            fault_code(*fault) | u64::from(*delayed) << 8 | u64::from(*nack_on_failure) << 9;
         h.word(flags);
         h.word(origin_code(*origin));
     }

@@ -280,7 +280,10 @@ fn on_fetch_expiry_leaves_the_record_leased_until_the_next_fetch() {
 fn same_driver_same_trace() {
     let hash = |variant| {
         let (e, _) = stale_ack_story(variant);
-        (e.trace_hash(), leasehold_sim::timeline::text(&e.into_trace()))
+        (
+            e.trace_hash(),
+            leasehold_sim::timeline::text(&e.into_trace()),
+        )
     };
     assert_eq!(hash(Variant::Fenced), hash(Variant::Fenced));
     assert_ne!(hash(Variant::Fenced).0, hash(Variant::UnfencedSettle).0);

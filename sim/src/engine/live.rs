@@ -68,7 +68,10 @@ impl LiveLeases {
         let record = (lease.lease.group, lease.lease.seq);
         self.leases
             .retain(|l| l.refs > 0 || (l.lease.group, l.lease.seq) != record);
-        debug_assert!(self.leases.last().is_none_or(|l| l.issuance < lease.issuance));
+        debug_assert!(self
+            .leases
+            .last()
+            .is_none_or(|l| l.issuance < lease.issuance));
         self.leases.push(lease);
     }
 

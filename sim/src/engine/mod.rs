@@ -784,7 +784,13 @@ impl<B: Backend> Engine<B> {
 
     /// One lease a fetch by `worker` issued: the oracle names it, the engine tracks it, the
     /// worker holds it when the reply reached it.
-    fn issue(&mut self, worker: WorkerIx, lease: Lease, duration_ms: Ms, delivered: bool) -> Issuance {
+    fn issue(
+        &mut self,
+        worker: WorkerIx,
+        lease: Lease,
+        duration_ms: Ms,
+        delivered: bool,
+    ) -> Issuance {
         let now_ms = self.now_ms;
         let issuance = self.oracle.fetched(&lease, now_ms, duration_ms);
         self.note_delivery(lease.group, lease.seq);

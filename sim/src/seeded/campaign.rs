@@ -132,7 +132,10 @@ impl Campaign {
     pub fn shard_seed(&self, index: u64) -> Option<u64> {
         let (k, n) = self.shard;
         let offset = index.checked_mul(n)?.checked_add(k - 1)?;
-        self.seeds.start.checked_add(offset).filter(|&seed| seed < self.seeds.end)
+        self.seeds
+            .start
+            .checked_add(offset)
+            .filter(|&seed| seed < self.seeds.end)
     }
 
     /// The seeds this shard runs, in order (computed one by one).
@@ -190,7 +193,9 @@ impl Campaign {
                         if index >= total {
                             break;
                         }
-                        let Some(seed) = self.shard_seed(index) else { break };
+                        let Some(seed) = self.shard_seed(index) else {
+                            break;
+                        };
                         if self.stop_on_failure && seed > smallest_failure.load(Ordering::Relaxed) {
                             break;
                         }

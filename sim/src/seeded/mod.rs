@@ -24,11 +24,11 @@ pub mod summary;
 pub mod workload;
 
 pub use campaign::Campaign;
-pub use summary::{CampaignReport, Summary};
 pub use faults::{Fault, FaultPlan};
 pub use prng::Prng;
 pub use ratio::Ratio;
 pub use run::{RunOptions, RunOutcome};
 pub use seeded_file::{run_seeded, BackendKind};
 pub use setup::{Setup, SetupError};
+pub use summary::{CampaignReport, Summary};
 pub use workload::Workload;

@@ -33,7 +33,8 @@ impl Prng {
         self.0.gen_range(lo..=hi)
     }
 
-    /// True with probability `ratio`.
+    /// True with probability `ratio` (one 32-bit draw).
+    #[inline]
     pub fn chance(&mut self, ratio: Ratio) -> bool {
         if ratio.num == 0 {
             return false;
@@ -41,7 +42,7 @@ impl Prng {
         if ratio.num == ratio.den {
             return true;
         }
-        self.below(u64::from(ratio.den)) < u64::from(ratio.num)
+        self.0.gen_range(0..ratio.den) < ratio.num
     }
 
     /// A fair coin.

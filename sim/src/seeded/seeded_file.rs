@@ -162,14 +162,19 @@ pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, 
 /// the line and the field (`x.toml:7:12: field `config.lease_ms`: …`).
 pub fn load_seeded(text: &str, file: &str) -> Result<Setup, String> {
     let scenario = parse_toml(text).map_err(|e| format!("{file}: {e}"))?;
-    setup_from_scenario(&scenario)
-        .map_err(|e| crate::parse::error_at_key(text, file, &e.path(), e.message.clone()).to_string())
+    setup_from_scenario(&scenario).map_err(|e| {
+        crate::parse::error_at_key(text, file, &e.path(), e.message.clone()).to_string()
+    })
 }
 
 /// The run a seeded scenario describes, validated ([`Setup::validate`]).
 pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
     let seed = scenario.seed.ok_or_else(|| {
-        SetupError::new("", "seed", "a seeded scenario needs 'seed = <number>'".to_string())
+        SetupError::new(
+            "",
+            "seed",
+            "a seeded scenario needs 'seed = <number>'".to_string(),
+        )
     })?;
     if !scenario.steps.is_empty() {
         return Err(SetupError::new(
@@ -182,7 +187,11 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
         SetupError::new(
             "",
             "variant",
-            format!("unknown '{}' (one of {})", scenario.variant, Variant::names()),
+            format!(
+                "unknown '{}' (one of {})",
+                scenario.variant,
+                Variant::names()
+            ),
         )
     })?;
     let c = &scenario.config;

@@ -51,6 +51,9 @@ pub const GROUPS_MAX: usize = 1_024;
 pub const WORKERS_MAX: usize = 1_024;
 /// The largest `max_attempts`.
 pub const ATTEMPTS_MAX: u32 = 1 << 20;
+/// The most records (events × groups) a run may hold: about 80 bytes each between the broker
+/// and the oracle, so 2^28 records take some 20 GB.
+pub const RECORDS_MAX: u64 = 1 << 28;
 
 /// A setup that cannot run, naming the field at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -301,6 +304,18 @@ impl Setup {
             self.max_attempts as usize,
             ATTEMPTS_MAX as usize,
         )?;
+        if self.records() > RECORDS_MAX {
+            return Err(SetupError::new(
+                "config",
+                "events",
+                format!(
+                    "{} events × {} groups = {} records, more than a run may hold ({RECORDS_MAX}, about 80 bytes each)",
+                    self.events,
+                    self.group_names.len(),
+                    self.records()
+                ),
+            ));
+        }
         if self.lease_ms == 0 {
             return Err(SetupError::new(
                 "config",
@@ -326,7 +341,11 @@ impl Setup {
             // A long handler runs up to three leases.
             ("config", "lease_ms", self.lease_ms.saturating_mul(3)),
             // A poison handler runs a lease and a half.
-            ("config", "lease_ms", self.lease_ms.saturating_add(self.lease_ms / 2)),
+            (
+                "config",
+                "lease_ms",
+                self.lease_ms.saturating_add(self.lease_ms / 2),
+            ),
             ("workload", "handler_ms_max", w.handler_ms_max),
             ("workload", "poll_ms", w.poll_ms),
             ("workload", "request_timeout_ms", w.request_timeout_ms),
@@ -339,7 +358,11 @@ impl Setup {
             ("faults", "clock_offset_ms_max", f.clock_offset_ms_max),
             ("faults", "slow_handler_ms_max", f.slow_handler_ms_max),
             // Drift is in parts per million: a worker's clock must still move forward.
-            ("faults", "clock_drift_ppm_max", f.clock_drift_ppm_max.saturating_mul(1 << 40)),
+            (
+                "faults",
+                "clock_drift_ppm_max",
+                f.clock_drift_ppm_max.saturating_mul(1 << 40),
+            ),
         ];
         for (table, key, value) in fields {
             if value > TIME_MS_MAX / 4 {
@@ -371,11 +394,7 @@ impl Setup {
         for (index, offset) in self.clock_offset_ms.iter().enumerate() {
             if offset.is_some_and(|o| o.unsigned_abs() > TIME_MS_MAX / 4) {
                 let key = format!("clock_offset_ms.{}", self.worker_names[index]);
-                return Err(SetupError::new(
-                    "config",
-                    &key,
-                    "is too large".to_string(),
-                ));
+                return Err(SetupError::new("config", &key, "is too large".to_string()));
             }
         }
         Ok(())

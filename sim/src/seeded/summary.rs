@@ -123,7 +123,10 @@ impl Summary {
             .wrapping_add(seed_hash(outcome.seed, outcome.trace_hash));
         if let Some(bound) = outcome.inconclusive {
             self.seeds_inconclusive += 1;
-            self.inconclusive.entry(bound).or_default().add(outcome.seed);
+            self.inconclusive
+                .entry(bound)
+                .or_default()
+                .add(outcome.seed);
         }
         if outcome.violations.is_empty() {
             return;
@@ -249,11 +252,9 @@ impl CampaignReport {
         let mut seen = vec![false; n as usize];
         let mut merged = CampaignReport {
             shard: "1/1".to_string(),
-            command: first.command.replacen(
-                &format!("--shard {}", first.shard),
-                "--shard 1/1",
-                1,
-            ),
+            command: first
+                .command
+                .replacen(&format!("--shard {}", first.shard), "--shard 1/1", 1),
             summary: Summary::default(),
             wall_ms: 0,
             threads: 0,
@@ -316,7 +317,11 @@ impl CampaignReport {
         if let Some(expected) = self.expected {
             let caught = s.failures.contains_key(&expected);
             let verdict = if caught { "caught" } else { "not caught" };
-            writeln!(out, "expected: {} breaks {expected}: {verdict}", self.variant)?;
+            writeln!(
+                out,
+                "expected: {} breaks {expected}: {verdict}",
+                self.variant
+            )?;
         }
         if let Some(first) = &s.first_failure {
             writeln!(out, "first failing seed: {}", first.seed)?;
@@ -329,11 +334,18 @@ impl CampaignReport {
 
     fn write_coverage(&self, out: &mut String) -> fmt::Result {
         let coverage = &self.summary.coverage;
-        writeln!(out, "coverage (seeds that reached it / occurrences, first seed):")?;
+        writeln!(
+            out,
+            "coverage (seeds that reached it / occurrences, first seed):"
+        )?;
         for probe in crate::coverage::Probe::ALL {
             let t = coverage.tally(probe);
             let first = t.first_seed.map_or("-".to_string(), |s| s.to_string());
-            let flag = if t.seeds == 0 { "  ⚠ never reached" } else { "" };
+            let flag = if t.seeds == 0 {
+                "  ⚠ never reached"
+            } else {
+                ""
+            };
             writeln!(
                 out,
                 "  {:<32} {:>7} / {:<9} {first:>6}{flag}",
