@@ -2,8 +2,6 @@
 //! Entries are small (a kind and a slot); the payload lives in the engine's live tables.
 
 use leasehold_model::Ms;
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// What happens at a queued time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,31 +32,22 @@ struct Entry {
     due: Due,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Entry) -> bool {
-        (self.at_ms, self.seq) == (other.at_ms, other.seq)
-    }
-}
-
-impl Eq for Entry {}
-
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Entry) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Entry {
-    /// Reversed: the heap pops the earliest (time, insertion sequence) first.
-    fn cmp(&self, other: &Entry) -> Ordering {
-        (other.at_ms, other.seq).cmp(&(self.at_ms, self.seq))
+impl Entry {
+    #[inline]
+    fn key(&self) -> (Ms, u64) {
+        (self.at_ms, self.seq)
     }
 }
 
 /// A min-queue of [`Due`] by (time, insertion sequence): ties go in insertion order.
+///
+/// The queue holds what is in flight (a few entries per worker), so a vector kept sorted
+/// latest first beats a heap: the earliest entry pops from the end, and an insertion moves the
+/// few later entries.
 #[derive(Clone, Debug, Default)]
 pub struct Queue {
-    heap: BinaryHeap<Entry>,
+    /// Sorted by key, latest first.
+    entries: Vec<Entry>,
     inserted: u64,
 }
 
@@ -66,33 +55,37 @@ impl Queue {
     /// Schedules `due` at `at_ms`.
     #[inline]
     pub fn push(&mut self, at_ms: Ms, due: Due) {
-        self.heap.push(Entry {
+        let entry = Entry {
             at_ms,
             seq: self.inserted,
             due,
-        });
+        };
         self.inserted += 1;
+        // Every entry already queued has a smaller sequence: a tie in time goes after them.
+        let position = self.entries.partition_point(|e| e.at_ms > at_ms);
+        self.entries.insert(position, entry);
+        debug_assert!(self.entries.windows(2).all(|w| w[0].key() > w[1].key()));
     }
 
     /// The time of the earliest entry.
     #[inline]
     pub fn next_ms(&self) -> Option<Ms> {
-        self.heap.peek().map(|e| e.at_ms)
+        self.entries.last().map(|e| e.at_ms)
     }
 
     /// Takes the earliest entry.
     #[inline]
     pub fn pop(&mut self) -> Option<(Ms, Due)> {
-        self.heap.pop().map(|e| (e.at_ms, e.due))
+        self.entries.pop().map(|e| (e.at_ms, e.due))
     }
 
     /// Whether nothing is scheduled.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.entries.is_empty()
     }
 
     /// How many entries are scheduled.
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.entries.len()
     }
 }

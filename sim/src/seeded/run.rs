@@ -101,6 +101,7 @@ pub struct Progress {
 
 /// How often a run publishes its progress.
 pub const PROGRESS_EVERY_STEPS: u64 = 1 << 14;
+const _: () = assert!(PROGRESS_EVERY_STEPS.is_power_of_two());
 
 impl Progress {
     fn publish<B: Backend>(&self, engine: &Engine<B>) {
@@ -283,7 +284,7 @@ impl<'a, B: Backend> Driver<'a, B> {
     fn end_step(&mut self) {
         self.engine.end_step();
         if let Some(progress) = &self.progress {
-            if self.engine.oracle().step() % PROGRESS_EVERY_STEPS == 0 {
+            if self.engine.oracle().step() & (PROGRESS_EVERY_STEPS - 1) == 0 {
                 progress.publish(&self.engine);
             }
         }
