@@ -19,7 +19,7 @@
 use crate::hash::TraceHasher;
 use crate::trace::{Fault, RequestId, WorkerIx};
 use leasehold_model::{
-    ErrorAction, GroupIx, Invariant, Issuance, Lease, Ms, Outcome, Reason, Seq, SettleError,
+    ErrorAction, GroupIx, Issuance, Lease, Ms, Outcome, Reason, Seq, SettleError,
     SettleOp, Status, Violation,
 };
 use serde::Serialize;
@@ -263,7 +263,8 @@ pub enum Event {
     },
 }
 
-// Tags of the binary encoding: stable numbers, never reused.
+// Tags of the binary encoding: stable numbers, never reused. A tag sits in the top byte of
+// an event's first word after its time; small fields share that word.
 const PUBLISHED: u64 = 1;
 const ISSUED: u64 = 2;
 const FETCHED: u64 = 3;
@@ -283,72 +284,71 @@ const DRAIN_STARTED: u64 = 16;
 const DRAIN_ENDED: u64 = 17;
 const VIOLATED: u64 = 18;
 
-/// Two small numbers in one word.
-fn pair(high: u64, low: u64) -> u64 {
-    (high << 32) ^ low
+/// A tag and up to 56 bits of small fields: `tag << 56 ^ low`.
+#[inline]
+fn head(tag: u64, low: u64) -> u64 {
+    (tag << 56) ^ low
 }
 
-fn invariant_code(invariant: Invariant) -> u64 {
-    invariant as u64 + 1
+/// Two 32-bit fields in one word.
+#[inline]
+fn pair(high: u64, low: u64) -> u64 {
+    (high << 32) ^ low
 }
 
 fn status_code(status: Option<Status>) -> u64 {
     status.map_or(0, |s| s as u64 + 1)
 }
 
-fn fault_code(fault: Fault) -> u64 {
-    fault as u64
-}
-
+/// A lease in two words: (attempt, seq) and the deadline with the group folded in. The
+/// broker's lease id and receipt are its private tokens: two backends that behave alike may
+/// number them differently.
+#[inline]
 fn hash_lease(h: &mut TraceHasher, lease: &Lease) {
-    // The broker's lease id and receipt are its private tokens: two backends that behave alike
-    // may number them differently.
-    h.word(pair(lease.group as u64, u64::from(lease.seq)));
-    h.word(u64::from(lease.attempt));
-    h.word(lease.deadline_ms);
+    h.word(pair(u64::from(lease.attempt), u64::from(lease.seq)));
+    h.word(lease.deadline_ms.rotate_left(16) ^ lease.group as u64);
 }
 
+/// An operation in one word (a code in the top bits, its duration below), and its reason's
+/// text when it has one.
 fn hash_op(h: &mut TraceHasher, op: &SettleOp) {
     match *op {
-        SettleOp::Ack => h.word(1),
+        SettleOp::Ack => h.word(1 << 62),
         SettleOp::Nack { delay_ms, reason } => {
-            h.word(2);
-            h.word(delay_ms);
-            h.text(reason.map_or("", Reason::as_str));
+            h.word((2 << 62) ^ delay_ms);
+            if let Some(reason) = reason {
+                h.text(&reason);
+            }
         }
         SettleOp::Reject { reason } => {
-            h.word(3);
+            h.word(3 << 62);
             h.text(&reason);
         }
-        SettleOp::Renew { extend_ms } => {
-            h.word(4);
-            h.word(extend_ms);
-        }
+        SettleOp::Renew { extend_ms } => h.word(extend_ms),
     }
 }
 
-fn hash_error(h: &mut TraceHasher, error: &SettleError) {
-    let code = match error {
+fn error_code(error: &SettleError) -> u64 {
+    match error {
         SettleError::StaleLease => 1,
         SettleError::ReceiptMismatch => 2,
         SettleError::BackendUnavailable => 3,
         SettleError::Ambiguous(_) => 4,
         SettleError::Failed(_) => 5,
         SettleError::Invalid(_) => 6,
-    };
-    h.word(code);
-    if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) =
-        error
+    }
+}
+
+/// An error's text, when it has one (its code is packed by the caller).
+fn hash_error_text(h: &mut TraceHasher, error: &SettleError) {
+    if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) = error
     {
         h.text(why);
     }
 }
 
-fn hash_result(h: &mut TraceHasher, result: &Result<(), SettleError>) {
-    match result {
-        Ok(()) => h.word(0),
-        Err(error) => hash_error(h, error),
-    }
+fn result_code(result: &Result<(), SettleError>) -> u64 {
+    result.as_ref().err().map_or(0, error_code)
 }
 
 fn hash_outcome(h: &mut TraceHasher, outcome: &Outcome) {
@@ -380,17 +380,14 @@ fn origin_code(origin: Origin) -> u64 {
 }
 
 impl Event {
-    /// Feeds the event's compact binary encoding, at virtual time `at_ms`, to `h`: a tag, then
-    /// its fields as 64-bit words (texts as their bytes). Backend-private data (lease ids,
-    /// receipts) and presentation (names, dead-letter reasons read back for a recorder) are
-    /// left out.
+    /// Feeds the event's compact binary encoding, at virtual time `at_ms`, to `h`: the time,
+    /// a word with the event's tag and its small fields, then its other fields as 64-bit words
+    /// (texts as their bytes). Backend-private data (lease ids, receipts) and presentation
+    /// (names, dead-letter reasons read back for a recorder) are left out.
     pub fn hash_into(&self, at_ms: Ms, h: &mut TraceHasher) {
         h.word(at_ms);
         match self {
-            Event::Published { seq } => {
-                h.word(PUBLISHED);
-                h.word(u64::from(*seq));
-            }
+            Event::Published { seq } => h.word(head(PUBLISHED, u64::from(*seq))),
             Event::Issued {
                 worker,
                 incarnation,
@@ -398,9 +395,9 @@ impl Event {
                 lease,
                 delivered,
             } => {
-                h.word(ISSUED);
-                h.word(pair(*worker as u64, u64::from(*incarnation)));
-                h.word(pair(u64::from(issuance.0), u64::from(*delivered)));
+                let low = pair(*worker as u64 * 2 + u64::from(*delivered), u64::from(issuance.0));
+                h.word(head(ISSUED, low));
+                h.word(u64::from(*incarnation));
                 hash_lease(h, lease);
             }
             Event::Fetched {
@@ -408,15 +405,16 @@ impl Event {
                 group,
                 outcome,
             } => {
-                h.word(FETCHED);
-                h.word(pair(*worker as u64, *group as u64));
+                let low = pair(*worker as u64, *group as u64);
                 match outcome {
                     FetchOutcome::Leased { count, reply_lost } => {
-                        h.word(pair(u64::from(*count), u64::from(*reply_lost)));
+                        h.word(head(FETCHED, low));
+                        h.word(u64::from(*count) * 2 + u64::from(*reply_lost));
                     }
                     FetchOutcome::Failed(error) => {
-                        h.word(u64::MAX);
-                        hash_error(h, error);
+                        h.word(head(FETCHED, low) ^ (1 << 55));
+                        h.word(error_code(error));
+                        hash_error_text(h, error);
                     }
                 }
             }
@@ -428,112 +426,107 @@ impl Event {
                 effect,
                 renewed: _,
             } => {
-                h.word(LANDED);
-                h.word(pair(u64::from(request.0), u64::from(*duplicate)));
-                hash_result(h, answer);
+                let codes = result_code(answer) << 4 ^ status_code(effect.status) << 1
+                    ^ u64::from(*duplicate);
+                h.word(head(LANDED, pair(codes, u64::from(request.0))));
+                hash_error_text(h, answer.as_ref().err().unwrap_or(&SettleError::StaleLease));
                 h.word(pair(
                     u64::from(effect.frontier_before),
                     u64::from(effect.frontier_after),
                 ));
-                h.word(status_code(effect.status));
-                h.word(effect.renewed_until_ms.map_or(u64::MAX, |ms| ms));
+                if let Some(until) = effect.renewed_until_ms {
+                    h.word(until);
+                }
             }
             Event::NotApplied {
                 request,
                 reached,
                 seen,
             } => {
-                h.word(NOT_APPLIED);
-                h.word(pair(u64::from(request.0), u64::from(*reached)));
-                hash_error(h, seen);
+                let codes = error_code(seen) * 2 + u64::from(*reached);
+                h.word(head(NOT_APPLIED, pair(codes, u64::from(request.0))));
+                hash_error_text(h, seen);
             }
             Event::Replied {
                 request,
                 discarded,
                 follow_up,
             } => {
-                h.word(REPLIED);
                 let action = follow_up.map_or(0, |a| a as u64 + 1);
-                h.word(pair(u64::from(request.0), u64::from(*discarded)));
-                h.word(action);
+                let codes = action * 2 + u64::from(*discarded);
+                h.word(head(REPLIED, pair(codes, u64::from(request.0))));
             }
+            _ => self.hash_other(h),
+        }
+    }
+
+    /// The events that are rare, or small: one or two words each.
+    fn hash_other(&self, h: &mut TraceHasher) {
+        match self {
             Event::HandlerStarted {
                 run,
                 worker,
                 issuance,
             } => {
-                h.word(HANDLER_STARTED);
-                h.word(pair(u64::from(run.0), *worker as u64));
+                h.word(head(HANDLER_STARTED, pair(*worker as u64, u64::from(run.0))));
                 h.word(u64::from(issuance.0));
             }
             Event::HandlerFinished { run, outcome } => {
-                h.word(HANDLER_FINISHED);
-                h.word(u64::from(run.0));
+                h.word(head(HANDLER_FINISHED, u64::from(run.0)));
                 hash_outcome(h, outcome);
             }
-            Event::HandlerKilled { run } => {
-                h.word(HANDLER_KILLED);
-                h.word(u64::from(run.0));
-            }
+            Event::HandlerKilled { run } => h.word(head(HANDLER_KILLED, u64::from(run.0))),
             Event::Expired {
                 issuance,
                 at_ms,
                 dead_lettered,
                 frontier,
             } => {
-                h.word(EXPIRED);
-                h.word(pair(u64::from(issuance.0), u64::from(*dead_lettered)));
+                let low = pair(u64::from(*dead_lettered), u64::from(issuance.0));
+                h.word(head(EXPIRED, low));
                 h.word(*at_ms);
                 let (before, after) = frontier.unwrap_or((u32::MAX, u32::MAX));
                 h.word(pair(u64::from(before), u64::from(after)));
             }
             Event::Crashed { worker, held } => {
-                h.word(CRASHED);
-                h.word(pair(*worker as u64, held.len() as u64));
+                h.word(head(CRASHED, pair(*worker as u64, held.len() as u64)));
                 for issuance in held {
                     h.word(u64::from(issuance.0));
                 }
             }
-            Event::Restarted { worker } => {
-                h.word(RESTARTED);
-                h.word(*worker as u64);
-            }
+            Event::Restarted { worker } => h.word(head(RESTARTED, *worker as u64)),
             Event::Paused { worker, until_ms } => {
-                h.word(PAUSED);
-                h.word(*worker as u64);
+                h.word(head(PAUSED, *worker as u64));
                 h.word(*until_ms);
             }
             Event::BrokerRestarted { frontier } => {
-                h.word(BROKER_RESTARTED);
-                h.word(frontier.len() as u64);
+                h.word(head(BROKER_RESTARTED, frontier.len() as u64));
                 for &(group, before, after) in frontier {
                     h.word(group as u64);
                     h.word(pair(u64::from(before), u64::from(after)));
                 }
             }
-            Event::DrainStarted => h.word(DRAIN_STARTED),
+            Event::DrainStarted => h.word(head(DRAIN_STARTED, 0)),
             Event::DrainEnded {
                 end,
                 settled,
                 frontier,
             } => {
-                h.word(DRAIN_ENDED);
-                let code = match end {
+                h.word(head(DRAIN_ENDED, u64::from(*settled)));
+                h.word(match end {
                     DrainEnd::Settled => 0,
-                    DrainEnd::Quiescent { at_ms } => pair(1, *at_ms),
-                    DrainEnd::Bound(bound) => pair(2, *bound as u64),
-                };
-                h.word(code);
-                h.word(u64::from(*settled));
+                    DrainEnd::Quiescent { at_ms } => (1 << 62) ^ at_ms,
+                    DrainEnd::Bound(bound) => (2 << 62) ^ *bound as u64,
+                });
                 for &f in frontier {
                     h.word(u64::from(f));
                 }
             }
             Event::Violated { violation } => {
-                h.word(VIOLATED);
-                h.word(invariant_code(violation.invariant));
+                h.word(head(VIOLATED, violation.invariant as u64));
                 h.word(violation.step);
             }
+            _ => unreachable!("hashed by hash_into"),
         }
     }
 
@@ -555,16 +548,18 @@ impl Event {
         else {
             return;
         };
-        h.word(SENT);
-        h.word(pair(u64::from(request.0), u64::from(issuance.0)));
-        h.word(pair(*worker as u64, u64::from(*incarnation)));
+        let flags = (*fault as u64) << 2 | u64::from(*delayed) << 1 | u64::from(*nack_on_failure);
+        let low = pair((*worker as u64) << 8 | flags, u64::from(request.0));
+        h.word(head(SENT, low));
+        h.word(pair(u64::from(*incarnation), u64::from(issuance.0)));
         hash_op(h, op);
         hash_lease(h, lease);
         h.word(*worker_clock_ms);
-        h.word(*sent_ms);
-        let flags =
-            fault_code(*fault) | u64::from(*delayed) << 8 | u64::from(*nack_on_failure) << 9;
-        h.word(flags);
-        h.word(origin_code(*origin));
+        if sent_ms != worker_clock_ms {
+            h.word(*sent_ms);
+        }
+        if *origin != Origin::Own {
+            h.word(origin_code(*origin));
+        }
     }
 }

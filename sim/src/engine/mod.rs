@@ -1003,6 +1003,9 @@ impl<B: Backend> Engine<B> {
     }
 
     fn collect_violations(&mut self) {
+        if !self.oracle.any_violated() {
+            return;
+        }
         let found = self.oracle.violations().len();
         if found == self.violations_seen {
             return;
