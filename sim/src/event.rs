@@ -19,8 +19,8 @@
 use crate::hash::TraceHasher;
 use crate::trace::{Fault, RequestId, WorkerIx};
 use leasehold_model::{
-    ErrorAction, GroupIx, Issuance, Lease, Ms, Outcome, Reason, Seq, SettleError,
-    SettleOp, Status, Violation,
+    ErrorAction, GroupIx, Issuance, Lease, Ms, Outcome, Reason, Seq, SettleError, SettleOp, Status,
+    Violation,
 };
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -341,7 +341,8 @@ fn error_code(error: &SettleError) -> u64 {
 
 /// An error's text, when it has one (its code is packed by the caller).
 fn hash_error_text(h: &mut TraceHasher, error: &SettleError) {
-    if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) = error
+    if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) =
+        error
     {
         h.text(why);
     }
@@ -395,7 +396,10 @@ impl Event {
                 lease,
                 delivered,
             } => {
-                let low = pair(*worker as u64 * 2 + u64::from(*delivered), u64::from(issuance.0));
+                let low = pair(
+                    *worker as u64 * 2 + u64::from(*delivered),
+                    u64::from(issuance.0),
+                );
                 h.word(head(ISSUED, low));
                 h.word(u64::from(*incarnation));
                 hash_lease(h, lease);
@@ -419,6 +423,16 @@ impl Event {
                 }
             }
             Event::Sent { .. } => self.hash_sent(h),
+            Event::Landed { .. } | Event::NotApplied { .. } | Event::Replied { .. } => {
+                self.hash_landing(h)
+            }
+            _ => self.hash_other(h),
+        }
+    }
+
+    /// A request's landing, and its reply.
+    fn hash_landing(&self, h: &mut TraceHasher) {
+        match self {
             Event::Landed {
                 request,
                 duplicate,
@@ -426,7 +440,8 @@ impl Event {
                 effect,
                 renewed: _,
             } => {
-                let codes = result_code(answer) << 4 ^ status_code(effect.status) << 1
+                let codes = result_code(answer) << 4
+                    ^ status_code(effect.status) << 1
                     ^ u64::from(*duplicate);
                 h.word(head(LANDED, pair(codes, u64::from(request.0))));
                 hash_error_text(h, answer.as_ref().err().unwrap_or(&SettleError::StaleLease));
@@ -456,7 +471,7 @@ impl Event {
                 let codes = action * 2 + u64::from(*discarded);
                 h.word(head(REPLIED, pair(codes, u64::from(request.0))));
             }
-            _ => self.hash_other(h),
+            _ => unreachable!("hashed by hash_into"),
         }
     }
 
@@ -468,7 +483,10 @@ impl Event {
                 worker,
                 issuance,
             } => {
-                h.word(head(HANDLER_STARTED, pair(*worker as u64, u64::from(run.0))));
+                h.word(head(
+                    HANDLER_STARTED,
+                    pair(*worker as u64, u64::from(run.0)),
+                ));
                 h.word(u64::from(issuance.0));
             }
             Event::HandlerFinished { run, outcome } => {

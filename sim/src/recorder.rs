@@ -129,6 +129,88 @@ impl Recorder {
             Event::Published { seq } => {
                 self.line(at_ms, None, LineKind::Published { seq: *seq });
             }
+            Event::Issued { .. } | Event::Fetched { .. } => self.fetch(at_ms, event),
+            Event::Sent { .. } => self.sent(at_ms, event),
+            Event::Landed {
+                request,
+                duplicate,
+                answer,
+                effect,
+                renewed,
+            } => self.landed(at_ms, *request, *duplicate, answer, effect, *renewed),
+            Event::NotApplied {
+                request,
+                reached,
+                seen,
+            } => {
+                let r = self.request(*request);
+                if *reached {
+                    r.delivered_ms = Some(at_ms);
+                }
+                r.seen = Some(Err(seen.clone()));
+            }
+            Event::Replied {
+                request,
+                discarded,
+                follow_up,
+            } => self.replied(*request, *discarded, *follow_up),
+            Event::HandlerStarted { .. }
+            | Event::HandlerFinished { .. }
+            | Event::HandlerKilled { .. } => self.handler(at_ms, event),
+            Event::Expired {
+                issuance,
+                at_ms,
+                dead_lettered,
+                frontier,
+            } => {
+                let end = LeaseEnd::Expired {
+                    dead_lettered: *dead_lettered,
+                };
+                self.lease(*issuance).ended = Some((*at_ms, end));
+                let kind = LineKind::Expired {
+                    issuance: *issuance,
+                    dead_lettered: *dead_lettered,
+                    frontier: *frontier,
+                };
+                self.line(*at_ms, None, kind);
+            }
+            _ => self.worker_or_phase(at_ms, event),
+        }
+    }
+
+    /// A handler run: its line, then how it ended.
+    fn handler(&mut self, at_ms: Ms, event: &Event) {
+        match event {
+            Event::HandlerStarted {
+                run,
+                worker,
+                issuance,
+            } => {
+                debug_assert_eq!(run.0 as usize, self.run_line.len());
+                let kind = LineKind::Handle {
+                    issuance: *issuance,
+                };
+                let line = self.line(at_ms, Some(*worker), kind);
+                self.run_line.push(line);
+            }
+            Event::HandlerFinished { run, outcome } => {
+                let line = self.run_line[run.0 as usize];
+                self.trace.lines[line].parts.push(Part::HandlerFinished {
+                    outcome: describe_outcome(outcome),
+                    success: outcome.is_success(),
+                });
+            }
+            Event::HandlerKilled { run } => {
+                let line = self.run_line[run.0 as usize];
+                self.trace.lines[line].parts.push(Part::HandlerKilled);
+            }
+            _ => unreachable!("handled by apply"),
+        }
+    }
+
+    /// A lease issued, a fetch ended.
+    fn fetch(&mut self, at_ms: Ms, event: &Event) {
+        match event {
             Event::Issued {
                 worker,
                 incarnation,
@@ -167,71 +249,7 @@ impl Recorder {
                 };
                 self.line(at_ms, Some(*worker), kind);
             }
-            Event::Sent { .. } => self.sent(at_ms, event),
-            Event::Landed {
-                request,
-                duplicate,
-                answer,
-                effect,
-                renewed,
-            } => self.landed(at_ms, *request, *duplicate, answer, effect, *renewed),
-            Event::NotApplied {
-                request,
-                reached,
-                seen,
-            } => {
-                let r = self.request(*request);
-                if *reached {
-                    r.delivered_ms = Some(at_ms);
-                }
-                r.seen = Some(Err(seen.clone()));
-            }
-            Event::Replied {
-                request,
-                discarded,
-                follow_up,
-            } => self.replied(*request, *discarded, *follow_up),
-            Event::HandlerStarted {
-                run,
-                worker,
-                issuance,
-            } => {
-                debug_assert_eq!(run.0 as usize, self.run_line.len());
-                let kind = LineKind::Handle {
-                    issuance: *issuance,
-                };
-                let line = self.line(at_ms, Some(*worker), kind);
-                self.run_line.push(line);
-            }
-            Event::HandlerFinished { run, outcome } => {
-                let line = self.run_line[run.0 as usize];
-                self.trace.lines[line].parts.push(Part::HandlerFinished {
-                    outcome: describe_outcome(outcome),
-                    success: outcome.is_success(),
-                });
-            }
-            Event::HandlerKilled { run } => {
-                let line = self.run_line[run.0 as usize];
-                self.trace.lines[line].parts.push(Part::HandlerKilled);
-            }
-            Event::Expired {
-                issuance,
-                at_ms,
-                dead_lettered,
-                frontier,
-            } => {
-                let end = LeaseEnd::Expired {
-                    dead_lettered: *dead_lettered,
-                };
-                self.lease(*issuance).ended = Some((*at_ms, end));
-                let kind = LineKind::Expired {
-                    issuance: *issuance,
-                    dead_lettered: *dead_lettered,
-                    frontier: *frontier,
-                };
-                self.line(*at_ms, None, kind);
-            }
-            _ => self.worker_or_phase(at_ms, event),
+            _ => unreachable!("handled by apply"),
         }
     }
 

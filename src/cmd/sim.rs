@@ -409,34 +409,7 @@ fn report_one(
         Status::Failed
     };
     if args.json {
-        let coverage: serde_json::Map<String, serde_json::Value> = outcome
-            .hits
-            .iter()
-            .map(|(probe, count)| (probe.name().to_string(), count.into()))
-            .collect();
-        let value = serde_json::json!({
-            "command": header,
-            "variant": setup.variant.name(),
-            "seed": setup.seed,
-            "faults": setup.faults.summary(),
-            "trace_hash": format!("{:016x}", outcome.trace_hash),
-            "steps": outcome.steps,
-            "sim_ms": outcome.sim_ms,
-            "end": outcome.end,
-            "inconclusive": outcome.inconclusive.map(|b| b.name()),
-            "violations": outcome.violations.iter().map(|v| serde_json::json!({
-                "invariant": v.invariant.id(),
-                "name": v.invariant.name(),
-                "step": v.step,
-                "detail": v.detail,
-            })).collect::<Vec<_>>(),
-            "duplicate_runs": outcome.duplicate_runs,
-            "duplicate_writes": outcome.duplicate_writes,
-            "ghost_writes": outcome.ghost_writes,
-            "at_most_once_losses": outcome.at_most_once_losses,
-            "coverage": coverage,
-            "wall_ms": wall.as_millis() as u64,
-        });
+        let value = one_json(header, setup, outcome, wall);
         println!("{}", serde_json::to_string_pretty(&value).expect("json"));
         return Ok(status);
     }
@@ -472,6 +445,43 @@ fn report_one(
     println!("trace hash {:016x}", outcome.trace_hash);
     let _ = header;
     Ok(status)
+}
+
+/// One seed's `--json` object.
+fn one_json(
+    header: &str,
+    setup: &Setup,
+    outcome: &RunOutcome,
+    wall: Duration,
+) -> serde_json::Value {
+    let coverage: serde_json::Map<String, serde_json::Value> = outcome
+        .hits
+        .iter()
+        .map(|(probe, count)| (probe.name().to_string(), count.into()))
+        .collect();
+    serde_json::json!({
+        "command": header,
+        "variant": setup.variant.name(),
+        "seed": setup.seed,
+        "faults": setup.faults.summary(),
+        "trace_hash": format!("{:016x}", outcome.trace_hash),
+        "steps": outcome.steps,
+        "sim_ms": outcome.sim_ms,
+        "end": outcome.end,
+        "inconclusive": outcome.inconclusive.map(|b| b.name()),
+        "violations": outcome.violations.iter().map(|v| serde_json::json!({
+            "invariant": v.invariant.id(),
+            "name": v.invariant.name(),
+            "step": v.step,
+            "detail": v.detail,
+        })).collect::<Vec<_>>(),
+        "duplicate_runs": outcome.duplicate_runs,
+        "duplicate_writes": outcome.duplicate_writes,
+        "ghost_writes": outcome.ghost_writes,
+        "at_most_once_losses": outcome.at_most_once_losses,
+        "coverage": coverage,
+        "wall_ms": wall.as_millis() as u64,
+    })
 }
 
 fn save_failure(args: &Options, setup: &Setup, invariant: Invariant) -> Result<(), UserError> {

@@ -8,7 +8,7 @@ use crate::event::{Event, Origin, Readback};
 use crate::trace::{Fault, RequestId, WorkerIx};
 use leasehold_model::runtime;
 use leasehold_model::{
-    Backend, ErrorAction, Issuance, Lease, Reason, Seq, SettleError, SettleOp, SettleRequest,
+    Backend, ErrorAction, Issuance, Lease, Ms, Reason, Seq, SettleError, SettleOp, SettleRequest,
     Status,
 };
 
@@ -114,92 +114,109 @@ impl<B: Backend> Engine<B> {
 
     // ----- the broker side of a request -----
 
+    /// A request reaches the broker (or is lost on the way, or refused by a fault).
     pub(super) fn deliver(&mut self, slot: u32, duplicate: bool) {
-        let now_ms = self.now_ms;
         let f = self.flights.get(slot);
-        let (id, issuance, op, lease, delivery) = (f.id, f.issuance, f.op, f.lease, f.delivery);
         let fault = if duplicate { Fault::None } else { f.fault() };
-        let reply_at = now_ms.saturating_add(delivery.reply_delay_ms);
-        match fault {
-            Fault::Dropped | Fault::Unavailable | Fault::Failed => {
-                let (seen, reached) = match fault {
-                    Fault::Dropped => {
-                        self.hits.hit(Probe::RequestDropped);
-                        (SettleError::Ambiguous("request lost".into()), false)
-                    }
-                    Fault::Unavailable => {
-                        self.hits.hit(Probe::BackendUnavailable);
-                        (SettleError::BackendUnavailable, true)
-                    }
-                    _ => (SettleError::Failed("injected".into()), true),
-                };
-                let f = self.flights.get_mut(slot);
-                f.seen = Some(Err(seen.clone()));
-                f.pending += 1;
-                let event = Event::NotApplied {
-                    request: id,
-                    reached,
-                    seen,
-                };
-                self.emit(now_ms, event);
-                self.queue.push(reply_at, Due::Reply { slot });
-                self.flight_step_done(slot);
-                return;
-            }
-            Fault::None | Fault::LostReply => {}
+        let reply_at = self.now_ms.saturating_add(f.delivery.reply_delay_ms);
+        if matches!(fault, Fault::Dropped | Fault::Unavailable | Fault::Failed) {
+            self.not_applied(slot, fault, reply_at);
+            return;
         }
-        let (group, seq) = (lease.group, lease.seq);
-        let before = self.backend.frontier(group);
+        let (id, issuance, op, lease) = (f.id, f.issuance, f.op, f.lease);
         let wire = SettleRequest {
             lease,
             op,
-            worker_clock_ms: self.flights.get(slot).worker_clock_ms,
+            worker_clock_ms: f.worker_clock_ms,
         };
+        let now_ms = self.now_ms;
+        let before = self.backend.frontier(lease.group);
         let answer = self.backend.settle(&wire, now_ms);
         self.oracle
             .settled(issuance, &lease, &op, answer.is_ok(), now_ms);
         self.probe_landing(slot, duplicate, &answer);
         let readback = match &answer {
-            Ok(renewed) => self.accepted(issuance, op, group, seq, renewed.as_ref(), before),
+            Ok(renewed) => {
+                let record = (lease.group, lease.seq);
+                self.accepted(issuance, op, record, renewed.as_ref(), before)
+            }
             Err(_) => Readback::default(),
         };
         let renewed = answer.as_ref().ok().copied().flatten();
         let plain = answer.map(drop);
+        let event = Event::Landed {
+            request: id,
+            duplicate,
+            answer: plain.clone(),
+            effect: readback,
+            renewed,
+        };
+        self.emit(now_ms, event);
+        if !duplicate {
+            self.schedule_reply(slot, fault, plain, renewed, reply_at);
+        }
+        self.flight_step_done(slot);
+    }
+
+    /// A request the network lost (`Dropped`) or the broker refused without applying it
+    /// (`Unavailable`, `Failed`): the worker's reply carries the error.
+    fn not_applied(&mut self, slot: u32, fault: Fault, reply_at: Ms) {
+        let (seen, reached) = match fault {
+            Fault::Dropped => {
+                self.hits.hit(Probe::RequestDropped);
+                (SettleError::Ambiguous("request lost".into()), false)
+            }
+            Fault::Unavailable => {
+                self.hits.hit(Probe::BackendUnavailable);
+                (SettleError::BackendUnavailable, true)
+            }
+            _ => (SettleError::Failed("injected".into()), true),
+        };
+        let f = self.flights.get_mut(slot);
+        f.seen = Some(Err(seen.clone()));
+        f.pending += 1;
+        let request = f.id;
         self.emit(
-            now_ms,
-            Event::Landed {
-                request: id,
-                duplicate,
-                answer: plain.clone(),
-                effect: readback,
-                renewed,
+            self.now_ms,
+            Event::NotApplied {
+                request,
+                reached,
+                seen,
             },
         );
-        if duplicate {
-            self.flight_step_done(slot);
-            return;
-        }
+        self.queue.push(reply_at, Due::Reply { slot });
+        self.flight_step_done(slot);
+    }
+
+    /// After a first landing: the reply (what the worker will see), and the duplicate delivery
+    /// the network planned.
+    fn schedule_reply(
+        &mut self,
+        slot: u32,
+        fault: Fault,
+        answer: Result<(), SettleError>,
+        renewed: Option<Lease>,
+        reply_at: Ms,
+    ) {
         let f = self.flights.get_mut(slot);
         f.seen = Some(match fault {
             Fault::LostReply => Err(SettleError::Ambiguous("reply lost".into())),
-            _ => plain,
+            _ => answer,
         });
         // Carried by the reply: the holder updates its copy when it arrives.
         f.renewed = renewed;
         f.pending += 1;
+        let duplicate_after_ms = f.delivery.duplicate_after_ms;
         self.queue.push(reply_at, Due::Reply { slot });
-        if let Some(after) = delivery.duplicate_after_ms {
+        if let Some(after) = duplicate_after_ms {
             self.flights.get_mut(slot).pending += 1;
-            let at = now_ms.saturating_add(after);
-            self.queue.push(
-                at,
-                Due::Deliver {
-                    slot,
-                    duplicate: true,
-                },
-            );
+            let at = self.now_ms.saturating_add(after);
+            let due = Due::Deliver {
+                slot,
+                duplicate: true,
+            };
+            self.queue.push(at, due);
         }
-        self.flight_step_done(slot);
     }
 
     /// Counts the coverage probes a landing request reaches.
@@ -247,8 +264,7 @@ impl<B: Backend> Engine<B> {
         &mut self,
         issuance: Issuance,
         op: SettleOp,
-        group: usize,
-        seq: Seq,
+        (group, seq): (usize, Seq),
         renewed: Option<&Lease>,
         before: Seq,
     ) -> Readback {
@@ -293,9 +309,10 @@ impl<B: Backend> Engine<B> {
 
     // ----- the worker side of a request -----
 
+    /// A reply reaches its worker: the runtime acts on what the worker sees.
     pub(super) fn reply(&mut self, slot: u32) {
         let f = self.flights.get(slot);
-        let (id, worker, issuance, op) = (f.id, f.worker, f.issuance, f.op);
+        let (id, worker) = (f.id, f.worker);
         let w = &self.workers[worker];
         if !w.up || w.incarnation != f.incarnation {
             self.hits.hit(Probe::ReplyToRestartedWorker);
@@ -315,54 +332,65 @@ impl<B: Backend> Engine<B> {
             self.flight_step_done(slot);
             return;
         }
-        let (seen, renewed, nack_on_failure) = (f.seen.clone(), f.renewed, f.nack_on_failure);
-        match seen.expect("a reply carries a result") {
-            Ok(()) => {
-                let event = Event::Replied {
-                    request: id,
-                    discarded: false,
-                    follow_up: None,
-                };
-                self.emit(self.now_ms, event);
-                if let Some(renewed) = renewed {
-                    if let Some(info) = self.leases.get_mut(issuance) {
-                        info.lease = renewed;
-                    }
-                } else if op.is_settle() {
-                    self.forget(worker, issuance);
-                }
-            }
-            Err(error) => {
-                let mut action = runtime::classify(&error, self.setup.variant);
-                let nack_once = action == ErrorAction::Nack
-                    && nack_on_failure
-                    && !matches!(op, SettleOp::Nack { .. });
-                if action == ErrorAction::Nack && !nack_once {
-                    action = ErrorAction::LeaveToExpire;
-                }
-                let event = Event::Replied {
-                    request: id,
-                    discarded: false,
-                    follow_up: Some(action),
-                };
-                self.emit(self.now_ms, event);
-                if nack_once {
-                    self.hits.hit(Probe::FollowUpNack);
-                    let op = SettleOp::Nack {
-                        delay_ms: 0,
-                        reason: Some(Reason::from_static(error.name())),
-                    };
-                    let from = SendFrom {
-                        origin: Origin::FollowUp(id),
-                        nack_on_failure: false,
-                    };
-                    let delivery = self.follow_up_delivery;
-                    self.send_on(worker, issuance, None, op, delivery, from);
-                } else {
-                    self.forget(worker, issuance);
-                }
-            }
+        match f.seen.clone().expect("a reply carries a result") {
+            Ok(()) => self.reply_ok(slot),
+            Err(error) => self.reply_failed(slot, error),
         }
         self.flight_step_done(slot);
+    }
+
+    /// The request succeeded: a renew's reply carries the new lease; a settle's ends the
+    /// worker's hold.
+    fn reply_ok(&mut self, slot: u32) {
+        let f = self.flights.get(slot);
+        let (id, worker, issuance, op, renewed) = (f.id, f.worker, f.issuance, f.op, f.renewed);
+        let event = Event::Replied {
+            request: id,
+            discarded: false,
+            follow_up: None,
+        };
+        self.emit(self.now_ms, event);
+        if let Some(renewed) = renewed {
+            if let Some(info) = self.leases.get_mut(issuance) {
+                info.lease = renewed;
+            }
+        } else if op.is_settle() {
+            self.forget(worker, issuance);
+        }
+    }
+
+    /// The request failed: the runtime classifies the error — drop the lease, leave it to
+    /// expire, or nack once.
+    fn reply_failed(&mut self, slot: u32, error: SettleError) {
+        let f = self.flights.get(slot);
+        let (id, worker, issuance, op) = (f.id, f.worker, f.issuance, f.op);
+        let mut action = runtime::classify(&error, self.setup.variant);
+        let nack_once = action == ErrorAction::Nack
+            && f.nack_on_failure
+            && !matches!(op, SettleOp::Nack { .. });
+        if action == ErrorAction::Nack && !nack_once {
+            action = ErrorAction::LeaveToExpire;
+        }
+        let event = Event::Replied {
+            request: id,
+            discarded: false,
+            follow_up: Some(action),
+        };
+        self.emit(self.now_ms, event);
+        if !nack_once {
+            self.forget(worker, issuance);
+            return;
+        }
+        self.hits.hit(Probe::FollowUpNack);
+        let op = SettleOp::Nack {
+            delay_ms: 0,
+            reason: Some(Reason::from_static(error.name())),
+        };
+        let from = SendFrom {
+            origin: Origin::FollowUp(id),
+            nack_on_failure: false,
+        };
+        let delivery = self.follow_up_delivery;
+        self.send_on(worker, issuance, None, op, delivery, from);
     }
 }

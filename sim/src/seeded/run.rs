@@ -606,16 +606,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         let w = &mut self.workers[worker];
         let group = w.next_group;
         w.next_group = (group + 1) % setup.group_names.len();
-        let f = &setup.faults;
-        let fault = if self.fault(f.unavailable) {
-            WireFault::Unavailable
-        } else if self.net_fault(f.drop) {
-            WireFault::Dropped
-        } else if self.fault(f.lost_reply) {
-            WireFault::LostReply
-        } else {
-            WireFault::None
-        };
+        let fault = self.fetch_fault();
         let limit = setup.workload.fetch_limit.max(1) as usize;
         let got = self
             .engine
@@ -636,9 +627,33 @@ impl<'a, B: Backend> Driver<'a, B> {
             }
         };
         self.workers[worker].idle_polls = 0;
+        self.start_job(worker, &leases);
+        true
+    }
+
+    /// How a fetch travels now: refused by an unavailable broker, its reply dropped or lost.
+    fn fetch_fault(&mut self) -> WireFault {
+        let f = &self.setup.faults;
+        let (unavailable, drop, lost_reply) = (f.unavailable, f.drop, f.lost_reply);
+        if self.fault(unavailable) {
+            WireFault::Unavailable
+        } else if self.net_fault(drop) {
+            WireFault::Dropped
+        } else if self.fault(lost_reply) {
+            WireFault::LostReply
+        } else {
+            WireFault::None
+        }
+    }
+
+    /// The worker handles the leases it just fetched (maybe stalling first), renewing while
+    /// a long handler runs; it wakes when the job ends or a renewal is due.
+    fn start_job(&mut self, worker: usize, leases: &[Issuance]) {
+        let setup = self.setup;
+        let now = self.engine.now_ms();
         let mut end_ms = now;
         let mut next_renew_ms = None;
-        for &issuance in &leases {
+        for &issuance in leases {
             let (run, renews) = self.draw_handler(worker, issuance);
             let mut finish = now.saturating_add(run.handler_ms);
             if self.fault(setup.faults.pause) {
@@ -664,7 +679,6 @@ impl<'a, B: Backend> Driver<'a, B> {
         });
         let wake = next_renew_ms.map_or(end_ms, |r| r.min(end_ms));
         self.schedule_wake(worker, wake);
-        true
     }
 
     /// The handler's behaviour for one delivery: poison, slow, long (renewing) or normal; its

@@ -195,6 +195,28 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
         )
     })?;
     let c = &scenario.config;
+    let (policy, expiry, clock_offset_ms) = config_of(c)?;
+    let setup = Setup {
+        seed,
+        variant,
+        group_names: c.groups.clone(),
+        worker_names: c.workers.clone(),
+        events: c.events,
+        lease_ms: c.lease_ms,
+        max_attempts: c.max_attempts,
+        policy,
+        clock_offset_ms,
+        expiry,
+        workload: scenario.workload.clone().unwrap_or_default(),
+        faults: scenario.faults.clone().unwrap_or_default(),
+    };
+    setup.validate()?;
+    Ok(setup)
+}
+
+/// The `[config]` fields a seeded run needs beyond sizes: the ack policy, the expiry mode, each
+/// worker's fixed clock offset.
+fn config_of(c: &Config) -> Result<(AckPolicy, Expiry, Vec<Option<i64>>), SetupError> {
     let policy = AckPolicy::from_name(&c.ack_policy).ok_or_else(|| {
         SetupError::new(
             "config",
@@ -229,22 +251,7 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
         .iter()
         .map(|w| c.clock_offset_ms.get(w).copied())
         .collect();
-    let setup = Setup {
-        seed,
-        variant,
-        group_names: c.groups.clone(),
-        worker_names: c.workers.clone(),
-        events: c.events,
-        lease_ms: c.lease_ms,
-        max_attempts: c.max_attempts,
-        policy,
-        clock_offset_ms,
-        expiry,
-        workload: scenario.workload.clone().unwrap_or_default(),
-        faults: scenario.faults.clone().unwrap_or_default(),
-    };
-    setup.validate()?;
-    Ok(setup)
+    Ok((policy, expiry, clock_offset_ms))
 }
 
 /// The seeded scenario of `setup`, expecting `violated` (or that every invariant holds).
