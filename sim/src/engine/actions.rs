@@ -159,6 +159,8 @@ impl<B: Backend> Engine<B> {
     ) -> Issuance {
         let now_ms = self.now_ms;
         let issuance = self.oracle.fetched(&lease, now_ms, duration_ms);
+        // A lease of zero duration ends at once: the next advance, even to now, must see it.
+        self.advanced_ms = None;
         self.note_delivery(lease.group, lease.seq);
         let incarnation = self.workers[worker].incarnation;
         self.leases.issue(LiveLease {

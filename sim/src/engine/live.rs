@@ -213,6 +213,14 @@ impl<T> Slab<T> {
         value
     }
 
+    /// Frees `slot`, dropping its value where it lies.
+    #[inline]
+    pub fn free(&mut self, slot: u32) {
+        debug_assert!(self.slots[slot as usize].is_some(), "a slot is freed once");
+        self.slots[slot as usize] = None;
+        self.free.push(slot);
+    }
+
     /// Entries in use.
     pub fn len(&self) -> usize {
         self.slots.len() - self.free.len()

@@ -139,6 +139,8 @@ pub struct Engine<B: Backend> {
     returned: SmallVec<[(u32, Seq, Probe); 4]>,
     violations_seen: usize,
     rolling_audit: RollingAudit,
+    /// The time the oracle was last advanced to (advancing again to it changes nothing).
+    advanced_ms: Option<Ms>,
     /// Follow-up nacks the runtime sends travel this way.
     pub follow_up_delivery: Delivery,
     /// Reused buffer: the frontiers before an expiry.
@@ -197,6 +199,7 @@ impl<B: Backend> Engine<B> {
             returned: SmallVec::new(),
             violations_seen: 0,
             rolling_audit: RollingAudit::default(),
+            advanced_ms: None,
             follow_up_delivery: Delivery::INSTANT,
             frontier_scratch: Vec::new(),
             setup,
@@ -315,6 +318,16 @@ impl<B: Backend> Engine<B> {
     /// Whether nothing is in flight (no queued message, reply or running handler).
     pub fn is_idle(&self) -> bool {
         self.queue.is_empty()
+    }
+
+    /// Lets time pass to `now_ms` for the oracle (its leases expire by contract); once per
+    /// time point.
+    #[inline]
+    fn advance_oracle(&mut self, now_ms: Ms) {
+        if self.advanced_ms != Some(now_ms) {
+            self.oracle.advance(now_ms);
+            self.advanced_ms = Some(now_ms);
+        }
     }
 
     /// Emits `event`, which happened at `at_ms`: into the trace hash, and to the recorder.

@@ -31,7 +31,7 @@ impl<B: Backend> Engine<B> {
                 (_, Some(_)) => {
                     let (at_ms, due) = self.queue.pop().expect("peeked");
                     self.now_ms = self.now_ms.max(at_ms);
-                    self.oracle.advance(self.now_ms);
+                    self.advance_oracle(self.now_ms);
                     self.process(due);
                 }
                 _ => break,
@@ -41,7 +41,7 @@ impl<B: Backend> Engine<B> {
         if eager {
             self.expire_at(until_ms);
         } else {
-            self.oracle.advance(until_ms);
+            self.advance_oracle(until_ms);
         }
     }
 
@@ -51,14 +51,14 @@ impl<B: Backend> Engine<B> {
         let now_ms = self.now_ms;
         if self.backend.next_deadline().is_none_or(|d| d > now_ms) {
             // Nothing is due: the broker would expire nothing.
-            self.oracle.advance(now_ms);
+            self.advance_oracle(now_ms);
             return false;
         }
         let mut before = std::mem::take(&mut self.frontier_scratch);
         before.clear();
         before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
         let expired = self.backend.expire_due(now_ms);
-        self.oracle.advance(now_ms);
+        self.advance_oracle(now_ms);
         for item in &expired {
             self.oracle.observe(item.group, item.seq);
         }

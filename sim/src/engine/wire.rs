@@ -107,7 +107,7 @@ impl<B: Backend> Engine<B> {
         flight.pending -= 1;
         if flight.pending == 0 {
             let issuance = flight.issuance;
-            self.flights.remove(slot);
+            self.flights.free(slot);
             self.leases.release(issuance);
         }
     }
@@ -134,6 +134,8 @@ impl<B: Backend> Engine<B> {
         let answer = self.backend.settle(&wire, now_ms);
         self.oracle
             .settled(issuance, &lease, &op, answer.is_ok(), now_ms);
+        // A renew may have moved a deadline to now: the next advance must see it.
+        self.advanced_ms = None;
         self.probe_landing(slot, duplicate, &answer);
         let readback = match &answer {
             Ok(renewed) => {

@@ -13,7 +13,6 @@ pub use super::summary::{
     CampaignReport, Failures, FirstFailure, Saved, SeedRange, Summary, FAILING_SEEDS_KEPT,
 };
 use crate::engine::Expiry;
-use leasehold_model::Ms;
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -318,15 +317,6 @@ pub fn recipe(setup: &Setup, swarm: bool, expiry: Option<Expiry>, pinned: Pinned
         }
     }
     out
-}
-
-/// Time one seed of `setup` may simulate at most (both phases): what a progress bar can show
-/// as its scale.
-pub fn sim_ms_max(setup: &Setup) -> Ms {
-    setup
-        .workload
-        .safety_ms_max
-        .saturating_add(setup.liveness_ms_max())
 }
 
 #[cfg(test)]

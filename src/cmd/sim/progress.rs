@@ -2,7 +2,7 @@
 //! records settled of the total, simulated time and steps/s for a single seed. The bars read
 //! what the run publishes and never feed anything back into it.
 
-use leasehold_sim::seeded::campaign::{sim_ms_max, Campaign};
+use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::run::{Progress, RunOptions};
 use leasehold_sim::seeded::seeded_file::run_setup_with;
 use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup, Summary};
@@ -32,11 +32,10 @@ pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: boo
     let bar = indicatif::ProgressBar::new(setup.records().max(1));
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} records settled · {msg} · {elapsed_precise}",
+            "{bar:30} {pos}/{len} records settled · {msg}",
         )
         .expect("a valid template"),
     );
-    let horizon_ms = sim_ms_max(setup);
     let outcome = std::thread::scope(|scope| {
         let drawer = scope.spawn(|| {
             let started = Instant::now();
@@ -46,10 +45,7 @@ pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: boo
                 let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
                 let rate = steps as f64 / started.elapsed().as_secs_f64().max(1e-3);
                 bar.set_position(progress.settled.load(Ordering::Relaxed));
-                bar.set_message(format!(
-                    "simulated {sim_s} s (of at most {} s) · {steps} steps, {rate:.0} steps/s",
-                    horizon_ms / 1000
-                ));
+                bar.set_message(format!("simulated {sim_s} s · {steps} steps · {rate:.0} steps/s"));
             }
         });
         let outcome = run_setup_with(setup, backend, &options);
