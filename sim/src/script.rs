@@ -12,7 +12,7 @@ use crate::engine::{Delivery, Engine, HandlerRun, Setup};
 use crate::parse::bind_names;
 use crate::scenario::Scenario;
 use crate::timeline::{self, Timeline};
-use crate::trace::{fnv1a64, Fault, Found, Part, Trace, WorkerIx};
+use crate::trace::{Fault, Found, Part, Trace, WorkerIx};
 use leasehold_model::{
     Backend, GroupIx, Invariant, Issuance, Ms, Outcome, Receipt, SettleError, SettleOp, Status,
     Variant,
@@ -173,7 +173,7 @@ pub struct Replay {
     pub mismatches: Vec<String>,
     /// Notes that are not failures (e.g. the at-most-once policies' documented losses).
     pub notes: Vec<String>,
-    /// FNV-1a 64 of the timeline text.
+    /// The trace hash: a rolling hash of the binary encoding of every event of the run.
     pub trace_hash: String,
     /// Whether the run matched the file.
     pub matched: bool,
@@ -272,6 +272,7 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     engine.run_until(end);
     engine.end_step();
     let outcome = EndState::of(&engine);
+    let trace_hash = engine.trace_hash();
     let trace = engine.into_trace();
     let timeline = timeline::render(&trace);
     let steps = results
@@ -291,11 +292,10 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
         .map(|found| ViolationReport::new(found, &timeline))
         .collect();
     let mismatches = mismatches(script, &steps, &violations, &outcome);
-    let text: String = timeline.lines.iter().map(|l| format!("{l}\n")).collect();
     Replay {
         file: script.file.clone(),
         header: header(script),
-        trace_hash: format!("{:016x}", fnv1a64(text.as_bytes())),
+        trace_hash: format!("{trace_hash:016x}"),
         matched: mismatches.is_empty(),
         notes: outcome.notes(script),
         timeline: timeline.lines,

@@ -22,12 +22,9 @@
 //!   `; lease dropped, no nack`, `; runtime nacks: NACK L1 → E1 available again`;
 //! * a handler run reads `worker A handles E1 (L1, delivery 2): handler raises … ; NACK L1 → …`.
 //!
-//! Timelines are stable text, made for snapshot tests; [`text`] is what the trace hash covers.
+//! Timelines are stable text, made for snapshot tests.
 
-use crate::trace::{
-    fnv1a64_extend, FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx,
-    FNV1A64_OFFSET,
-};
+use crate::trace::{FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx};
 use std::fmt::Write as _;
 
 use leasehold_model::{ErrorAction, GroupIx, Seq, SettleError, SettleOp, Status};
@@ -60,15 +57,6 @@ pub fn text(trace: &Trace) -> String {
         out.push('\n');
     });
     out
-}
-
-/// The trace hash: FNV-1a 64 of [`text`].
-pub fn trace_hash(trace: &Trace) -> u64 {
-    let mut hash = FNV1A64_OFFSET;
-    render_each(trace, |line| {
-        hash = fnv1a64_extend(fnv1a64_extend(hash, line.as_bytes()), b"\n");
-    });
-    hash
 }
 
 /// Renders every line of `trace`.

@@ -31,10 +31,8 @@ pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: boo
     options.progress = Some(Arc::clone(&progress));
     let bar = indicatif::ProgressBar::new(setup.records().max(1));
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} records settled · {msg}",
-        )
-        .expect("a valid template"),
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} records settled · {msg}")
+            .expect("a valid template"),
     );
     let outcome = std::thread::scope(|scope| {
         let drawer = scope.spawn(|| {
@@ -45,7 +43,9 @@ pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: boo
                 let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
                 let rate = steps as f64 / started.elapsed().as_secs_f64().max(1e-3);
                 bar.set_position(progress.settled.load(Ordering::Relaxed));
-                bar.set_message(format!("simulated {sim_s} s · {steps} steps · {rate:.0} steps/s"));
+                bar.set_message(format!(
+                    "simulated {sim_s} s · {steps} steps · {rate:.0} steps/s"
+                ));
             }
         });
         let outcome = run_setup_with(setup, backend, &options);
