@@ -383,81 +383,10 @@ fn run_step<B: Backend>(
     step: &ScriptStep,
     names: &mut BTreeMap<String, Issuance>,
 ) -> String {
-    let now = step.at_ms;
     let worker = step.worker.unwrap_or(0);
     match &step.op {
-        Op::Fetch {
-            group,
-            limit,
-            lease_ms,
-            bind,
-        } => {
-            let wanted = bind
-                .as_deref()
-                .map(|b| bind_names(b, *limit))
-                .unwrap_or_default();
-            let before = engine.trace().leases.len();
-            let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
-            let issued: Vec<(String, Issuance)> = engine.trace().leases[before..]
-                .iter()
-                .map(|info| (info.name.clone(), info.issuance))
-                .collect();
-            for (name, issuance) in issued {
-                // A step may name the lease at any later time: keep it nameable.
-                engine.pin(issuance);
-                names.insert(name, issuance);
-            }
-            match result {
-                Ok(leases) if leases.is_empty() => "empty".to_string(),
-                Ok(_) => "ok".to_string(),
-                Err(error) => error.name().to_string(),
-            }
-        }
-        Op::Settle { lease, op, receipt } => {
-            let Some(&issuance) = names.get(lease) else {
-                // Bound by a fetch that issued nothing: there is no lease to send.
-                return "invalid".to_string();
-            };
-            let forged = receipt.map(|r| {
-                let mut copy = engine.trace().lease(issuance).lease;
-                copy.receipt = Some(Receipt(r));
-                copy
-            });
-            let delivery = Delivery::with_fault(step.fault);
-            let id = engine.send(worker, issuance, forged, *op, delivery);
-            engine.run_until(now);
-            engine
-                .trace()
-                .request(id)
-                .result()
-                .map_or_else(|| "ambiguous".to_string(), |r| result_name(&r))
-        }
-        Op::Handle { lease, run } => {
-            let Some(&issuance) = names.get(lease) else {
-                return "invalid".to_string();
-            };
-            let run = engine.handle(
-                worker,
-                issuance,
-                run.clone(),
-                Delivery::with_fault(step.fault),
-            );
-            engine.run_until(now);
-            let line = engine
-                .recorder()
-                .and_then(|r| r.run_line(run))
-                .expect("a script runs with a recorder");
-            let trace = engine.trace();
-            trace.lines[line]
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::Request(id) => trace.request(*id).result(),
-                    _ => None,
-                })
-                .find(Result::is_err)
-                .map_or_else(|| "ok".to_string(), |r| result_name(&r))
-        }
+        Op::Fetch { .. } => fetch_step(engine, step, names),
+        Op::Settle { .. } | Op::Handle { .. } => settle_step(engine, step, names),
         Op::Crash => {
             engine.crash(worker);
             "ok".to_string()
@@ -496,6 +425,94 @@ fn run_step<B: Backend>(
     }
 }
 
+/// A `fetch` step: binds the leases it issued to their names (and keeps them nameable).
+fn fetch_step<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &mut BTreeMap<String, Issuance>,
+) -> String {
+    let Op::Fetch {
+        group,
+        limit,
+        lease_ms,
+        bind,
+    } = &step.op
+    else {
+        unreachable!("a fetch step")
+    };
+    let worker = step.worker.unwrap_or(0);
+    let wanted = bind
+        .as_deref()
+        .map(|b| bind_names(b, *limit))
+        .unwrap_or_default();
+    let before = engine.trace().leases.len();
+    let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
+    let issued: Vec<(String, Issuance)> = engine.trace().leases[before..]
+        .iter()
+        .map(|info| (info.name.clone(), info.issuance))
+        .collect();
+    for (name, issuance) in issued {
+        // A step may name the lease at any later time: keep it nameable.
+        engine.pin(issuance);
+        names.insert(name, issuance);
+    }
+    match result {
+        Ok(leases) if leases.is_empty() => "empty".to_string(),
+        Ok(_) => "ok".to_string(),
+        Err(error) => error.name().to_string(),
+    }
+}
+
+/// A settle or `handle` step: what the worker saw (a handler run's first failed settle).
+fn settle_step<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &BTreeMap<String, Issuance>,
+) -> String {
+    let (now, worker) = (step.at_ms, step.worker.unwrap_or(0));
+    let delivery = Delivery::with_fault(step.fault);
+    let (Op::Settle { lease, .. } | Op::Handle { lease, .. }) = &step.op else {
+        unreachable!("a settle or handle step")
+    };
+    let Some(&issuance) = names.get(lease) else {
+        // Bound by a fetch that issued nothing: there is no lease to send.
+        return "invalid".to_string();
+    };
+    if let Op::Settle { op, receipt, .. } = &step.op {
+        let forged = receipt.map(|r| {
+            let mut copy = engine.trace().lease(issuance).lease;
+            copy.receipt = Some(Receipt(r));
+            copy
+        });
+        let id = engine.send(worker, issuance, forged, *op, delivery);
+        engine.run_until(now);
+        return engine
+            .trace()
+            .request(id)
+            .result()
+            .map_or_else(|| "ambiguous".to_string(), |r| result_name(&r));
+    }
+    let Op::Handle { run, .. } = &step.op else {
+        unreachable!("a handle step")
+    };
+    let run = engine.handle(worker, issuance, run.clone(), delivery);
+    engine.run_until(now);
+    let line = engine
+        .recorder()
+        .and_then(|r| r.run_line(run))
+        .expect("a script runs with a recorder");
+    let trace = engine.trace();
+    trace.lines[line]
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Request(id) => trace.request(*id).result(),
+            _ => None,
+        })
+        .find(Result::is_err)
+        .map_or_else(|| "ok".to_string(), |r| result_name(&r))
+}
+
 fn mismatches(
     script: &Script,
     steps: &[StepResult],
@@ -530,6 +547,12 @@ fn mismatches(
             }
         }
     }
+    end_state_mismatches(expect, outcome, &mut out);
+    out
+}
+
+/// The `[expect]` fields about the end of the run that do not match it.
+fn end_state_mismatches(expect: &Expectations, outcome: &EndState, out: &mut Vec<String>) {
     let mut check = |what: &str, expected: Option<String>, actual: String| {
         if let Some(expected) = expected {
             if expected != actual {
@@ -570,7 +593,6 @@ fn mismatches(
             .map(|r| format!("{r:?}")),
         format!("{:?}", outcome.dead_letter_reasons),
     );
-    out
 }
 
 impl Replay {
