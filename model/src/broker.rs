@@ -809,8 +809,8 @@ impl Broker {
             self.next_lease_id = 1;
         }
         // Timers live in memory: a correct broker re-arms one per lease from its records. Every
-        // leased record still has its timer (it is disarmed only when its lease ends), but the
-        // records an undone ack leased again.
+        // leased record still has its timer (a timer is disarmed only when its lease ends),
+        // except the records an undone ack leased again: those are armed here.
         if variant.rearms_expiry_on_restart() {
             for &(group, seq, _) in &reverted {
                 let group = group as GroupIx;
