@@ -14,9 +14,10 @@
 //! Every operation costs what it changes, whatever the number of events: `fetch` finds the
 //! lowest available record through an index (the never-delivered records form a suffix; the
 //! few others sit in a short sorted list), expiry pops timers in deadline order, the frontier
-//! advances over the settled prefix once, and the count of unsettled records is kept. Only a
-//! broker restart, which loses the broker's volatile state, re-reads every record. The
-//! index is derived data: equality and hashing ignore it.
+//! advances over the settled prefix once, and the count of unsettled records is kept. A
+//! broker restart, which loses the broker's volatile state, costs what it restores (the
+//! acks it undoes, the timers it re-arms) and re-derives the frontier from the lowest record
+//! that may have changed. The index is derived data: equality and hashing ignore it.
 
 use crate::types::{
     GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
@@ -120,6 +121,23 @@ pub trait BrokerView {
             _ => None,
         }
     }
+    /// Records of every group that are neither acked nor dead-lettered. The default reads every
+    /// record; override it when the backend keeps the count (engines ask it after every step).
+    fn unsettled_count(&self) -> u64 {
+        let count = self.event_count();
+        (0..self.group_count())
+            .map(|group| {
+                (1..=count)
+                    .filter(|&seq| {
+                        !matches!(
+                            self.status_kind(group, seq),
+                            Status::Acked | Status::DeadLettered
+                        )
+                    })
+                    .count() as u64
+            })
+            .sum()
+    }
     /// Writes the statuses of (group, first), (group, first + 1), … into `out`, as many as fit
     /// and are published; returns how many it wrote. Override it to read a group's records in
     /// one pass: the oracle's full audit reads every record through it.
@@ -146,6 +164,9 @@ struct Group {
     fresh_from: Seq,
     /// Index: the available records below `fresh_from`, in seq order.
     returned: SmallVec<[Seq; 4]>,
+    /// The lowest seq at or below the frontier that became unsettled since the frontier was
+    /// last derived from the records (`Seq::MAX`: none): where a restart re-derives it from.
+    unsettled_below: Seq,
 }
 
 /// Copies the record slices at once (the items are `Copy`; `SmallVec`'s own `clone` goes
@@ -158,6 +179,7 @@ impl Clone for Group {
             max_acked: self.max_acked,
             fresh_from: self.fresh_from,
             returned: SmallVec::from_slice(&self.returned),
+            unsettled_below: self.unsettled_below,
         }
     }
 
@@ -167,6 +189,7 @@ impl Clone for Group {
         self.max_acked = source.max_acked;
         self.fresh_from = source.fresh_from;
         copy_from(&mut self.returned, &source.returned);
+        self.unsettled_below = source.unsettled_below;
     }
 }
 
@@ -207,6 +230,7 @@ impl Group {
             max_acked: 0,
             fresh_from: 1,
             returned: SmallVec::new(),
+            unsettled_below: Seq::MAX,
         }
     }
 
@@ -223,7 +247,15 @@ impl Group {
         }
     }
 
+    /// The available records the index names, in seq order (debug checks).
+    #[cfg(debug_assertions)]
+    fn available(&self) -> Vec<Seq> {
+        let fresh = self.fresh_from..=self.records.len() as Seq;
+        self.returned.iter().copied().chain(fresh).collect()
+    }
+
     /// Rebuilds the index from the records.
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     fn reindex(&mut self) {
         let mut fresh_from = self.records.len() as Seq + 1;
         while fresh_from > 1
@@ -717,7 +749,12 @@ impl Broker {
         }
         match (old.is_settled(), record.is_settled()) {
             (false, true) => self.unsettled -= 1,
-            (true, false) => self.unsettled += 1,
+            (true, false) => {
+                self.unsettled += 1;
+                if seq <= g.frontier {
+                    g.unsettled_below = g.unsettled_below.min(seq);
+                }
+            }
             _ => {}
         }
         self.advance_frontier(group);
@@ -875,8 +912,76 @@ impl Broker {
     }
 
     /// A broker restart: durable state survives, volatile state is lost (per the variant).
-    /// The only operation that reads every record: it rebuilds what the broker keeps in memory.
+    /// Costs what it restores: the acks it undoes (`volatile-ack`), the timers it re-arms, and
+    /// the frontier from the lowest record that may have changed — not the number of records.
     pub fn restart(&mut self) {
+        // Debug builds check the restart against a full rebuild, on brokers small enough for
+        // the check not to cost more than the run.
+        #[cfg(debug_assertions)]
+        let expected = (self.groups.len() * self.groups[0].records.len() <= 4_096).then(|| {
+            let mut copy = self.clone();
+            copy.restart_by_scan();
+            copy
+        });
+        let variant = self.config.variant;
+        let reverted = std::mem::take(&mut self.unflushed);
+        for &(group, seq, prior) in reverted.iter().rev() {
+            // The ack never became durable: the record is what it was before it.
+            self.set(group as GroupIx, seq, prior);
+        }
+        if !variant.lease_ids_durable() {
+            self.next_lease_id = 1;
+        }
+        // Timers live in memory: a correct broker re-arms one per lease from its records. Every
+        // leased record still has its timer (a timer is disarmed only when its lease ends),
+        // except the records an undone ack leased again: those are armed here.
+        if variant.rearms_expiry_on_restart() {
+            for &(group, seq, _) in &reverted {
+                let group = group as GroupIx;
+                if let Record::Leased {
+                    lease_id,
+                    deadline_ms,
+                    ..
+                } = self.groups[group].records[seq as usize - 1]
+                {
+                    self.disarm(group, seq);
+                    self.arm(group, seq, lease_id, deadline_ms);
+                }
+            }
+        } else {
+            self.timers.clear();
+        }
+        for group in 0..self.config.group_count {
+            self.rederive_frontier(group);
+        }
+        #[cfg(debug_assertions)]
+        if let Some(expected) = expected {
+            assert!(
+                *self == expected,
+                "a restart re-derives what a full rebuild does"
+            );
+            for (ours, theirs) in self.groups.iter().zip(&expected.groups) {
+                assert_eq!(ours.available(), theirs.available(), "same fetch index");
+            }
+            assert_eq!(self.unsettled, expected.unsettled);
+        }
+    }
+
+    /// The frontier (and the highest acked seq) as a restart derives them from the durable
+    /// records: from the lowest record that became unsettled below the frontier, if any.
+    fn rederive_frontier(&mut self, group: GroupIx) {
+        let g = &mut self.groups[group];
+        while g.max_acked > 0 && g.records[g.max_acked as usize - 1] != Record::Acked {
+            g.max_acked -= 1;
+        }
+        g.frontier = g.frontier.min(g.unsettled_below.saturating_sub(1));
+        g.unsettled_below = Seq::MAX;
+        self.advance_frontier(group);
+    }
+
+    /// A restart that re-reads every record: what [`Broker::restart`] must be equal to.
+    #[cfg(debug_assertions)]
+    fn restart_by_scan(&mut self) {
         let variant = self.config.variant;
         for (group, seq, prior) in std::mem::take(&mut self.unflushed).into_iter().rev() {
             let g = &mut self.groups[group as usize];
@@ -890,7 +995,6 @@ impl Broker {
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }
-        // Timers live in memory: a correct broker re-arms one per lease from its records.
         self.timers.clear();
         let rearm = variant.rearms_expiry_on_restart();
         for (group, g) in self.groups.iter_mut().enumerate() {
@@ -912,7 +1016,6 @@ impl Broker {
                 }
             }
             g.reindex();
-            // The frontier is derived from the durable records.
             g.max_acked = g
                 .records
                 .iter()
@@ -1035,6 +1138,10 @@ impl BrokerView for Broker {
             Some(Record::DeadLettered { reason }) => Some(*reason),
             _ => None,
         }
+    }
+    #[inline]
+    fn unsettled_count(&self) -> u64 {
+        self.unsettled
     }
 }
 

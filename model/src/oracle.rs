@@ -405,6 +405,15 @@ impl Oracle {
         self.live.iter().any(|l| l.issuance == issuance)
     }
 
+    /// Whether `issuance` is live and current (no later lease of its record was issued): what
+    /// [`Oracle::handler_started`] answers, asked at another moment (an engine asks it when a
+    /// handler writes its result). Costs the number of live leases.
+    pub fn is_current(&self, issuance: Issuance) -> bool {
+        self.live
+            .iter()
+            .any(|l| l.issuance == issuance && l.current)
+    }
+
     /// Records a broken invariant; builds the detail only when it is newly broken and the
     /// oracle keeps details.
     fn fail(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
@@ -756,6 +765,28 @@ impl Oracle {
                         .find(|&seq| !is_settled_status(view.status_kind(group, seq)))
                 })
             });
+        }
+    }
+
+    /// Compares the records `first..first + count` of `group` with the ghost (I3), as
+    /// [`Oracle::audit`] compares every record: a slice of a full audit, for an engine that
+    /// spreads one over many steps (a large broker after a restart). Records past the last
+    /// published event are skipped; frontiers are not checked (every `end_step` reads them).
+    pub fn audit_records(
+        &mut self,
+        view: &impl BrokerView,
+        group: GroupIx,
+        first: Seq,
+        count: Seq,
+    ) {
+        let published = self.published_count().min(view.event_count());
+        if group >= self.config.group_count || first == 0 || first > published {
+            return;
+        }
+        let last = first.saturating_add(count.saturating_sub(1)).min(published);
+        for seq in first..=last {
+            let status = view.status_kind(group, seq);
+            self.observe_record(view, group, seq, status);
         }
     }
 

@@ -115,9 +115,10 @@ fn seeded_redis_scenarios_replay_identically_on_redis() {
         }
         let setup = setup_from_scenario(&scenario).unwrap_or_else(|e| panic!("{name}: {e}"));
         let config = setup.broker_config();
-        let pure = leasehold_sim::seeded::run::run(&setup, Broker::new(config), true);
+        let pure = leasehold_sim::seeded::run::run(&setup, Broker::new(config), &recorded());
         let restarts = server.restarts();
-        let actual = leasehold_sim::seeded::run::run(&setup, backend(&server, &config), true);
+        let actual =
+            leasehold_sim::seeded::run::run(&setup, backend(&server, &config), &recorded());
         assert_eq!(actual.trace, pure.trace, "{name}: trace");
         assert_eq!(actual.trace_hash, pure.trace_hash, "{name}: trace hash");
         assert_eq!(actual.violations, pure.violations, "{name}: violations");
@@ -131,4 +132,12 @@ fn seeded_redis_scenarios_replay_identically_on_redis() {
         replayed += 1;
     }
     assert!(replayed >= 1, "the saved redis-streams finding");
+}
+
+/// Run options that keep the trace.
+fn recorded() -> leasehold_sim::seeded::run::RunOptions {
+    leasehold_sim::seeded::run::RunOptions {
+        record: true,
+        ..Default::default()
+    }
 }

@@ -190,6 +190,16 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A [`ParseError`] located at the key `path` (`["config", "lease_ms"]`) of the scenario text
+/// `src` — at the deepest part of the path the file has, or its first line.
+pub fn error_at_key(src: &str, file: &str, path: &[&str], message: String) -> ParseError {
+    let segments: Vec<Seg<'_>> = path.iter().map(|key| Seg::Key(key)).collect();
+    match ImDocument::parse(src) {
+        Ok(doc) => Locator { src, file, doc }.error(&segments, message),
+        Err(_) => located(src, file, 0, Some(path.join(".")), message),
+    }
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn position(src: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(src.len());
@@ -528,6 +538,7 @@ impl<'a> Validator<'a> {
             clock_offset_ms,
             check_at_least_once: ack_policy.at_least_once(),
             expiry,
+            audit_every_step: false,
         })
     }
 

@@ -12,7 +12,7 @@ use crate::engine::{Delivery, Engine, HandlerRun, Setup};
 use crate::parse::bind_names;
 use crate::scenario::Scenario;
 use crate::timeline::{self, Timeline};
-use crate::trace::{fnv1a64, Fault, Found, Part, Trace, WorkerIx};
+use crate::trace::{Fault, Found, Part, Trace, WorkerIx};
 use leasehold_model::{
     Backend, GroupIx, Invariant, Issuance, Ms, Outcome, Receipt, SettleError, SettleOp, Status,
     Variant,
@@ -177,7 +177,7 @@ pub struct Replay {
     pub mismatches: Vec<String>,
     /// Notes that are not failures (e.g. the at-most-once policies' documented losses).
     pub notes: Vec<String>,
-    /// FNV-1a 64 of the timeline text.
+    /// The trace hash: a rolling hash of the binary encoding of every event of the run.
     pub trace_hash: String,
     /// Whether the run matched the file.
     pub matched: bool,
@@ -292,6 +292,7 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     engine.run_until(end);
     engine.end_step();
     let outcome = EndState::of(&engine);
+    let trace_hash = engine.trace_hash();
     let trace = engine.into_trace();
     let timeline = timeline::render(&trace);
     let steps = results
@@ -313,11 +314,10 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     let no_cycle = lasso.and_then(|lasso| lasso.report(&steps, &mut violations));
     let mut mismatches = mismatches(script, &steps, &violations, &outcome);
     mismatches.extend(no_cycle);
-    let text: String = timeline.lines.iter().map(|l| format!("{l}\n")).collect();
     Replay {
         file: script.file.clone(),
         header: header(script),
-        trace_hash: format!("{:016x}", fnv1a64(text.as_bytes())),
+        trace_hash: format!("{trace_hash:016x}"),
         matched: mismatches.is_empty(),
         notes: outcome.notes(script),
         timeline: timeline.lines,
@@ -467,11 +467,7 @@ impl EndState {
             frontier: (0..groups).map(|g| backend.frontier(g)).collect(),
             dead_letter_reasons,
             pending,
-            handler_runs: engine
-                .handler_calls()
-                .iter()
-                .map(|c| format!("E{}#{}", c.seq, c.attempt))
-                .collect(),
+            handler_runs: handler_runs(engine.trace()),
             acked_unprocessed: engine.oracle().acked_unprocessed(),
         }
     }
@@ -491,6 +487,21 @@ impl EndState {
     }
 }
 
+/// Every handler run in order, as `E<seq>#<delivery>`.
+fn handler_runs(trace: &Trace) -> Vec<String> {
+    trace
+        .lines
+        .iter()
+        .filter_map(|line| match line.kind {
+            crate::trace::LineKind::Handle { issuance } => {
+                let lease = trace.lease(issuance).lease;
+                Some(format!("E{}#{}", lease.seq, lease.attempt))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn result_name(result: &Result<(), SettleError>) -> String {
     match result {
         Ok(()) => "ok".to_string(),
@@ -503,71 +514,10 @@ fn run_step<B: Backend>(
     step: &ScriptStep,
     names: &mut BTreeMap<String, Issuance>,
 ) -> String {
-    let now = step.at_ms;
     let worker = step.worker.unwrap_or(0);
     match &step.op {
-        Op::Fetch {
-            group,
-            limit,
-            lease_ms,
-            bind,
-        } => {
-            let wanted = bind
-                .as_deref()
-                .map(|b| bind_names(b, *limit))
-                .unwrap_or_default();
-            let before = engine.trace().leases.len();
-            let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
-            for info in &engine.trace().leases[before..] {
-                names.insert(info.name.clone(), info.issuance);
-            }
-            match result {
-                Ok(leases) if leases.is_empty() => "empty".to_string(),
-                Ok(_) => "ok".to_string(),
-                Err(error) => error.name().to_string(),
-            }
-        }
-        Op::Settle { lease, op, receipt } => {
-            let Some(&issuance) = names.get(lease) else {
-                // Bound by a fetch that issued nothing: there is no lease to send.
-                return "invalid".to_string();
-            };
-            let forged = receipt.map(|r| {
-                let mut copy = engine.trace().lease(issuance).lease;
-                copy.receipt = Some(Receipt(r));
-                copy
-            });
-            let delivery = Delivery::with_fault(step.fault);
-            let id = engine.send(worker, issuance, forged, *op, delivery);
-            engine.run_until(now);
-            engine
-                .trace()
-                .request(id)
-                .result()
-                .map_or_else(|| "ambiguous".to_string(), |r| result_name(&r))
-        }
-        Op::Handle { lease, run } => {
-            let Some(&issuance) = names.get(lease) else {
-                return "invalid".to_string();
-            };
-            let line = engine.handle(
-                worker,
-                issuance,
-                run.clone(),
-                Delivery::with_fault(step.fault),
-            );
-            engine.run_until(now);
-            let trace = engine.trace();
-            trace.lines[line]
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::Request(id) => trace.request(*id).result(),
-                    _ => None,
-                })
-                .find(Result::is_err)
-                .map_or_else(|| "ok".to_string(), |r| result_name(&r))
-        }
+        Op::Fetch { .. } => fetch_step(engine, step, names),
+        Op::Settle { .. } | Op::Handle { .. } => settle_step(engine, step, names),
         Op::Crash => {
             engine.crash(worker);
             "ok".to_string()
@@ -606,6 +556,94 @@ fn run_step<B: Backend>(
     }
 }
 
+/// A `fetch` step: binds the leases it issued to their names (and keeps them nameable).
+fn fetch_step<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &mut BTreeMap<String, Issuance>,
+) -> String {
+    let Op::Fetch {
+        group,
+        limit,
+        lease_ms,
+        bind,
+    } = &step.op
+    else {
+        unreachable!("a fetch step")
+    };
+    let worker = step.worker.unwrap_or(0);
+    let wanted = bind
+        .as_deref()
+        .map(|b| bind_names(b, *limit))
+        .unwrap_or_default();
+    let before = engine.trace().leases.len();
+    let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
+    let issued: Vec<(String, Issuance)> = engine.trace().leases[before..]
+        .iter()
+        .map(|info| (info.name.clone(), info.issuance))
+        .collect();
+    for (name, issuance) in issued {
+        // A step may name the lease at any later time: keep it nameable.
+        engine.pin(issuance);
+        names.insert(name, issuance);
+    }
+    match result {
+        Ok(leases) if leases.is_empty() => "empty".to_string(),
+        Ok(_) => "ok".to_string(),
+        Err(error) => error.name().to_string(),
+    }
+}
+
+/// A settle or `handle` step: what the worker saw (a handler run's first failed settle).
+fn settle_step<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &BTreeMap<String, Issuance>,
+) -> String {
+    let (now, worker) = (step.at_ms, step.worker.unwrap_or(0));
+    let delivery = Delivery::with_fault(step.fault);
+    let (Op::Settle { lease, .. } | Op::Handle { lease, .. }) = &step.op else {
+        unreachable!("a settle or handle step")
+    };
+    let Some(&issuance) = names.get(lease) else {
+        // Bound by a fetch that issued nothing: there is no lease to send.
+        return "invalid".to_string();
+    };
+    if let Op::Settle { op, receipt, .. } = &step.op {
+        let forged = receipt.map(|r| {
+            let mut copy = engine.trace().lease(issuance).lease;
+            copy.receipt = Some(Receipt(r));
+            copy
+        });
+        let id = engine.send(worker, issuance, forged, *op, delivery);
+        engine.run_until(now);
+        return engine
+            .trace()
+            .request(id)
+            .result()
+            .map_or_else(|| "ambiguous".to_string(), |r| result_name(&r));
+    }
+    let Op::Handle { run, .. } = &step.op else {
+        unreachable!("a handle step")
+    };
+    let run = engine.handle(worker, issuance, run.clone(), delivery);
+    engine.run_until(now);
+    let line = engine
+        .recorder()
+        .and_then(|r| r.run_line(run))
+        .expect("a script runs with a recorder");
+    let trace = engine.trace();
+    trace.lines[line]
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Request(id) => trace.request(*id).result(),
+            _ => None,
+        })
+        .find(Result::is_err)
+        .map_or_else(|| "ok".to_string(), |r| result_name(&r))
+}
+
 fn mismatches(
     script: &Script,
     steps: &[StepResult],
@@ -640,6 +678,12 @@ fn mismatches(
             }
         }
     }
+    end_state_mismatches(expect, outcome, &mut out);
+    out
+}
+
+/// The `[expect]` fields about the end of the run that do not match it.
+fn end_state_mismatches(expect: &Expectations, outcome: &EndState, out: &mut Vec<String>) {
     let mut check = |what: &str, expected: Option<String>, actual: String| {
         if let Some(expected) = expected {
             if expected != actual {
@@ -680,7 +724,6 @@ fn mismatches(
             .map(|r| format!("{r:?}")),
         format!("{:?}", outcome.dead_letter_reasons),
     );
-    out
 }
 
 impl Replay {

@@ -2,10 +2,10 @@
 //! invariant, writes the result beside the input (never overwriting) and prints what shrank.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::sim::load_scenario;
+use crate::cmd::sim::{load_scenario, load_seeded_file};
 use crate::files;
 use leasehold_model::Invariant;
-use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, setup_from_scenario, to_toml};
+use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, to_toml};
 use leasehold_sim::seeded::shrink::{self, size};
 use std::path::PathBuf;
 
@@ -41,7 +41,7 @@ pub fn run(args: Args) -> CmdResult {
             "{name}: only seeded scenarios (seed = N) can be shrunk; a scripted one is already explicit"
         )));
     }
-    let setup = setup_from_scenario(&scenario).map_err(|e| UserError(format!("{name}: {e}")))?;
+    let (_, setup) = load_seeded_file(&args.file)?;
     backend
         .check(&setup)
         .map_err(|e| UserError(format!("{name}: {e}")))?;

@@ -58,7 +58,7 @@ pub fn bounds(depth: Depth) -> Vec<(Engine, String)> {
         (
             Engine::Sim,
             format!(
-                "swarm campaigns from seed 0 (each seed draws its own fault subset), in chunks of \
+                "swarm campaigns from seed 0 (each seed draws its own fault subset and workload size), in chunks of \
                  {SIM_CHUNK_FIRST} seeds doubling; a variant expected to break an invariant stops \
                  after the chunk with {SIM_FAILURES_WANTED} failures of it, others run {seeds} seeds"
             ),
@@ -208,7 +208,7 @@ impl EngineRun for Simulator {
             .args;
         let template = sim::template(&args)?;
         let mut found: BTreeMap<Invariant, Found> = BTreeMap::new();
-        let (mut seeds_run, mut bound_hits, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
+        let (mut seeds_run, mut inconclusive, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
         let mut end = 0u64;
         let mut chunks = 0u32;
         let target = variant.expected_violation();
@@ -221,6 +221,7 @@ impl EngineRun for Simulator {
             backend: BackendKind::Pure,
             stop_on_failure: false,
             expiry_mixed: args.expiry == "mixed",
+            pinned: Default::default(),
         };
         while end < seeds_max {
             let start = end;
@@ -233,7 +234,7 @@ impl EngineRun for Simulator {
             chunks += 1;
             let summary = campaign_of(start..end).run(&|_| {});
             seeds_run += summary.seeds_run;
-            bound_hits += summary.bound_hits;
+            inconclusive += summary.seeds_inconclusive;
             steps += summary.steps;
             sim_ms += summary.sim_ms;
             for (invariant, failures) in summary.failures {
@@ -273,9 +274,9 @@ impl EngineRun for Simulator {
                     seeds_run,
                     scenario: Some(path),
                 })
-            } else if seeds_run > 0 && bound_hits == seeds_run {
+            } else if seeds_run > 0 && inconclusive == seeds_run {
                 Cell::Bounded {
-                    bound: "steps_max on every seed".to_string(),
+                    bound: "a named bound on every seed (inconclusive)".to_string(),
                 }
             } else {
                 Cell::Holds
@@ -289,7 +290,7 @@ impl EngineRun for Simulator {
             stats: serde_json::json!({
                 "seeds_run": seeds_run,
                 "chunks": chunks,
-                "bound_hits": bound_hits,
+                "seeds_inconclusive": inconclusive,
                 "steps": steps,
                 "sim_ms": sim_ms,
                 "faults": template.faults.summary(),
