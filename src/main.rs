@@ -18,6 +18,7 @@ fn main() -> ExitCode {
         }
     }
     let _stop_redis = StopRedis;
+    cmd::redis::lost_server_is_an_error();
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Sim(args) => cmd::sim::run(args),

@@ -267,3 +267,54 @@ fn redis_streams_fenced_swarm_is_clean_on_redis() {
     assert!(text.contains("failures: none"), "{text}");
     assert_eq!(campaign_hash(&text), campaign_hash(&stdout(&pure)));
 }
+
+/// A server that dies in the middle of a campaign ends it with one line and exit 2, not a
+/// panic's report.
+#[test]
+fn a_server_lost_mid_run_is_one_line_and_exit_2() {
+    let Some(server) = testing::owned_server("a server lost mid-run") else {
+        return;
+    };
+    let url = server.url().to_string();
+    let child = Command::new(BIN)
+        .args([
+            "sim",
+            "--backend",
+            "redis",
+            "--redis-url",
+            &url,
+            "--variant",
+            "redis-streams-fenced",
+            "--broker-restart",
+            "0",
+            "--seeds",
+            "0..100000000",
+            "--no-save",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    // The campaign is under way once the server has answered its commands.
+    while commands_processed(&url) < 1_000 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(server); // The last handle: the server process is killed.
+    let out = child.wait_with_output().expect("the binary ends");
+    let err = one_line_error(&out);
+    assert!(err.starts_with("leasehold: error: backend redis"), "{err}");
+}
+
+/// The server's `total_commands_processed` (`redis-cli INFO stats`).
+fn commands_processed(url: &str) -> u64 {
+    let out = Command::new("redis-cli")
+        .args(["-u", url, "info", "stats"])
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("total_commands_processed:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}

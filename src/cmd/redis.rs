@@ -67,6 +67,30 @@ pub fn configure(args: &RedisArgs) -> Result<(), UserError> {
     Ok(())
 }
 
+/// A Redis server that stops answering in the middle of a run (it died, was stopped, or its
+/// connection broke) ends the command with one line and exit status 2, as any input the run
+/// cannot proceed with: the backend reports it by panicking with a message that starts with
+/// `backend redis`, from whichever thread met it. Other panics keep the default report.
+pub fn lost_server_is_an_error() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied());
+        match message {
+            Some(message) if message.starts_with("backend redis") => {
+                let line = message.lines().next().unwrap_or(message);
+                eprintln!("leasehold: error: {line}");
+                shutdown();
+                std::process::exit(2);
+            }
+            _ => default(info),
+        }
+    }));
+}
+
 /// Stops the private servers (`--redis-spawn`); call when the command ends.
 pub fn shutdown() {
     if let Some(Server::Spawn(pool)) = SERVER.get() {
