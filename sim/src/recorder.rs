@@ -40,8 +40,6 @@ pub struct Recorder {
     events: Vec<Stamped>,
     /// The line of each handler run, by run id.
     run_line: Vec<usize>,
-    /// The line of each request, by request id.
-    request_line: Vec<usize>,
     /// Leases issued by the fetch in progress.
     issued: Vec<Issuance>,
     /// Renewed leases carried by replies not yet received.
@@ -78,7 +76,8 @@ impl Recorder {
         (self.trace, self.events)
     }
 
-    /// The line of handler run `run`, once it started.
+    /// The latest line of handler run `run` (where it started, or where it went on), once it
+    /// started.
     pub fn run_line(&self, run: crate::event::RunId) -> Option<usize> {
         self.run_line.get(run.0 as usize).copied()
     }
@@ -104,6 +103,39 @@ impl Recorder {
             parts: Vec::new(),
         });
         self.trace.lines.len() - 1
+    }
+
+    /// The line to tell something of `line`'s story at `at_ms`: `line` itself when it is the
+    /// last line and tells the same moment, else a new line (nothing is told out of order).
+    fn continue_on(
+        &mut self,
+        line: usize,
+        at_ms: Ms,
+        worker: Option<WorkerIx>,
+        kind: impl FnOnce() -> LineKind,
+    ) -> usize {
+        let last = self.trace.lines.len().checked_sub(1);
+        if last == Some(line) && self.trace.lines[line].at_ms == at_ms {
+            line
+        } else {
+            self.line(at_ms, worker, kind())
+        }
+    }
+
+    /// The line on which a landing of request `id` at `at_ms` is told, with its part.
+    fn landing_line(&mut self, at_ms: Ms, id: RequestId, duplicate: Option<u32>) -> usize {
+        let r = &self.trace.requests[id.0 as usize];
+        let (base, worker) = (r.landed_line.unwrap_or(r.line), r.worker);
+        let line = self.continue_on(base, at_ms, Some(worker), || LineKind::Landing);
+        let part = Part::Landed {
+            request: id,
+            duplicate,
+        };
+        self.trace.lines[line].parts.push(part);
+        if duplicate.is_none() {
+            self.request(id).landed_line = Some(line);
+        }
+        line
     }
 
     fn request(&mut self, id: RequestId) -> &mut Request {
@@ -143,6 +175,7 @@ impl Recorder {
                 reached,
                 seen,
             } => {
+                self.landing_line(at_ms, *request, None);
                 let r = self.request(*request);
                 if *reached {
                     r.delivered_ms = Some(at_ms);
@@ -194,7 +227,7 @@ impl Recorder {
                 self.run_line.push(line);
             }
             Event::HandlerFinished { run, outcome } => {
-                let line = self.run_line[run.0 as usize];
+                let line = self.resume_run(at_ms, run.0 as usize);
                 self.trace.lines[line].parts.push(Part::HandlerFinished {
                     outcome: describe_outcome(outcome),
                     success: outcome.is_success(),
@@ -206,6 +239,21 @@ impl Recorder {
             }
             _ => unreachable!("handled by apply"),
         }
+    }
+
+    /// The line on which handler run `run` goes on at `at_ms` (see [`Recorder::continue_on`]).
+    fn resume_run(&mut self, at_ms: Ms, run: usize) -> usize {
+        let started = self.run_line[run];
+        let worker = self.trace.lines[started].worker;
+        let issuance = match &self.trace.lines[started].kind {
+            LineKind::Handle { issuance } | LineKind::HandlerResumed { issuance } => *issuance,
+            _ => unreachable!("a run line tells a handler run"),
+        };
+        let line = self.continue_on(started, at_ms, worker, || LineKind::HandlerResumed {
+            issuance,
+        });
+        self.run_line[run] = line;
+        line
     }
 
     /// A lease issued, a fetch ended.
@@ -342,17 +390,21 @@ impl Recorder {
             reply_discarded: false,
             follow_up: None,
             follow_up_request: None,
+            line: 0,
+            landed_line: None,
         });
         let line = match origin {
             Origin::Own => self.line(at_ms, Some(worker), LineKind::Settle),
-            Origin::Handler(run) => self.run_line[run.0 as usize],
+            Origin::Handler(run) => self.resume_run(at_ms, run.0 as usize),
             Origin::FollowUp(failed) => {
-                self.request(failed).follow_up_request = Some(id);
-                self.request_line[failed.0 as usize]
+                let r = self.request(failed);
+                r.follow_up_request = Some(id);
+                let base = r.landed_line.unwrap_or(r.line);
+                self.continue_on(base, at_ms, Some(worker), || LineKind::Settle)
             }
         };
         self.trace.lines[line].parts.push(Part::Request(id));
-        self.request_line.push(line);
+        self.request(id).line = line;
     }
 
     fn landed(
@@ -379,11 +431,14 @@ impl Recorder {
                 info.lease.deadline_ms = renewed.deadline_ms;
             }
         }
-        let r = self.request(id);
         if duplicate {
-            r.duplicate_answers.push(answer.clone());
+            let k = self.trace.requests[id.0 as usize].duplicate_answers.len() as u32;
+            self.landing_line(at_ms, id, Some(k));
+            self.request(id).duplicate_answers.push(answer.clone());
             return;
         }
+        self.landing_line(at_ms, id, None);
+        let r = self.request(id);
         r.delivered_ms = Some(at_ms);
         r.answer = Some(answer.clone());
         if answer.is_ok() {
