@@ -18,7 +18,7 @@ use crate::trace::{
     Effect, FetchResult, Found, LeaseEnd, LeaseInfo, Line, LineKind, Part, Request, RequestId,
     Trace, WorkerIx,
 };
-use leasehold_model::{Issuance, Lease, Ms, SettleError};
+use leasehold_model::{BrokerView, GroupIx, Issuance, Lease, Ms, Seq, SettleError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,9 +33,21 @@ pub struct Stamped {
     pub event: Event,
 }
 
+/// Called with the trace so far and the broker at the end of every step: a test compares the
+/// story told so far with the broker's own state.
+#[derive(Clone)]
+pub struct StepObserver(pub std::sync::Arc<dyn Fn(&Trace, &dyn BrokerView) + Send + Sync>);
+
+impl std::fmt::Debug for StepObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StepObserver")
+    }
+}
+
 /// Keeps a run's events and builds its trace.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
+    observer: Option<StepObserver>,
     trace: Trace,
     events: Vec<Stamped>,
     /// The line of each handler run, by run id.
@@ -57,6 +69,18 @@ impl Recorder {
                 ..Trace::default()
             },
             ..Recorder::default()
+        }
+    }
+
+    /// Calls `observer` at the end of every step from now on.
+    pub fn observe_with(&mut self, observer: StepObserver) {
+        self.observer = Some(observer);
+    }
+
+    /// A step ended: the observer, if any, sees the trace and the broker.
+    pub fn end_step(&self, broker: &dyn BrokerView) {
+        if let Some(observer) = &self.observer {
+            (observer.0)(&self.trace, broker);
         }
     }
 
@@ -200,15 +224,50 @@ impl Recorder {
                     dead_lettered: *dead_lettered,
                 };
                 self.lease(*issuance).ended = Some((*at_ms, end));
+                let group = self.trace.leases[issuance.0 as usize].lease.group;
+                let frontier = self.tell_batch_move_once(group, *frontier, *dead_lettered);
                 let kind = LineKind::Expired {
                     issuance: *issuance,
                     dead_lettered: *dead_lettered,
-                    frontier: *frontier,
+                    frontier,
                 };
                 self.line(*at_ms, None, kind);
             }
             _ => self.worker_or_phase(at_ms, event),
         }
+    }
+
+    /// The broker expires due leases in a batch and the engine reads each group's frontier
+    /// before and after the batch: every expiry of a group in the batch carries the same move.
+    /// It is told once, on the expiry that can move a frontier (a dead letter), the latest one.
+    fn tell_batch_move_once(
+        &mut self,
+        group: GroupIx,
+        frontier: Option<(Seq, Seq)>,
+        dead_lettered: bool,
+    ) -> Option<(Seq, Seq)> {
+        let (before, _) = frontier?;
+        for i in (0..self.trace.lines.len()).rev() {
+            let leases = &self.trace.leases;
+            let LineKind::Expired {
+                issuance,
+                dead_lettered: earlier_dead,
+                frontier: told,
+            } = &mut self.trace.lines[i].kind
+            else {
+                break;
+            };
+            if leases[issuance.0 as usize].lease.group != group
+                || told.is_none_or(|t| t.0 != before)
+            {
+                continue;
+            }
+            if *earlier_dead && !dead_lettered {
+                return None;
+            }
+            *told = None;
+        }
+        frontier
     }
 
     /// A handler run: its line, then how it ended.
@@ -386,6 +445,7 @@ impl Recorder {
             answer: None,
             effect: Effect::default(),
             duplicate_answers: Vec::new(),
+            duplicate_effects: Vec::new(),
             seen: None,
             reply_discarded: false,
             follow_up: None,
@@ -434,7 +494,13 @@ impl Recorder {
         if duplicate {
             let k = self.trace.requests[id.0 as usize].duplicate_answers.len() as u32;
             self.landing_line(at_ms, id, Some(k));
-            self.request(id).duplicate_answers.push(answer.clone());
+            let effect = answer
+                .is_ok()
+                .then(|| effect_of(readback))
+                .unwrap_or_default();
+            let r = self.request(id);
+            r.duplicate_answers.push(answer.clone());
+            r.duplicate_effects.push(effect);
             return;
         }
         self.landing_line(at_ms, id, None);
@@ -442,14 +508,7 @@ impl Recorder {
         r.delivered_ms = Some(at_ms);
         r.answer = Some(answer.clone());
         if answer.is_ok() {
-            let (before, after) = (readback.frontier_before, readback.frontier_after);
-            r.effect = Effect {
-                frontier: (after != before).then_some((before, after)),
-                frontier_after: after,
-                status: readback.status,
-                reason: readback.reason.map(|reason| reason.as_str().to_string()),
-                renewed_until_ms: readback.renewed_until_ms,
-            };
+            r.effect = effect_of(readback);
         }
         r.seen = Some(match fault {
             crate::trace::Fault::LostReply => Err(SettleError::Ambiguous("reply lost".into())),
@@ -479,5 +538,17 @@ impl Recorder {
                 self.lease(issuance).lease = renewed;
             }
         }
+    }
+}
+
+/// What an accepted request did, as the engine read it back from the broker.
+fn effect_of(readback: &Readback) -> Effect {
+    let (before, after) = (readback.frontier_before, readback.frontier_after);
+    Effect {
+        frontier: (after != before).then_some((before, after)),
+        frontier_after: after,
+        status: readback.status,
+        reason: readback.reason.map(|reason| reason.as_str().to_string()),
+        renewed_until_ms: readback.renewed_until_ms,
     }
 }

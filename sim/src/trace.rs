@@ -149,6 +149,8 @@ pub struct Request {
     pub effect: Effect,
     /// Answers to duplicated deliveries of the same request.
     pub duplicate_answers: Vec<Result<(), SettleError>>,
+    /// What each accepted duplicate did (the default effect for a refused one).
+    pub duplicate_effects: Vec<Effect>,
     /// What the worker saw (None: no reply yet).
     pub seen: Option<Result<(), SettleError>>,
     /// The reply reached a worker that had crashed since sending: nobody acted on it.
