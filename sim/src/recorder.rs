@@ -36,7 +36,10 @@ pub struct Stamped {
 /// Called with the trace so far and the broker at the end of every step: a test compares the
 /// story told so far with the broker's own state.
 #[derive(Clone)]
-pub struct StepObserver(pub std::sync::Arc<dyn Fn(&Trace, &dyn BrokerView) + Send + Sync>);
+pub struct StepObserver(pub std::sync::Arc<ObserveFn>);
+
+/// What a [`StepObserver`] calls.
+pub type ObserveFn = dyn Fn(&Trace, &dyn BrokerView) + Send + Sync;
 
 impl std::fmt::Debug for StepObserver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -494,10 +497,11 @@ impl Recorder {
         if duplicate {
             let k = self.trace.requests[id.0 as usize].duplicate_answers.len() as u32;
             self.landing_line(at_ms, id, Some(k));
-            let effect = answer
-                .is_ok()
-                .then(|| effect_of(readback))
-                .unwrap_or_default();
+            let effect = if answer.is_ok() {
+                effect_of(readback)
+            } else {
+                Effect::default()
+            };
             let r = self.request(id);
             r.duplicate_answers.push(answer.clone());
             r.duplicate_effects.push(effect);

@@ -491,7 +491,7 @@ fn landing(out: &mut String, at: &At, id: RequestId, duplicate: Option<u32>) {
 fn duration(out: &mut String, ms: u64) {
     if ms < 1_000 {
         let _ = write!(out, "{ms} ms");
-    } else if ms % 1_000 == 0 {
+    } else if ms.is_multiple_of(1_000) {
         let _ = write!(out, "{} s", ms / 1_000);
     } else {
         let _ = write!(out, "{}.{} s", ms / 1_000, ms % 1_000 / 100);
