@@ -18,7 +18,7 @@ use crate::trace::{
     Effect, FetchResult, Found, LeaseEnd, LeaseInfo, Line, LineKind, Part, Request, RequestId,
     Trace, WorkerIx,
 };
-use leasehold_model::{Issuance, Lease, Ms, SettleError};
+use leasehold_model::{BrokerView, GroupIx, Issuance, Lease, Ms, Seq, SettleError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -33,15 +33,28 @@ pub struct Stamped {
     pub event: Event,
 }
 
+/// Called with the trace so far and the broker at the end of every step: a test compares the
+/// story told so far with the broker's own state.
+#[derive(Clone)]
+pub struct StepObserver(pub std::sync::Arc<ObserveFn>);
+
+/// What a [`StepObserver`] calls.
+pub type ObserveFn = dyn Fn(&Trace, &dyn BrokerView) + Send + Sync;
+
+impl std::fmt::Debug for StepObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StepObserver")
+    }
+}
+
 /// Keeps a run's events and builds its trace.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
+    observer: Option<StepObserver>,
     trace: Trace,
     events: Vec<Stamped>,
     /// The line of each handler run, by run id.
     run_line: Vec<usize>,
-    /// The line of each request, by request id.
-    request_line: Vec<usize>,
     /// Leases issued by the fetch in progress.
     issued: Vec<Issuance>,
     /// Renewed leases carried by replies not yet received.
@@ -62,6 +75,18 @@ impl Recorder {
         }
     }
 
+    /// Calls `observer` at the end of every step from now on.
+    pub fn observe_with(&mut self, observer: StepObserver) {
+        self.observer = Some(observer);
+    }
+
+    /// A step ended: the observer, if any, sees the trace and the broker.
+    pub fn end_step(&self, broker: &dyn BrokerView) {
+        if let Some(observer) = &self.observer {
+            (observer.0)(&self.trace, broker);
+        }
+    }
+
     /// The trace so far.
     pub fn trace(&self) -> &Trace {
         &self.trace
@@ -78,7 +103,8 @@ impl Recorder {
         (self.trace, self.events)
     }
 
-    /// The line of handler run `run`, once it started.
+    /// The latest line of handler run `run` (where it started, or where it went on), once it
+    /// started.
     pub fn run_line(&self, run: crate::event::RunId) -> Option<usize> {
         self.run_line.get(run.0 as usize).copied()
     }
@@ -104,6 +130,39 @@ impl Recorder {
             parts: Vec::new(),
         });
         self.trace.lines.len() - 1
+    }
+
+    /// The line to tell something of `line`'s story at `at_ms`: `line` itself when it is the
+    /// last line and tells the same moment, else a new line (nothing is told out of order).
+    fn continue_on(
+        &mut self,
+        line: usize,
+        at_ms: Ms,
+        worker: Option<WorkerIx>,
+        kind: impl FnOnce() -> LineKind,
+    ) -> usize {
+        let last = self.trace.lines.len().checked_sub(1);
+        if last == Some(line) && self.trace.lines[line].at_ms == at_ms {
+            line
+        } else {
+            self.line(at_ms, worker, kind())
+        }
+    }
+
+    /// The line on which a landing of request `id` at `at_ms` is told, with its part.
+    fn landing_line(&mut self, at_ms: Ms, id: RequestId, duplicate: Option<u32>) -> usize {
+        let r = &self.trace.requests[id.0 as usize];
+        let (base, worker) = (r.landed_line.unwrap_or(r.line), r.worker);
+        let line = self.continue_on(base, at_ms, Some(worker), || LineKind::Landing);
+        let part = Part::Landed {
+            request: id,
+            duplicate,
+        };
+        self.trace.lines[line].parts.push(part);
+        if duplicate.is_none() {
+            self.request(id).landed_line = Some(line);
+        }
+        line
     }
 
     fn request(&mut self, id: RequestId) -> &mut Request {
@@ -143,6 +202,7 @@ impl Recorder {
                 reached,
                 seen,
             } => {
+                self.landing_line(at_ms, *request, None);
                 let r = self.request(*request);
                 if *reached {
                     r.delivered_ms = Some(at_ms);
@@ -167,15 +227,50 @@ impl Recorder {
                     dead_lettered: *dead_lettered,
                 };
                 self.lease(*issuance).ended = Some((*at_ms, end));
+                let group = self.trace.leases[issuance.0 as usize].lease.group;
+                let frontier = self.tell_batch_move_once(group, *frontier, *dead_lettered);
                 let kind = LineKind::Expired {
                     issuance: *issuance,
                     dead_lettered: *dead_lettered,
-                    frontier: *frontier,
+                    frontier,
                 };
                 self.line(*at_ms, None, kind);
             }
             _ => self.worker_or_phase(at_ms, event),
         }
+    }
+
+    /// The broker expires due leases in a batch and the engine reads each group's frontier
+    /// before and after the batch: every expiry of a group in the batch carries the same move.
+    /// It is told once, on the expiry that can move a frontier (a dead letter), the latest one.
+    fn tell_batch_move_once(
+        &mut self,
+        group: GroupIx,
+        frontier: Option<(Seq, Seq)>,
+        dead_lettered: bool,
+    ) -> Option<(Seq, Seq)> {
+        let (before, _) = frontier?;
+        for i in (0..self.trace.lines.len()).rev() {
+            let leases = &self.trace.leases;
+            let LineKind::Expired {
+                issuance,
+                dead_lettered: earlier_dead,
+                frontier: told,
+            } = &mut self.trace.lines[i].kind
+            else {
+                break;
+            };
+            if leases[issuance.0 as usize].lease.group != group
+                || told.is_none_or(|t| t.0 != before)
+            {
+                continue;
+            }
+            if *earlier_dead && !dead_lettered {
+                return None;
+            }
+            *told = None;
+        }
+        frontier
     }
 
     /// A handler run: its line, then how it ended.
@@ -194,7 +289,7 @@ impl Recorder {
                 self.run_line.push(line);
             }
             Event::HandlerFinished { run, outcome } => {
-                let line = self.run_line[run.0 as usize];
+                let line = self.resume_run(at_ms, run.0 as usize);
                 self.trace.lines[line].parts.push(Part::HandlerFinished {
                     outcome: describe_outcome(outcome),
                     success: outcome.is_success(),
@@ -206,6 +301,21 @@ impl Recorder {
             }
             _ => unreachable!("handled by apply"),
         }
+    }
+
+    /// The line on which handler run `run` goes on at `at_ms` (see [`Recorder::continue_on`]).
+    fn resume_run(&mut self, at_ms: Ms, run: usize) -> usize {
+        let started = self.run_line[run];
+        let worker = self.trace.lines[started].worker;
+        let issuance = match &self.trace.lines[started].kind {
+            LineKind::Handle { issuance } | LineKind::HandlerResumed { issuance } => *issuance,
+            _ => unreachable!("a run line tells a handler run"),
+        };
+        let line = self.continue_on(started, at_ms, worker, || LineKind::HandlerResumed {
+            issuance,
+        });
+        self.run_line[run] = line;
+        line
     }
 
     /// A lease issued, a fetch ended.
@@ -338,21 +448,26 @@ impl Recorder {
             answer: None,
             effect: Effect::default(),
             duplicate_answers: Vec::new(),
+            duplicate_effects: Vec::new(),
             seen: None,
             reply_discarded: false,
             follow_up: None,
             follow_up_request: None,
+            line: 0,
+            landed_line: None,
         });
         let line = match origin {
             Origin::Own => self.line(at_ms, Some(worker), LineKind::Settle),
-            Origin::Handler(run) => self.run_line[run.0 as usize],
+            Origin::Handler(run) => self.resume_run(at_ms, run.0 as usize),
             Origin::FollowUp(failed) => {
-                self.request(failed).follow_up_request = Some(id);
-                self.request_line[failed.0 as usize]
+                let r = self.request(failed);
+                r.follow_up_request = Some(id);
+                let base = r.landed_line.unwrap_or(r.line);
+                self.continue_on(base, at_ms, Some(worker), || LineKind::Settle)
             }
         };
         self.trace.lines[line].parts.push(Part::Request(id));
-        self.request_line.push(line);
+        self.request(id).line = line;
     }
 
     fn landed(
@@ -379,22 +494,25 @@ impl Recorder {
                 info.lease.deadline_ms = renewed.deadline_ms;
             }
         }
-        let r = self.request(id);
         if duplicate {
+            let k = self.trace.requests[id.0 as usize].duplicate_answers.len() as u32;
+            self.landing_line(at_ms, id, Some(k));
+            let effect = if answer.is_ok() {
+                effect_of(readback)
+            } else {
+                Effect::default()
+            };
+            let r = self.request(id);
             r.duplicate_answers.push(answer.clone());
+            r.duplicate_effects.push(effect);
             return;
         }
+        self.landing_line(at_ms, id, None);
+        let r = self.request(id);
         r.delivered_ms = Some(at_ms);
         r.answer = Some(answer.clone());
         if answer.is_ok() {
-            let (before, after) = (readback.frontier_before, readback.frontier_after);
-            r.effect = Effect {
-                frontier: (after != before).then_some((before, after)),
-                frontier_after: after,
-                status: readback.status,
-                reason: readback.reason.map(|reason| reason.as_str().to_string()),
-                renewed_until_ms: readback.renewed_until_ms,
-            };
+            r.effect = effect_of(readback);
         }
         r.seen = Some(match fault {
             crate::trace::Fault::LostReply => Err(SettleError::Ambiguous("reply lost".into())),
@@ -424,5 +542,17 @@ impl Recorder {
                 self.lease(issuance).lease = renewed;
             }
         }
+    }
+}
+
+/// What an accepted request did, as the engine read it back from the broker.
+fn effect_of(readback: &Readback) -> Effect {
+    let (before, after) = (readback.frontier_before, readback.frontier_after);
+    Effect {
+        frontier: (after != before).then_some((before, after)),
+        frontier_after: after,
+        status: readback.status,
+        reason: readback.reason.map(|reason| reason.as_str().to_string()),
+        renewed_until_ms: readback.renewed_until_ms,
     }
 }

@@ -12,7 +12,7 @@ use crate::engine::{Delivery, Engine, HandlerRun, Setup};
 use crate::parse::bind_names;
 use crate::scenario::Scenario;
 use crate::timeline::{self, Timeline};
-use crate::trace::{Fault, Found, Part, Trace, WorkerIx};
+use crate::trace::{Fault, Found, Trace, WorkerIx};
 use leasehold_model::{
     Backend, GroupIx, Invariant, Issuance, Ms, Outcome, Receipt, SettleError, SettleOp, Status,
     Variant,
@@ -626,20 +626,14 @@ fn settle_step<B: Backend>(
     let Op::Handle { run, .. } = &step.op else {
         unreachable!("a handle step")
     };
-    let run = engine.handle(worker, issuance, run.clone(), delivery);
+    let first = engine.trace().requests.len();
+    engine.handle(worker, issuance, run.clone(), delivery);
     engine.run_until(now);
-    let line = engine
-        .recorder()
-        .and_then(|r| r.run_line(run))
-        .expect("a script runs with a recorder");
     let trace = engine.trace();
-    trace.lines[line]
-        .parts
+    trace.requests[first..]
         .iter()
-        .filter_map(|part| match part {
-            Part::Request(id) => trace.request(*id).result(),
-            _ => None,
-        })
+        .filter(|r| r.worker == worker && r.issuance == issuance)
+        .filter_map(|r| r.result())
         .find(Result::is_err)
         .map_or_else(|| "ok".to_string(), |r| result_name(&r))
 }

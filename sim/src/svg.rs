@@ -1,7 +1,8 @@
 //! The SVG timeline: a lane per worker on a time axis in virtual milliseconds, a bar per lease
-//! from fetch to expiry or settle, crash / restart / pause markers, settles marked accepted,
-//! rejected or ambiguous, and a legend. Plain SVG 1.1 with no scripts or external resources, so
-//! any browser draws it; deterministic (same trace, same bytes).
+//! from fetch to expiry or settle, crash / restart / pause markers, each request as an arrow
+//! from its send to its landing, settles marked accepted, rejected or ambiguous, and a legend.
+//! Plain SVG 1.1 with no scripts or external resources, so any browser draws it; deterministic
+//! (same trace, same bytes).
 
 use crate::trace::{Fault, LeaseEnd, LineKind, Trace};
 use leasehold_model::Ms;
@@ -99,10 +100,45 @@ pub fn render(trace: &Trace, title: &str, subtitle: &str, provenance: &str) -> S
     );
     lanes_and_axis(&mut svg, trace, &scale, step, axis_y);
     lease_bars(&mut svg, trace, &scale);
+    arrows(&mut svg, trace, &scale);
     markers(&mut svg, trace, &scale);
     legend(&mut svg, axis_y + 52.0);
     svg.push_str("</svg>\n");
     svg
+}
+
+/// Each request that spent time on the wire: an arrow along its sender's lane, from the
+/// moment it was sent to the moment it landed at the broker (dashed for a request that was
+/// lost or refused without being applied).
+fn arrows(svg: &mut String, trace: &Trace, scale: &Scale) {
+    let _ = writeln!(
+        svg,
+        r#"<defs><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{GREY}"/></marker></defs>"#
+    );
+    for request in &trace.requests {
+        let Some(line) = request.landed_line else {
+            continue;
+        };
+        let landed_ms = trace.lines[line].at_ms;
+        if landed_ms <= request.sent_ms {
+            continue;
+        }
+        let y = lane_y(request.worker) + LANE - 10.0 - 4.0 * (request.id.0 % 3) as f64;
+        let (x1, x2) = (scale.x(request.sent_ms), scale.x(landed_ms));
+        let dash = if request.answer.is_none() {
+            r#" stroke-dasharray="4 3""#
+        } else {
+            ""
+        };
+        let name = &trace.lease(request.issuance).name;
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{x1:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{GREY}" stroke-width="1.5"{dash} marker-end="url(#head)"><title>{} {} sent at {} ms, landed at {landed_ms} ms</title></line>"#,
+            request.op.name().to_uppercase(),
+            escape(name),
+            request.sent_ms
+        );
+    }
 }
 
 fn lane_y(worker: usize) -> f64 {

@@ -24,7 +24,8 @@
 //!
 //! Timelines are stable text, made for snapshot tests.
 
-use crate::trace::{FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx};
+use crate::trace::{FetchResult, Found, LineKind, Part, Request, RequestId, Trace, WorkerIx};
+use serde::Serialize;
 use std::fmt::Write as _;
 
 use leasehold_model::{ErrorAction, GroupIx, Issuance, Seq, SettleError, SettleOp, Status};
@@ -80,6 +81,7 @@ fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
     let mut text = String::new();
     let mut restarted = vec![false; trace.workers.len()];
     let mut folded_restarts = Vec::new();
+    let mut marked = 0;
     for (i, line) in trace.lines.iter().enumerate() {
         if line.kind == LineKind::Restarted {
             let worker = line.worker.expect("a restart names its worker");
@@ -96,10 +98,18 @@ fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
             }
         }
         text.clear();
-        body(&mut text, trace, &follow_ups, i, &mut notes);
+        let at = At {
+            trace,
+            follow_ups: &follow_ups,
+            index: &timeline.index,
+            i,
+        };
+        body(&mut text, &at, &mut notes);
         let t = shown;
         shown += 1;
         timeline.index[i] = Some(t);
+        marks(&mut text, trace, marked..=i);
+        marked = i + 1;
         out.clear();
         // Writing into a String cannot fail.
         let _ = write!(out, "t{t}  ");
@@ -127,6 +137,24 @@ fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
             .and_then(|j| timeline.index[j]);
     }
     timeline
+}
+
+/// Where a line is rendered: the trace, which requests are follow-ups, the `tN` index of the
+/// lines shown so far, and the line.
+struct At<'a> {
+    trace: &'a Trace,
+    follow_ups: &'a [bool],
+    index: &'a [Option<usize>],
+    i: usize,
+}
+
+/// Marks the violations found after trace lines `lines` (the last one shown): `⚠ I1 violated`.
+fn marks(out: &mut String, trace: &Trace, lines: std::ops::RangeInclusive<usize>) {
+    for found in &trace.violations {
+        if found.line.is_some_and(|line| lines.contains(&line)) {
+            let _ = write!(out, "   ⚠ {} violated", found.invariant().id());
+        }
+    }
 }
 
 /// For each request, whether it is the runtime's nack after another request failed (it is
@@ -169,18 +197,8 @@ fn frontier(out: &mut String, trace: &Trace, group: GroupIx, before: Seq, after:
     }
 }
 
-/// Writes `": "` before the first part of a list and `"; "` before the others.
-fn separate(out: &mut String, first: &mut bool) {
-    out.push_str(if std::mem::take(first) { ": " } else { "; " });
-}
-
-fn body(
-    out: &mut String,
-    trace: &Trace,
-    follow_ups: &[bool],
-    i: usize,
-    notes: &mut Vec<&'static str>,
-) {
+fn body(out: &mut String, at: &At, notes: &mut Vec<&'static str>) {
+    let (trace, i) = (at.trace, at.i);
     let line = &trace.lines[i];
     match &line.kind {
         LineKind::Published { seq } => {
@@ -189,8 +207,13 @@ fn body(
             out.push_str(" published");
         }
         LineKind::Fetched { group, result } => fetched(out, trace, *group, result),
-        LineKind::Settle => settle_line(out, trace, follow_ups, i, notes),
-        LineKind::Handle { issuance } => handle_line(out, trace, follow_ups, i, *issuance),
+        LineKind::Settle | LineKind::Landing => {
+            parts(out, at, notes, &mut true, "");
+        }
+        LineKind::Handle { issuance } => handle_line(out, at, notes, *issuance, "handles"),
+        LineKind::HandlerResumed { issuance } => {
+            handle_line(out, at, notes, *issuance, "handling");
+        }
         LineKind::Crashed { held } if held.is_empty() => out.push_str("crashes"),
         LineKind::Crashed { .. } => out.push_str("crashes before ACK"),
         LineKind::Restarted => out.push_str("restarts"),
@@ -228,66 +251,112 @@ fn body(
     }
 }
 
-/// A worker's own settles, one after another (the runtime's follow-up nacks are told with the
-/// request they follow).
-fn settle_line(
-    out: &mut String,
-    trace: &Trace,
-    follow_ups: &[bool],
-    i: usize,
-    notes: &mut Vec<&'static str>,
-) {
-    let line = &trace.lines[i];
-    let mut first = true;
-    for part in &line.parts {
-        let Part::Request(id) = part else { continue };
-        if is_follow_up(follow_ups, *id) {
-            continue;
-        }
-        if trace.request(*id).delayed && !notes.contains(&"delayed") {
-            notes.push("delayed");
-        }
-        if !std::mem::take(&mut first) {
+/// The parts of line `at.i`, in order: requests sent (with their answer when they landed at
+/// once), landings of requests sent earlier, duplicates, the handler's end. `first` starts as
+/// true when the parts open the line and `lead` is written before the first one.
+fn parts(out: &mut String, at: &At, notes: &mut Vec<&'static str>, first: &mut bool, lead: &str) {
+    let (trace, i) = (at.trace, at.i);
+    let mut separate = |out: &mut String| {
+        if std::mem::take(first) {
+            out.push_str(lead);
+        } else {
             out.push_str("; ");
         }
-        settle(out, trace, *id);
-    }
-}
-
-/// A handler run: the event and delivery, the settles it sent, how it ended.
-fn handle_line(out: &mut String, trace: &Trace, follow_ups: &[bool], i: usize, issuance: Issuance) {
-    let line = &trace.lines[i];
-    let lease = trace.lease(issuance);
-    out.push_str("handles ");
-    event(out, lease.lease.seq);
-    let _ = write!(out, " ({}, delivery {})", lease.name, lease.lease.attempt);
-    let mut first = true;
-    for part in &line.parts {
-        match part {
-            Part::Request(id) if is_follow_up(follow_ups, *id) => {}
+    };
+    for part in &trace.lines[i].parts {
+        match *part {
             Part::Request(id) => {
-                separate(out, &mut first);
-                settle(out, trace, *id);
+                let request = trace.request(id);
+                if is_follow_up(at.follow_ups, id) && told_with_parent(trace, id, i) {
+                    continue;
+                }
+                note_delayed(notes, request);
+                separate(out);
+                if is_follow_up(at.follow_ups, id) {
+                    out.push_str("runtime nacks: ");
+                }
+                request_here(out, at, id);
             }
-            Part::HandlerFinished { outcome, .. } => {
-                separate(out, &mut first);
+            Part::Landed { request, duplicate } => {
+                let r = trace.request(request);
+                let told = match duplicate {
+                    None => r.line == i,
+                    Some(_) => r.landed_line == Some(i),
+                };
+                if told {
+                    continue;
+                }
+                note_delayed(notes, r);
+                separate(out);
+                landing(out, at, request, duplicate);
+            }
+            Part::HandlerFinished { ref outcome, .. } => {
+                separate(out);
                 let _ = write!(out, "handler {outcome}");
             }
             Part::HandlerKilled => {
-                separate(out, &mut first);
+                separate(out);
                 out.push_str("handler killed by the crash");
             }
         }
     }
-    let sent = line.parts.iter().any(|p| matches!(p, Part::Request(_)));
+}
+
+/// Whether follow-up `id` is told inside its parent's result on line `i`.
+fn told_with_parent(trace: &Trace, id: RequestId, i: usize) -> bool {
+    trace
+        .requests
+        .iter()
+        .any(|r| r.follow_up_request == Some(id) && r.landed_line == Some(i))
+}
+
+fn note_delayed(notes: &mut Vec<&'static str>, request: &Request) {
+    if request.delayed && !notes.contains(&"delayed") {
+        notes.push("delayed");
+    }
+}
+
+/// A handler run (`verb` = `handles` on its first line, `handling` when it goes on after
+/// other lines): the event and delivery, the settles it sent, how it ended.
+fn handle_line(
+    out: &mut String,
+    at: &At,
+    notes: &mut Vec<&'static str>,
+    issuance: Issuance,
+    verb: &str,
+) {
+    let (trace, line) = (at.trace, &at.trace.lines[at.i]);
+    let lease = trace.lease(issuance);
+    let _ = write!(out, "{verb} ");
+    event(out, lease.lease.seq);
+    let _ = write!(out, " ({}, delivery {})", lease.name, lease.lease.attempt);
+    let mut first = true;
+    parts(out, at, notes, &mut first, ": ");
     let finished = line
         .parts
         .iter()
         .any(|p| matches!(p, Part::HandlerFinished { .. }));
-    if finished && !sent {
-        separate(out, &mut first);
+    if finished && !sent_by_run(trace, at.i, issuance) {
+        out.push_str(if first { ": " } else { "; " });
         out.push_str("nothing settled (left to expire)");
     }
+}
+
+/// Whether the handler run told on line `i` sent anything (on this line or an earlier one).
+fn sent_by_run(trace: &Trace, i: usize, issuance: Issuance) -> bool {
+    let worker = trace.lines[i].worker;
+    let start = trace.lines[..=i]
+        .iter()
+        .rposition(|l| {
+            l.worker == worker
+                && matches!(l.kind, LineKind::Handle { issuance: x } if x == issuance)
+        })
+        .unwrap_or(i);
+    trace.lines[start..=i]
+        .iter()
+        .filter(|l| l.worker == worker)
+        .flat_map(|l| &l.parts)
+        .any(|p| matches!(p, Part::Request(id) if trace.request(*id).issuance == issuance))
 }
 
 fn drain_ended(trace: &Trace, kind: &LineKind) -> String {
@@ -375,15 +444,74 @@ fn refused(out: &mut String, error: &SettleError) {
     let _ = write!(out, "rejected ({})", error.name());
 }
 
-/// One settle request and everything that came of it.
-fn settle(out: &mut String, trace: &Trace, id: RequestId) {
-    use crate::trace::Fault;
-    let request = trace.request(id);
-    let name = &trace.lease(request.issuance).name;
+/// A request sent on line `at.i`: with its answer when it also landed there, else `sends`.
+fn request_here(out: &mut String, at: &At, id: RequestId) {
+    let request = at.trace.request(id);
+    let name = &at.trace.lease(request.issuance).name;
+    if request.landed_line != Some(at.i) {
+        let _ = write!(out, "sends {} {name}", verb(&request.op));
+        return;
+    }
     if matches!(request.answer, Some(Err(_))) {
         out.push_str("tries ");
     }
     let _ = write!(out, "{} {name} → ", verb(&request.op));
+    result(out, at, id);
+}
+
+/// A request sent on an earlier line lands on line `at.i` (or a duplicate of it does).
+fn landing(out: &mut String, at: &At, id: RequestId, duplicate: Option<u32>) {
+    let trace = at.trace;
+    let request = trace.request(id);
+    let name = &trace.lease(request.issuance).name;
+    let sent_t = at.index.get(request.line).copied().flatten().unwrap_or(0);
+    let in_flight_ms = trace.lines[at.i].at_ms.saturating_sub(request.sent_ms);
+    if let Some(k) = duplicate {
+        let _ = write!(
+            out,
+            "duplicate of {} {name} (sent at t{sent_t}) → ",
+            verb(&request.op)
+        );
+        duplicate_answer(out, request.duplicate_answers.get(k as usize));
+        return;
+    }
+    if matches!(request.answer, Some(Err(_))) {
+        out.push_str("tries ");
+    }
+    let _ = write!(out, "{} {name} (sent at t{sent_t}", verb(&request.op));
+    if in_flight_ms > 0 {
+        out.push_str(", delayed ");
+        duration(out, in_flight_ms);
+    }
+    out.push_str(") → ");
+    result(out, at, id);
+}
+
+/// `48 s`, `1.5 s`, `250 ms`.
+fn duration(out: &mut String, ms: u64) {
+    if ms < 1_000 {
+        let _ = write!(out, "{ms} ms");
+    } else if ms.is_multiple_of(1_000) {
+        let _ = write!(out, "{} s", ms / 1_000);
+    } else {
+        let _ = write!(out, "{}.{} s", ms / 1_000, ms % 1_000 / 100);
+    }
+}
+
+fn duplicate_answer(out: &mut String, answer: Option<&Result<(), SettleError>>) {
+    match answer {
+        Some(Ok(())) => out.push_str("accepted"),
+        Some(Err(error)) => refused(out, error),
+        None => out.push_str("in flight"),
+    }
+}
+
+/// What came of a request that landed: the broker's answer and effect, what the worker saw,
+/// duplicates landing at the same moment, the runtime's reaction.
+fn result(out: &mut String, at: &At, id: RequestId) {
+    use crate::trace::Fault;
+    let trace = at.trace;
+    let request = trace.request(id);
     match (request.fault, &request.answer) {
         (Fault::Dropped, _) => out.push_str("request lost (ambiguous)"),
         (Fault::Unavailable, _) => out.push_str("backend unavailable, not applied"),
@@ -400,22 +528,31 @@ fn settle(out: &mut String, trace: &Trace, id: RequestId) {
         (Fault::None, Some(Ok(()))) => effect(out, trace, request),
         (Fault::None, Some(Err(error))) => refused(out, error),
     }
-    for answer in &request.duplicate_answers {
-        out.push_str(" (duplicate → ");
-        match answer {
-            Ok(()) => out.push_str("accepted"),
-            Err(error) => refused(out, error),
+    for part in &trace.lines[at.i].parts {
+        if let Part::Landed {
+            request: r,
+            duplicate: Some(k),
+        } = *part
+        {
+            if r == id {
+                out.push_str(" (duplicate → ");
+                duplicate_answer(out, request.duplicate_answers.get(k as usize));
+                out.push(')');
+            }
         }
-        out.push(')');
     }
     match request.follow_up {
         Some(ErrorAction::Drop) => out.push_str("; lease dropped, no nack"),
         Some(ErrorAction::LeaveToExpire) => out.push_str("; left to expire"),
         Some(ErrorAction::Nack) => {
-            out.push_str("; runtime nacks: ");
+            out.push_str("; runtime nacks");
             match request.follow_up_request {
-                Some(nack) => settle(out, trace, nack),
-                None => out.push_str("not sent"),
+                Some(nack) if trace.request(nack).line == at.i => {
+                    out.push_str(": ");
+                    request_here(out, at, nack);
+                }
+                Some(_) => {}
+                None => out.push_str(": not sent"),
             }
         }
         None => {}
@@ -474,4 +611,153 @@ fn effect(out: &mut String, trace: &Trace, request: &Request) {
             with_frontier(out);
         }
     }
+}
+
+/// `I1 stale-never-counts violated at t31 (step 40): …` — a violation named by the timeline
+/// line it was found on.
+pub fn violation_text(found: &Found, timeline: &Timeline) -> String {
+    let mut out = format!("{} violated", found.invariant());
+    if let Some(t) = timeline.t_of(found.line) {
+        let _ = write!(out, " at t{t}");
+    }
+    let _ = write!(
+        out,
+        " (step {}): {}",
+        found.violation.step, found.violation.detail
+    );
+    out
+}
+
+/// One timeline line as a structured record (`replay --json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Record {
+    /// Its `tN` index.
+    pub t: usize,
+    /// Virtual time of the line.
+    pub at_ms: u64,
+    /// The acting worker (the sender, for a landing).
+    pub worker: Option<String>,
+    /// `publish`, `fetch`, `settle`, `landing`, `handle`, `crash`, `restart`, `pause`,
+    /// `expire`, `broker_restart`, `drain_start`, `drain_end`.
+    pub operation: &'static str,
+    /// The lease the line is about, for a fetch, handle or expiry.
+    pub lease: Option<String>,
+    /// The requests sent or landing on this line.
+    pub requests: Vec<RequestRecord>,
+    /// The invariants found violated after this line.
+    pub violations: Vec<&'static str>,
+    /// The rendered text.
+    pub text: String,
+}
+
+/// A request as told on one line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RequestRecord {
+    /// `ack`, `nack`, `reject`, `renew`.
+    pub op: &'static str,
+    /// The lease it names.
+    pub lease: String,
+    /// `sent` (still on the wire), `landed` or `duplicate`.
+    pub event: &'static str,
+    /// When it was sent.
+    pub sent_ms: u64,
+    /// The broker's answer: `ok`, an error name, or `not_applied` (lost, refused).
+    pub result: Option<String>,
+    /// What the worker saw, when the reply came.
+    pub seen: Option<String>,
+    /// The group's frontier before and after, when an accepted request moved it.
+    pub frontier: Option<(u32, u32)>,
+    /// The record's status after an accepted request.
+    pub status: Option<String>,
+}
+
+fn result_name(result: &Result<(), SettleError>) -> String {
+    match result {
+        Ok(()) => "ok".to_string(),
+        Err(error) => error.name().to_string(),
+    }
+}
+
+fn request_record(trace: &Trace, id: RequestId, event: &'static str) -> RequestRecord {
+    let r = trace.request(id);
+    let landed = event != "sent";
+    RequestRecord {
+        op: r.op.name(),
+        lease: trace.lease(r.issuance).name.clone(),
+        event,
+        sent_ms: r.sent_ms,
+        result: landed.then(|| {
+            r.answer
+                .as_ref()
+                .map_or("not_applied".to_string(), result_name)
+        }),
+        seen: r.seen.as_ref().map(result_name),
+        frontier: r.effect.frontier.filter(|_| landed),
+        status: r.effect.status.filter(|_| landed).map(|s| format!("{s:?}")),
+    }
+}
+
+fn operation(kind: &LineKind) -> (&'static str, Option<Issuance>) {
+    match kind {
+        LineKind::Published { .. } => ("publish", None),
+        LineKind::Fetched { .. } => ("fetch", None),
+        LineKind::Settle => ("settle", None),
+        LineKind::Landing => ("landing", None),
+        LineKind::Handle { issuance } | LineKind::HandlerResumed { issuance } => {
+            ("handle", Some(*issuance))
+        }
+        LineKind::Crashed { .. } => ("crash", None),
+        LineKind::Restarted => ("restart", None),
+        LineKind::Paused { .. } => ("pause", None),
+        LineKind::BrokerRestarted { .. } => ("broker_restart", None),
+        LineKind::Expired { issuance, .. } => ("expire", Some(*issuance)),
+        LineKind::DrainStarted => ("drain_start", None),
+        LineKind::DrainEnded { .. } => ("drain_end", None),
+    }
+}
+
+/// The shown lines of `trace` as structured records, in timeline order.
+pub fn records(trace: &Trace, timeline: &Timeline) -> Vec<Record> {
+    let mut out: Vec<Record> = Vec::new();
+    for (i, line) in trace.lines.iter().enumerate() {
+        let Some(t) = timeline.index[i] else { continue };
+        if out.last().is_some_and(|r| r.t == t) {
+            continue; // a folded restart
+        }
+        let (operation, issuance) = operation(&line.kind);
+        let mut requests = Vec::new();
+        for part in &line.parts {
+            match *part {
+                Part::Request(id) if trace.request(id).landed_line != Some(i) => {
+                    requests.push(request_record(trace, id, "sent"));
+                }
+                Part::Landed { request, duplicate } => {
+                    let event = if duplicate.is_some() {
+                        "duplicate"
+                    } else {
+                        "landed"
+                    };
+                    requests.push(request_record(trace, request, event));
+                }
+                _ => {}
+            }
+        }
+        let violations = trace
+            .violations
+            .iter()
+            .filter(|f| timeline.t_of(f.line) == Some(t))
+            .map(|f| f.invariant().id())
+            .collect();
+        out.push(Record {
+            t,
+            at_ms: line.at_ms,
+            worker: line.worker.map(|w| trace.workers[w].clone()),
+            operation,
+            lease: issuance.map(|l| trace.lease(l).name.clone()),
+            requests,
+            violations,
+            text: timeline.lines.get(t).cloned().unwrap_or_default(),
+        });
+    }
+    out
 }

@@ -149,6 +149,8 @@ pub struct Request {
     pub effect: Effect,
     /// Answers to duplicated deliveries of the same request.
     pub duplicate_answers: Vec<Result<(), SettleError>>,
+    /// What each accepted duplicate did (the default effect for a refused one).
+    pub duplicate_effects: Vec<Effect>,
     /// What the worker saw (None: no reply yet).
     pub seen: Option<Result<(), SettleError>>,
     /// The reply reached a worker that had crashed since sending: nobody acted on it.
@@ -157,6 +159,11 @@ pub struct Request {
     pub follow_up: Option<ErrorAction>,
     /// The runtime's nack after a failure, when it sent one.
     pub follow_up_request: Option<RequestId>,
+    /// Index in [`Trace::lines`] of the line it was sent on.
+    pub line: usize,
+    /// Index in [`Trace::lines`] of the line its (first) landing is told on: the send line
+    /// when nothing happened in between, else a [`LineKind::Landing`] line of its own.
+    pub landed_line: Option<usize>,
 }
 
 impl Request {
@@ -199,6 +206,15 @@ pub enum Part {
     },
     /// The handler never finished: its worker crashed first.
     HandlerKilled,
+    /// A request reached the broker (or was lost on the way, or refused while the broker was
+    /// unavailable) at this line's moment; its answer and effect are told here.
+    Landed {
+        /// The request.
+        request: RequestId,
+        /// `None` for its first delivery; `Some(k)` for its `k`-th duplicate
+        /// ([`Request::duplicate_answers`]).
+        duplicate: Option<u32>,
+    },
 }
 
 /// What a line is about.
@@ -220,6 +236,16 @@ pub enum LineKind {
     Settle,
     /// A worker ran its handler on a lease under the consumer runtime.
     Handle {
+        /// The lease.
+        issuance: Issuance,
+    },
+    /// A request sent on an earlier line lands at the broker (its [`Part::Landed`] parts):
+    /// the line of a delayed, reordered, duplicated, dropped or refused request, told at the
+    /// moment it lands. The line's worker is the sender.
+    Landing,
+    /// A handler run started on an earlier line goes on here (it finishes, or sends a
+    /// settle) after other lines happened in between.
+    HandlerResumed {
         /// The lease.
         issuance: Issuance,
     },

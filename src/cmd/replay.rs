@@ -82,6 +82,7 @@ pub fn json(replay: &Replay) -> serde_json::Value {
     serde_json::json!({
         "header": replay.header,
         "timeline": replay.timeline,
+        "records": leasehold_sim::timeline::records(&replay.trace, &leasehold_sim::timeline::render(&replay.trace)),
         "violations": replay.violations,
         "steps": replay.steps,
         "mismatches": replay.mismatches,

@@ -635,7 +635,10 @@ fn failure_story(campaign: &Campaign, seed: u64) -> String {
     for line in rendered.lines.iter().take(last + 1).skip(first) {
         out.push_str(&format!("  {line}\n"));
     }
-    out.push_str(&format!("  → {}\n", found.violation));
+    out.push_str(&format!(
+        "  → {}\n",
+        timeline::violation_text(found, &rendered)
+    ));
     out
 }
 
@@ -689,6 +692,68 @@ pub fn replay_if_seeded(
     backend: &str,
 ) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
+    let Some((scenario, outcome)) = record_if_seeded(path, backend)? else {
+        return Ok(None);
+    };
+    let mismatches = check_expect(&scenario, &outcome);
+    let status = if mismatches.is_empty() {
+        Status::Ok
+    } else {
+        Status::Failed
+    };
+    let recorded = outcome.recorded.as_deref().expect("a recorded run");
+    let rendered = timeline::render(&recorded.trace);
+    let violations: Vec<String> = recorded
+        .trace
+        .violations
+        .iter()
+        .map(|found| timeline::violation_text(found, &rendered))
+        .collect();
+    if json {
+        let value = serde_json::json!({
+            "header": format!("leasehold replay {name}"),
+            "seed": scenario.seed,
+            "timeline": rendered.lines,
+            "records": timeline::records(&recorded.trace, &rendered),
+            "violations": violations,
+            "inconclusive": outcome.inconclusive.map(|b| b.name()),
+            "steps": outcome.steps,
+            "mismatches": mismatches,
+            "trace_hash": format!("{:016x}", outcome.trace_hash),
+            "matched": mismatches.is_empty(),
+        });
+        println!("{value}");
+        return Ok(Some(status));
+    }
+    println!(
+        "leasehold replay {name}   (seed {}, variant {})",
+        scenario.seed.unwrap_or_default(),
+        scenario.variant
+    );
+    if let Some(faults) = &scenario.faults {
+        println!("faults: {}", faults.summary());
+    }
+    print!("{}", outcome.trace.as_deref().unwrap_or_default());
+    for violation in &violations {
+        println!("{violation}");
+    }
+    if let Some(bound) = outcome.inconclusive {
+        println!("inconclusive: {bound} reached");
+    }
+    for mismatch in &mismatches {
+        println!("mismatch: {mismatch}");
+    }
+    println!("trace hash {:016x}", outcome.trace_hash);
+    Ok(Some(status))
+}
+
+/// When `path` holds a seeded scenario (`seed = N`, no steps): the file and its run on
+/// `backend`, recorded. `Ok(None)` for a scripted scenario.
+pub fn record_if_seeded(
+    path: &Path,
+    backend: &str,
+) -> Result<Option<(Scenario, leasehold_sim::seeded::RunOutcome)>, UserError> {
+    let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
     let Ok(scenario) = parse_toml(&text) else {
@@ -710,45 +775,5 @@ pub fn replay_if_seeded(
         ..RunOptions::default()
     };
     let outcome = run_setup_with(&setup, kind, &options);
-    let mismatches = check_expect(&scenario, &outcome);
-    let status = if mismatches.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
-    };
-    if json {
-        let value = serde_json::json!({
-            "header": format!("leasehold replay {name}"),
-            "seed": scenario.seed,
-            "timeline": outcome.trace,
-            "violations": outcome.violations,
-            "inconclusive": outcome.inconclusive.map(|b| b.name()),
-            "steps": outcome.steps,
-            "mismatches": mismatches,
-            "trace_hash": format!("{:016x}", outcome.trace_hash),
-            "matched": mismatches.is_empty(),
-        });
-        println!("{value}");
-        return Ok(Some(status));
-    }
-    println!(
-        "leasehold replay {name}   (seed {}, variant {})",
-        scenario.seed.unwrap_or_default(),
-        scenario.variant
-    );
-    if let Some(faults) = &scenario.faults {
-        println!("faults: {}", faults.summary());
-    }
-    print!("{}", outcome.trace.as_deref().unwrap_or_default());
-    for violation in &outcome.violations {
-        println!("{violation}");
-    }
-    if let Some(bound) = outcome.inconclusive {
-        println!("inconclusive: {bound} reached");
-    }
-    for mismatch in &mismatches {
-        println!("mismatch: {mismatch}");
-    }
-    println!("trace hash {:016x}", outcome.trace_hash);
-    Ok(Some(status))
+    Ok(Some((scenario, outcome)))
 }

@@ -25,6 +25,9 @@ impl<B: Backend> Engine<B> {
             self.audit_slice();
         }
         self.collect_violations();
+        if let Some(recorder) = &self.recorder {
+            recorder.end_step(&self.backend);
+        }
     }
 
     /// Reads the next [`ROLLING_AUDIT_SLICE`] records of the rolling audit.

@@ -231,6 +231,11 @@ impl<B: Backend> Engine<B> {
         self.recorder.as_deref()
     }
 
+    /// The recorder, when one is attached, to change.
+    pub fn recorder_mut(&mut self) -> Option<&mut Recorder> {
+        self.recorder.as_deref_mut()
+    }
+
     /// The trace so far.
     ///
     /// # Panics

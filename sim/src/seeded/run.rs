@@ -81,6 +81,8 @@ pub struct RunOptions {
     pub audit_every_step: bool,
     /// Where the run publishes its progress (read by another thread to draw a progress bar).
     pub progress: Option<std::sync::Arc<Progress>>,
+    /// With `record`: called with the trace and the broker at the end of every step.
+    pub observer: Option<crate::recorder::StepObserver>,
 }
 
 /// A run's progress, published every [`PROGRESS_EVERY_STEPS`] steps (written by the run, read
@@ -266,6 +268,9 @@ impl<'a, B: Backend> Driver<'a, B> {
         } else {
             Engine::without_trace(backend, engine_setup)
         };
+        if let (Some(recorder), Some(observer)) = (engine.recorder_mut(), &options.observer) {
+            recorder.observe_with(observer.clone());
+        }
         engine.publish_initial(setup.events);
         Driver {
             setup,
