@@ -400,11 +400,6 @@ impl Oracle {
         self.next_issuance = rename(Issuance(self.next_issuance)).0;
     }
 
-    /// Whether `issuance` is live (unexpired and unsettled by the oracle's account).
-    pub fn is_live(&self, issuance: Issuance) -> bool {
-        self.live.iter().any(|l| l.issuance == issuance)
-    }
-
     /// Whether `issuance` is live and current (no later lease of its record was issued): what
     /// [`Oracle::handler_started`] answers, asked at another moment (an engine asks it when a
     /// handler writes its result). Costs the number of live leases.
@@ -886,11 +881,6 @@ impl Oracle {
         }
     }
 
-    /// Records a violation found by an engine's own check (I6 by the model checker's
-    /// liveness analysis).
-    pub fn report(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
-        self.fail(invariant, detail);
-    }
 }
 
 fn is_settled_status(status: Status) -> bool {

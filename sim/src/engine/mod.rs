@@ -315,11 +315,6 @@ impl<B: Backend> Engine<B> {
         self.queue.next_ms()
     }
 
-    /// Whether nothing is in flight (no queued message, reply or running handler).
-    pub fn is_idle(&self) -> bool {
-        self.queue.is_empty()
-    }
-
     /// Lets time pass to `now_ms` for the oracle (its leases expire by contract); once per
     /// time point.
     #[inline]
