@@ -155,7 +155,10 @@ impl CampaignRun {
         };
         let note = format!("found by: {}", self.command());
         let scenario = scenario_of(&setup, Some(violation.invariant.id()), Some(note));
-        let name = format!("{}-{}-seed{seed}.toml", setup.variant, self.campaign.backend);
+        let name = format!(
+            "{}-{}-seed{seed}.toml",
+            setup.variant, self.campaign.backend
+        );
         let file = self.out.join(name);
         files::write_atomic(&file, to_toml(&scenario).as_bytes())?;
         Ok(Some(SeedFailure {

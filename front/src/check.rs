@@ -102,7 +102,9 @@ impl Check {
         self.config.validate().map_err(Error)?;
         let threads = self.options.limits.threads;
         if threads == 0 || threads > 64 {
-            return Err(Error(format!("threads {threads}: must be between 1 and 64")));
+            return Err(Error(format!(
+                "threads {threads}: must be between 1 and 64"
+            )));
         }
         let mut command = format!("{} check {}", program(), self.config);
         if self.options.beyond_first_violation {
@@ -117,9 +119,8 @@ impl Check {
             .counterexamples
             .iter()
             .map(|cx| {
-                let (body, replay) = counterexample::replay(&model, cx).map_err(|e| {
-                    Error(format!("the counterexample for {}: {e}", cx.invariant))
-                })?;
+                let (body, replay) = counterexample::replay(&model, cx)
+                    .map_err(|e| Error(format!("the counterexample for {}: {e}", cx.invariant)))?;
                 let name = format!("{}-check-{}.toml", self.config.variant, cx.invariant.id());
                 let scenario = self.out.join(name);
                 files::write_atomic(&scenario, body.as_bytes())?;
@@ -186,7 +187,11 @@ impl Checked {
     /// The counterexample of `invariant`; panics (with the command) if the check did not
     /// find one.
     pub fn assert_violates(&self, invariant: Invariant) -> &Found {
-        match self.counterexamples.iter().find(|f| f.invariant == invariant) {
+        match self
+            .counterexamples
+            .iter()
+            .find(|f| f.invariant == invariant)
+        {
             Some(found) => found,
             None => Failure {
                 verdict: format!(

@@ -880,7 +880,6 @@ impl Oracle {
             }
         }
     }
-
 }
 
 fn is_settled_status(status: Status) -> bool {

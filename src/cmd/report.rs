@@ -12,7 +12,7 @@ pub mod render;
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_front::matrix::{
-    self, evidence_files, engines, stale_evidence, Cell, Depth, Engine, EngineRun, MatrixConfig,
+    self, engines, evidence_files, stale_evidence, Cell, Depth, Engine, EngineRun, MatrixConfig,
     Row, Unexpected,
 };
 use leasehold_model::{Invariant, Variant};

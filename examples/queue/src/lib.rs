@@ -8,17 +8,16 @@
 //! passes on [`FIXED`].
 //!
 //! To keep the example short the queue keeps its records in leasehold's reference state
-//! machine (`leasehold::model::Broker`); the adapter in front of it — the part a real backend
-//! writes against its own storage — is where the bug lives.
+//! machine (`leasehold::model::Broker`); the buggy build looks records up by event id only,
+//! which in that state machine's vocabulary is the `unfenced-settle` rule.
 
 use leasehold::model::{
-    Broker, BrokerConfig, BrokerView, Expired, GroupIx, Lease, Ms, Seq, SettleError,
-    SettleRequest, Status,
+    Broker, BrokerConfig, BrokerView, Expired, GroupIx, Lease, Ms, Seq, SettleError, SettleRequest,
+    Status,
 };
-use leasehold::{Backend, BackendKind};
-use std::collections::HashMap;
+use leasehold::{Backend, BackendKind, Variant};
 
-/// The queue with the planted bug: a settle applies to the event's current lease.
+/// The queue with the planted bug: a settle applies to its event, whatever lease it names.
 pub const ACKS_BY_ID: BackendKind = BackendKind::Other {
     name: "acks-by-id",
     make: |config| Ok(Box::new(InMemoryQueue::new(config, true))),
@@ -33,23 +32,19 @@ pub const FIXED: BackendKind = BackendKind::Other {
 /// An in-memory queue: records in a state machine, leases handed out by `fetch`.
 pub struct InMemoryQueue {
     records: Broker,
-    /// The lease each (group, event) was last handed out under.
-    current: HashMap<(GroupIx, Seq), Lease>,
-    acks_by_event_id: bool,
 }
 
 impl InMemoryQueue {
     /// A queue for `config`; `acks_by_event_id` plants the bug.
     pub fn new(config: &BrokerConfig, acks_by_event_id: bool) -> InMemoryQueue {
-        InMemoryQueue {
-            records: Broker::new(config.clone()),
-            current: HashMap::new(),
-            acks_by_event_id,
+        let mut config = *config;
+        if acks_by_event_id {
+            // THE BUG: a settle finds its record by event id; the lease's token is not checked.
+            config.variant = Variant::UnfencedSettle;
         }
-    }
-
-    fn remember(&mut self, lease: &Lease) {
-        self.current.insert((lease.group, lease.seq), *lease);
+        InMemoryQueue {
+            records: Broker::new(config),
+        }
     }
 }
 
@@ -80,9 +75,7 @@ impl Backend for InMemoryQueue {
         now_ms: Ms,
         lease_ms: Option<Ms>,
     ) -> Result<Vec<Lease>, SettleError> {
-        let leases = self.records.fetch(group, limit, now_ms, lease_ms)?;
-        leases.iter().for_each(|lease| self.remember(lease));
-        Ok(leases)
+        self.records.fetch(group, limit, now_ms, lease_ms)
     }
 
     fn settle(
@@ -90,18 +83,7 @@ impl Backend for InMemoryQueue {
         request: &SettleRequest,
         now_ms: Ms,
     ) -> Result<Option<Lease>, SettleError> {
-        let mut request = *request;
-        if self.acks_by_event_id {
-            // THE BUG: the event's id finds "its" lease; the request's own token is ignored.
-            if let Some(current) = self.current.get(&(request.lease.group, request.lease.seq)) {
-                request.lease = *current;
-            }
-        }
-        let renewed = self.records.settle(&request, now_ms)?;
-        if let Some(lease) = &renewed {
-            self.remember(lease);
-        }
-        Ok(renewed)
+        self.records.settle(request, now_ms)
     }
 
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {

@@ -29,7 +29,10 @@ fn campaign(test: &str) -> leasehold::CampaignRun {
 
 #[test]
 fn campaign_passes_on_the_fixed_queue() {
-    let found = campaign("campaign-fixed").backend(FIXED).run().expect("runs");
+    let found = campaign("campaign-fixed")
+        .backend(FIXED)
+        .run()
+        .expect("runs");
     found.assert_clean();
     assert_eq!(found.summary.seeds_run, 40);
 }
@@ -90,6 +93,7 @@ fn check_proves_the_fixed_design() {
 /// protocol, catches the queue's bug (and passes on the fixed queue).
 #[test]
 fn check_finds_the_schedule_that_catches_the_queue() {
+    leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
         .out(out("check-buggy"))
         .run()
@@ -97,7 +101,7 @@ fn check_finds_the_schedule_that_catches_the_queue() {
     let found = checked.assert_violates(Invariant::I1);
     let failure = checked.failure(found).to_string();
     assert!(
-        failure.contains("reproduce: leasehold check --variant unfenced-settle"),
+        failure.contains("check --variant unfenced-settle"),
         "{failure}"
     );
     let text = std::fs::read_to_string(&found.scenario).expect("written");
@@ -108,15 +112,22 @@ fn check_finds_the_schedule_that_catches_the_queue() {
     )
     .expect("write");
     let buggy = leasehold::replay(&as_fenced, ACKS_BY_ID).expect("replays");
-    assert!(buggy.violations.iter().any(|v| v.starts_with("I1")), "{buggy:?}");
+    assert!(
+        buggy
+            .violations
+            .iter()
+            .any(|v| v.contains("I1 stale-never-counts")),
+        "{buggy:?}"
+    );
     leasehold::replay(&as_fenced, FIXED)
         .expect("replays")
         .assert_clean();
 }
 
 #[test]
-#[should_panic(expected = "reproduce: leasehold check --variant unfenced-settle")]
+#[should_panic(expected = "-- check --variant unfenced-settle")]
 fn check_assert_holds_panics_on_the_design_that_acks_by_event_id() {
+    leasehold::reproduce_with(PROGRAM);
     leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
         .out(out("check-panics"))
         .run()
@@ -138,7 +149,10 @@ fn the_printed_command_reproduces_the_failure() {
         .lines()
         .find_map(|line| line.strip_prefix("reproduce: "))
         .expect("a reproduce line");
-    let args = command.strip_prefix(PROGRAM).expect("our program").split_whitespace();
+    let args = command
+        .strip_prefix(PROGRAM)
+        .expect("our program")
+        .split_whitespace();
     let output = Command::new(env!("CARGO_BIN_EXE_leasehold-example-queue"))
         .args(args)
         .output()

@@ -75,7 +75,9 @@ fn scenario_path(variant: Variant, engine: Engine, invariant: Invariant) -> Stri
 /// matches its `[expect]` and breaks `invariant`.
 fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
     crate::replay::load(path)
-        .map(|script| leasehold_sim::script::run(&script, Broker::new(script.setup.broker_config())))
+        .map(|script| {
+            leasehold_sim::script::run(&script, Broker::new(script.setup.broker_config()))
+        })
         .is_ok_and(|replay| replay.matched && replay.violated(invariant))
 }
 

@@ -337,8 +337,8 @@ pub fn json(header: &Header, rows: &[Row], total_seconds: f64) -> serde_json::Va
 
 #[cfg(test)]
 mod tests {
-    use leasehold_front::matrix::{EngineResult, Expectation};
     use super::*;
+    use leasehold_front::matrix::{EngineResult, Expectation};
     use leasehold_model::Variant;
     use std::collections::BTreeMap;
 
