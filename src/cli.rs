@@ -19,7 +19,7 @@ pub enum Command {
     Check(crate::cmd::check::Args),
     /// Run a seeded simulation campaign.
     Sim(crate::cmd::sim::Args),
-    /// Re-run a scenario file, print its timeline and check its [expect].
+    /// Re-run a scenario file, print its timeline and check its `[expect]`.
     Replay(crate::cmd::replay::Args),
     /// Minimise a failing scenario while it still fails the same invariant.
     Shrink(crate::cmd::shrink::Args),

@@ -331,7 +331,7 @@ pub struct Broker {
     unsettled: u64,
 }
 
-/// See [`Group`]'s `Clone`.
+/// See `Group`'s `Clone`.
 impl Clone for Broker {
     fn clone(&self) -> Broker {
         let mut groups = SmallVec::new();

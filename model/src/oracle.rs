@@ -261,7 +261,7 @@ impl Hash for Oracle {
     }
 }
 
-/// See [`GhostGroup`]'s `Clone`.
+/// See `GhostGroup`'s `Clone`.
 impl Clone for Oracle {
     fn clone(&self) -> Oracle {
         let mut groups = SmallVec::new();

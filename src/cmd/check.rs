@@ -1,7 +1,7 @@
 //! `leasehold check`: exhaustive model checking of a bounded configuration (SPEC section 4).
 //!
 //! This file parses the flags and prints: the check itself is a library call
-//! ([`leasehold_model::check::run`]). A counterexample is shown by replaying the scenario file
+//! ([`leasehold_model::check::run()`]). A counterexample is shown by replaying the scenario file
 //! it writes through the scenario executor ([`leasehold_sim::counterexample::replay`]), so the
 //! timeline printed is the one `leasehold replay FILE` prints.
 
