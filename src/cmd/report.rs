@@ -447,8 +447,13 @@ mod tests {
     }
 
     fn run_stand_in(args: &Args) -> Status {
-        let config = matrix_config(args).expect("a valid matrix");
-        run_with(args, &config, &stand_ins()).expect("runs")
+        // `Args::default()` has no thread; the command line's default is 1.
+        let args = Args {
+            threads: 1,
+            ..args.clone()
+        };
+        let config = matrix_config(&args).expect("a valid matrix");
+        run_with(&args, &config, &stand_ins()).expect("runs")
     }
 
     #[test]
