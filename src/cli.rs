@@ -1,7 +1,6 @@
 //! The argument grammar and the exit statuses (SPEC section 7).
 
 use clap::{Parser, Subcommand};
-use std::fmt;
 use std::process::ExitCode;
 
 /// Deterministic simulation and model checking for lease/ACK message-queue protocols.
@@ -20,7 +19,7 @@ pub enum Command {
     Check(crate::cmd::check::Args),
     /// Run a seeded simulation campaign.
     Sim(crate::cmd::sim::Args),
-    /// Re-run a scenario file, print its timeline and check its [expect].
+    /// Re-run a scenario file, print its timeline and check its `[expect]`.
     Replay(crate::cmd::replay::Args),
     /// Minimise a failing scenario while it still fails the same invariant.
     Shrink(crate::cmd::shrink::Args),
@@ -60,23 +59,9 @@ impl Status {
     }
 }
 
-/// A user error (a bad flag, a malformed file): printed as one line, exit status 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserError(pub String);
-
-impl fmt::Display for UserError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UserError {}
-
-impl From<String> for UserError {
-    fn from(message: String) -> UserError {
-        UserError(message)
-    }
-}
+/// A user error (a bad flag, a malformed file): printed as one line, exit status 2. The
+/// library's error type: the front door's calls fail with the same one-line messages.
+pub use leasehold_front::Error as UserError;
 
 /// What every command returns.
 pub type CmdResult = Result<Status, UserError>;
@@ -103,6 +88,44 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
                 .unwrap_or("bad usage")
                 .trim_start_matches("error: ");
             eprintln!("leasehold: error: {first} (see 'leasehold --help')");
+            Status::BadInput.into()
+        }
+    }
+}
+
+/// The `leasehold` command line: parses the process's arguments, runs the command, returns
+/// its exit status. `backends` are registered for `--backend NAME` (`sim`, `replay`), so a
+/// suite's own binary — `fn main() -> ExitCode { leasehold::cli::main_with(&[MY_QUEUE]) }` —
+/// runs the commands its failing tests print, on its own backend.
+pub fn main_with(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode {
+    use crate::cmd;
+    cmd::backends::register(backends);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
+    // Private redis-server processes (`--redis-spawn`) stop with the command, also on a panic.
+    struct StopRedis;
+    impl Drop for StopRedis {
+        fn drop(&mut self) {
+            cmd::redis::shutdown();
+        }
+    }
+    let _stop_redis = StopRedis;
+    cmd::redis::lost_server_is_an_error();
+    let result = match cli.command {
+        Command::Check(args) => cmd::check::run(args),
+        Command::Sim(args) => cmd::sim::run(args),
+        Command::Replay(args) => cmd::replay::run(args),
+        Command::Shrink(args) => cmd::shrink::run(args),
+        Command::Timeline(args) => cmd::timeline::run(args),
+        Command::Protocols(args) => cmd::protocols::run(args),
+        Command::Report(args) => cmd::report::run(args),
+    };
+    match result {
+        Ok(status) => status.into(),
+        Err(error) => {
+            eprintln!("leasehold: error: {error}");
             Status::BadInput.into()
         }
     }

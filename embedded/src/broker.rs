@@ -1,7 +1,7 @@
 //! The embedded broker: the `fenced` protocol (SPEC §1) for many threads at once.
 //!
 //! Concurrency design, in one place:
-//! * **Slots** ([`crate::slot`]): each (group, event) record is a packed atomic word; every
+//! * **Slots** (`slot`): each (group, event) record is a packed atomic word; every
 //!   transition claims it with one compare-and-swap, so of an ack, an expiry, a renew and a second
 //!   fetch racing on one record exactly one wins and the others re-decide on the new state.
 //! * **Lease ids** come from one atomic counter, drawn by the thread that holds the slot: unique

@@ -88,3 +88,54 @@ impl Backend for Broker {
         Broker::restart(self)
     }
 }
+
+/// A boxed backend (`Box<dyn Backend + Send>`, as a constructor returns it) is driven like the
+/// backend inside: every method forwards, the defaults included.
+impl<B: Backend + ?Sized> Backend for Box<B> {
+    fn publish(&mut self) -> crate::types::Seq {
+        (**self).publish()
+    }
+    fn fetch(
+        &mut self,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        (**self).fetch(group, limit, now_ms, lease_ms)
+    }
+    fn settle(
+        &mut self,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        (**self).settle(request, now_ms)
+    }
+    fn fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        (**self).fetch_as(worker, group, limit, now_ms, lease_ms)
+    }
+    fn settle_as(
+        &mut self,
+        worker: &str,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        (**self).settle_as(worker, request, now_ms)
+    }
+    fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
+        (**self).expire_due(now_ms)
+    }
+    fn next_deadline(&self) -> Option<Ms> {
+        (**self).next_deadline()
+    }
+    fn restart(&mut self) {
+        (**self).restart()
+    }
+}

@@ -152,6 +152,37 @@ pub trait BrokerView {
     }
 }
 
+/// A boxed view reads like the view inside: every method forwards, the defaults included.
+impl<V: BrokerView + ?Sized> BrokerView for Box<V> {
+    fn group_count(&self) -> usize {
+        (**self).group_count()
+    }
+    fn event_count(&self) -> Seq {
+        (**self).event_count()
+    }
+    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
+        (**self).status(group, seq)
+    }
+    fn frontier(&self, group: GroupIx) -> Seq {
+        (**self).frontier(group)
+    }
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        (**self).status_kind(group, seq)
+    }
+    fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
+        (**self).dead_letter_reason_is(group, seq, reason)
+    }
+    fn dead_letter_reason(&self, group: GroupIx, seq: Seq) -> Option<Reason> {
+        (**self).dead_letter_reason(group, seq)
+    }
+    fn unsettled_count(&self) -> u64 {
+        (**self).unsettled_count()
+    }
+    fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
+        (**self).status_kinds(group, first, out)
+    }
+}
+
 /// One consumer group's records, frontier and fetch index.
 #[derive(Debug)]
 struct Group {
@@ -300,7 +331,7 @@ pub struct Broker {
     unsettled: u64,
 }
 
-/// See [`Group`]'s `Clone`.
+/// See `Group`'s `Clone`.
 impl Clone for Broker {
     fn clone(&self) -> Broker {
         let mut groups = SmallVec::new();

@@ -261,7 +261,7 @@ impl Hash for Oracle {
     }
 }
 
-/// See [`GhostGroup`]'s `Clone`.
+/// See `GhostGroup`'s `Clone`.
 impl Clone for Oracle {
     fn clone(&self) -> Oracle {
         let mut groups = SmallVec::new();
@@ -398,11 +398,6 @@ impl Oracle {
             lease.issuance = rename(lease.issuance);
         }
         self.next_issuance = rename(Issuance(self.next_issuance)).0;
-    }
-
-    /// Whether `issuance` is live (unexpired and unsettled by the oracle's account).
-    pub fn is_live(&self, issuance: Issuance) -> bool {
-        self.live.iter().any(|l| l.issuance == issuance)
     }
 
     /// Whether `issuance` is live and current (no later lease of its record was issued): what
@@ -884,12 +879,6 @@ impl Oracle {
                 return;
             }
         }
-    }
-
-    /// Records a violation found by an engine's own check (I6 by the model checker's
-    /// liveness analysis).
-    pub fn report(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
-        self.fail(invariant, detail);
     }
 }
 

@@ -141,7 +141,7 @@ fn the_oracle_counts_duplicate_runs_and_acks_without_a_completed_run() {
     oracle.published();
     let l1 = broker.fetch(0, 1, 0, None).expect("fetch")[0];
     let i1 = oracle.fetched(&l1, 0, 100);
-    assert!(oracle.is_live(i1));
+    assert!(oracle.is_current(i1));
     assert_eq!(oracle.deliveries(0, 1), 1);
     // Two runs under the current lease: one duplicate.
     assert!(oracle.handler_started(i1, 0, 1));
@@ -151,7 +151,7 @@ fn the_oracle_counts_duplicate_runs_and_acks_without_a_completed_run() {
     broker.ack(&l1, 10).expect("ack");
     oracle.settled(i1, &l1, &leasehold_model::SettleOp::Ack, true, 10);
     oracle.end_step(&broker);
-    assert!(!oracle.is_live(i1));
+    assert!(!oracle.is_current(i1));
     assert!(oracle.is_settled(0, 1));
     assert_eq!(oracle.acked_unprocessed(), 0);
     // The second event is acked with no run at all: I7, and one ack without processing.
@@ -174,7 +174,7 @@ fn a_run_that_starts_after_its_lease_expired_does_not_count() {
     let l1 = broker.fetch(0, 1, 0, None).expect("fetch")[0];
     let i1 = oracle.fetched(&l1, 0, 100);
     oracle.advance(100); // valid while now < deadline
-    assert!(!oracle.is_live(i1));
+    assert!(!oracle.is_current(i1));
     let current = oracle.handler_started(i1, 0, 1);
     assert!(!current);
     oracle.handler_finished(0, 1, current, true);

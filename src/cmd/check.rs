@@ -1,7 +1,7 @@
 //! `leasehold check`: exhaustive model checking of a bounded configuration (SPEC section 4).
 //!
 //! This file parses the flags and prints: the check itself is a library call
-//! ([`leasehold_model::check::run`]). A counterexample is shown by replaying the scenario file
+//! ([`leasehold_model::check::run()`]). A counterexample is shown by replaying the scenario file
 //! it writes through the scenario executor ([`leasehold_sim::counterexample::replay`]), so the
 //! timeline printed is the one `leasehold replay FILE` prints.
 
@@ -20,11 +20,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The default bound on generated states.
-pub const STATES_MAX_DEFAULT: u64 = 2_000_000_000;
+/// The default bound on generated states (the library's).
+pub use leasehold_front::defaults::STATES_MAX as STATES_MAX_DEFAULT;
 
-/// The bound on the shortest-counterexample search (breadth-first, without symmetry).
-pub const COUNTEREXAMPLE_STATES_MAX: u64 = 50_000_000;
+/// The bound on the shortest-counterexample search (the library's).
+pub use leasehold_front::defaults::COUNTEREXAMPLE_STATES_MAX;
 
 /// Arguments of `leasehold check`. Every bound left out takes the variant's default (shown
 /// by `leasehold protocols`).

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod backends;
 pub mod check;
 pub mod protocols;
 pub mod redis;

@@ -22,8 +22,8 @@ pub struct Args {
     pub json: bool,
     /// The broker under test: `pure` (the reference state machine), `embedded` (the
     /// in-process thread-safe broker; `fenced` only) or `redis` (a Redis server; the
-    /// `redis-streams` variants only).
-    #[arg(long, default_value = "pure", value_parser = BACKENDS)]
+    /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
+    #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
@@ -70,10 +70,22 @@ pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
                 .map_err(|e| UserError(format!("{}: backend redis: {e}", script.file)))?;
             Ok(script::run(script, backend))
         }
-        other => Err(UserError(format!(
-            "unknown backend '{other}' (expected one of {})",
-            BACKENDS.join(", ")
-        ))),
+        other => match crate::cmd::backends::find(other) {
+            Some(leasehold_sim::seeded::BackendKind::Other { make, .. }) => {
+                let backend = make(&config)
+                    .map_err(|e| UserError(format!("{}: backend {other}: {e}", script.file)))?;
+                Ok(script::run(script, backend))
+            }
+            _ => Err(UserError(format!(
+                "--backend: unknown '{other}' (expected one of {})",
+                BACKENDS
+                    .iter()
+                    .copied()
+                    .chain(crate::cmd::backends::names())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        },
     }
 }
 

@@ -1,19 +1,21 @@
 //! `leasehold report`: every variant through both engines, as the verdict matrix
 //! `reports/VERDICTS.md` (and `reports/verdicts.json`).
 //!
-//! * [`matrix`] — cells, expectations, judgements, the [`matrix::EngineRun`] seam.
+//! The matrix itself — the engines, the cells, the expectations and the judging — is the
+//! library's ([`leasehold_front::matrix`]); this module turns flags into a
+//! [`MatrixConfig`], renders the rows and writes (or compares) the files.
+//!
 //! * [`render`] — the Markdown (byte-stable) and JSON (with timings) renderings.
-//! * [`engines`] — the model checker and the simulator behind that seam.
 
-pub mod engines;
-pub mod matrix;
 pub mod render;
 
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
+use leasehold_front::matrix::{
+    self, engines, evidence_files, stale_evidence, Cell, Depth, Engine, EngineRun, MatrixConfig,
+    Row, Unexpected,
+};
 use leasehold_model::{Invariant, Variant};
-use matrix::{Cell, Depth, Engine, EngineRun, Expectation, Row, Unexpected};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -88,44 +90,34 @@ impl Args {
     }
 }
 
-fn selected_variants(args: &Args) -> Result<Vec<Variant>, UserError> {
-    if args.variants.is_empty() {
-        return Ok(Variant::ALL.to_vec());
+/// The matrix the flags ask for: the variants named (all by default), SPEC section 2's
+/// expectations with the `--expect` overrides, the depth and the threads.
+pub fn matrix_config(args: &Args) -> Result<MatrixConfig, UserError> {
+    if args.threads == 0 || args.threads > 64 {
+        return Err(UserError(format!(
+            "--threads {}: must be between 1 and 64",
+            args.threads
+        )));
     }
-    let mut chosen = Vec::new();
-    for name in &args.variants {
-        let variant = Variant::from_name(name.trim()).ok_or_else(|| {
-            UserError(format!(
-                "--variants: unknown variant '{}'; valid: {}",
-                name.trim(),
-                Variant::names()
-            ))
-        })?;
-        if !chosen.contains(&variant) {
-            chosen.push(variant);
+    let mut config = matrix::config(args.depth()).threads(args.threads);
+    if !args.variants.is_empty() {
+        let mut chosen = Vec::new();
+        for name in &args.variants {
+            chosen.push(Variant::from_name(name.trim()).ok_or_else(|| {
+                UserError(format!(
+                    "--variants: unknown variant '{}'; valid: {}",
+                    name.trim(),
+                    Variant::names()
+                ))
+            })?);
         }
+        config = config.variants(&chosen);
     }
-    // Rows keep the canonical order (reference first, mutants last).
-    chosen.sort_by_key(|v| Variant::ALL.iter().position(|w| w == v));
-    Ok(chosen)
-}
-
-fn expectations(args: &Args) -> Result<BTreeMap<Variant, Expectation>, UserError> {
-    let mut map: BTreeMap<Variant, Expectation> = Variant::ALL
-        .iter()
-        .map(|&v| (v, Expectation::of(v)))
-        .collect();
     for text in &args.expect {
         let (variant, violated) = matrix::parse_expect(text)?;
-        map.insert(
-            variant,
-            Expectation {
-                violated,
-                overridden: true,
-            },
-        );
+        config = config.expect(variant, violated);
     }
-    Ok(map)
+    Ok(config)
 }
 
 /// One line per variant on stdout: what each engine found.
@@ -164,60 +156,6 @@ fn summary_line(row: &Row) -> String {
         row.expectation.text(),
         parts.join("  |  ")
     )
-}
-
-/// Runs every selected variant through every engine.
-pub fn build_rows(
-    engines: &[Box<dyn EngineRun>],
-    variants: &[Variant],
-    expectations: &BTreeMap<Variant, Expectation>,
-    depth: Depth,
-    out: &Path,
-    progress: bool,
-) -> Result<Vec<Row>, UserError> {
-    let mut rows = Vec::new();
-    for &variant in variants {
-        let mut results = BTreeMap::new();
-        for engine in engines {
-            let started = Instant::now();
-            let mut result = engine.run(variant, depth, out)?;
-            result.seconds = started.elapsed().as_secs_f64();
-            if progress {
-                eprintln!(
-                    "report: {variant} × {}: {:.1} s",
-                    engine.engine(),
-                    result.seconds
-                );
-            }
-            results.insert(engine.engine(), result);
-        }
-        rows.push(Row {
-            variant,
-            kind: variant.kind(),
-            expectation: expectations[&variant],
-            results,
-        });
-    }
-    Ok(rows)
-}
-
-/// The scenario files the rows link to (relative to the report's folder).
-fn evidence_files(rows: &[Row]) -> Vec<String> {
-    let mut files = Vec::new();
-    for row in rows {
-        for engine in Engine::ALL {
-            for inv in Invariant::ALL {
-                if let Cell::Violated(e) = row.cell(engine, inv) {
-                    if let Some(path) = e.scenario() {
-                        files.push(path.to_string());
-                    }
-                }
-            }
-        }
-    }
-    files.sort();
-    files.dedup();
-    files
 }
 
 /// Lines present in one text and not the other, at most `limit` of each, as a diff summary.
@@ -274,84 +212,70 @@ fn compare(committed_dir: &Path, fresh_dir: &Path, rows: &[Row]) -> Vec<String> 
     differences
 }
 
-/// Evidence files under `dir` left by an earlier run for one of `variants` that this run did
-/// not produce (the engine no longer finds that violation), relative to `dir`.
-fn stale_evidence(dir: &Path, rows: &[Row]) -> Vec<String> {
-    let fresh = evidence_files(rows);
-    let Ok(entries) = std::fs::read_dir(dir.join(engines::SCENARIOS)) else {
-        return Vec::new();
-    };
-    let mut stale: Vec<String> = entries
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| {
-            rows.iter().any(|row| {
-                Engine::ALL
-                    .iter()
-                    .any(|engine| name.starts_with(&format!("{}-{engine}-I", row.variant)))
-            })
-        })
-        .map(|name| format!("{}/{name}", engines::SCENARIOS))
-        .filter(|path| !fresh.contains(path))
-        .collect();
-    stale.sort();
-    stale
-}
-
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    let variants = selected_variants(&args)?;
-    let expectations = expectations(&args)?;
-    if args.threads == 0 || args.threads > 64 {
-        return Err(UserError(format!(
-            "--threads {}: must be between 1 and 64",
-            args.threads
-        )));
-    }
-    let engines = engines::engines(args.threads).map_err(|missing| {
-        UserError(format!(
-            "report: cannot fill the matrix, engine missing from this build: {}",
-            missing.join("; ")
-        ))
-    })?;
-    run_with(&args, &engines, &variants, &expectations)
+    let config = matrix_config(&args)?;
+    run_with(&args, &config, &engines::engines(config.threads))
+}
+
+/// What the run wrote or compared: the unexpected cells and the differences from the
+/// committed report (`--check-diff`).
+struct Outcome {
+    unexpected: Vec<Unexpected>,
+    differences: Vec<String>,
+    json_text: String,
 }
 
 /// Runs the command with the given engines (tests pass stand-ins).
-pub fn run_with(
-    args: &Args,
-    engines: &[Box<dyn EngineRun>],
-    variants: &[Variant],
-    expectations: &BTreeMap<Variant, Expectation>,
-) -> CmdResult {
+pub fn run_with(args: &Args, config: &MatrixConfig, engines: &[Box<dyn EngineRun>]) -> CmdResult {
     let started = Instant::now();
     let out = args.out_dir();
-    let command = args.canonical_command();
     let write_dir = if args.check_diff {
         std::env::temp_dir().join(format!("leasehold-report-{}", std::process::id()))
     } else {
         out.clone()
     };
     if !args.json {
+        let names: Vec<&str> = engines.iter().map(|e| e.engine().name()).collect();
+        let n = config.variants.len();
         println!(
-            "{command}  ({} variant{}, engines: {})",
-            variants.len(),
-            if variants.len() == 1 { "" } else { "s" },
-            engines
-                .iter()
-                .map(|e| e.engine().name())
-                .collect::<Vec<_>>()
-                .join(", ")
+            "{}  ({n} variant{}, engines: {})",
+            args.canonical_command(),
+            if n == 1 { "" } else { "s" },
+            names.join(", ")
         );
     }
-    let rows = build_rows(
-        engines,
-        variants,
-        expectations,
-        args.depth(),
-        &write_dir,
-        true,
-    )?;
-    let bounds = engines::bounds(args.depth());
+    let progress = |variant: Variant, engine: Engine, seconds: f64| {
+        eprintln!("report: {variant} × {engine}: {seconds:.1} s");
+    };
+    let rows = config.run_with(engines, &write_dir, &progress)?;
+    let json_text = write_reports(args, config, &rows, &write_dir, started)?;
+    let differences = finish_files(args, &out, &write_dir, &rows)?;
+    let outcome = Outcome {
+        unexpected: rows.iter().flat_map(Row::unexpected).collect(),
+        differences,
+        json_text,
+    };
+    print_outcome(args, &rows, &outcome, &out, started);
+    Ok(
+        if outcome.unexpected.is_empty() && outcome.differences.is_empty() {
+            Status::Ok
+        } else {
+            Status::Failed
+        },
+    )
+}
+
+/// Renders and writes `VERDICTS.md` and `verdicts.json` into `dir`; returns the JSON text.
+fn write_reports(
+    args: &Args,
+    config: &MatrixConfig,
+    rows: &[Row],
+    dir: &Path,
+    started: Instant,
+) -> Result<String, UserError> {
+    let command = args.canonical_command();
+    let bounds = config.bounds();
     let check_diff = format!(
         "cargo run --release -- report{} --check-diff",
         if args.quick { " --quick" } else { "" }
@@ -362,86 +286,94 @@ pub fn run_with(
         check_diff: &check_diff,
         bounds: &bounds,
     };
-    let markdown = render::markdown(&header, &rows);
-    let json = render::json(&header, &rows, started.elapsed().as_secs_f64());
+    let markdown = render::markdown(&header, rows);
+    let json = render::json(&header, rows, started.elapsed().as_secs_f64());
     let json_text = format!(
         "{}\n",
         serde_json::to_string_pretty(&json).expect("the report serialises")
     );
-    files::write_atomic(&write_dir.join(VERDICTS_MD), markdown.as_bytes())?;
-    files::write_atomic(&write_dir.join(VERDICTS_JSON), json_text.as_bytes())?;
-    let unexpected: Vec<Unexpected> = rows.iter().flat_map(Row::unexpected).collect();
-    let differences = if args.check_diff {
-        let mut differences = compare(&out, &write_dir, &rows);
-        for path in stale_evidence(&out, &rows) {
-            differences.push(format!(
-                "{}: no longer produced (the violation it replays is not found any more)\n",
-                out.join(path).display()
-            ));
-        }
-        let _ = std::fs::remove_dir_all(&write_dir);
-        differences
-    } else {
-        for path in stale_evidence(&out, &rows) {
+    files::write_atomic(&dir.join(VERDICTS_MD), markdown.as_bytes())?;
+    files::write_atomic(&dir.join(VERDICTS_JSON), json_text.as_bytes())?;
+    Ok(json_text)
+}
+
+/// With `--check-diff`: the differences between the fresh report in `write_dir` and the
+/// committed one in `out` (then removes `write_dir`). Otherwise removes the stale evidence
+/// files under `out`.
+fn finish_files(
+    args: &Args,
+    out: &Path,
+    write_dir: &Path,
+    rows: &[Row],
+) -> Result<Vec<String>, UserError> {
+    if !args.check_diff {
+        for path in stale_evidence(out, rows) {
             std::fs::remove_file(out.join(&path)).map_err(|e| {
                 UserError(format!("{}: cannot remove: {e}", out.join(&path).display()))
             })?;
         }
-        Vec::new()
-    };
+        return Ok(Vec::new());
+    }
+    let mut differences = compare(out, write_dir, rows);
+    for path in stale_evidence(out, rows) {
+        differences.push(format!(
+            "{}: no longer produced (the violation it replays is not found any more)\n",
+            out.join(path).display()
+        ));
+    }
+    let _ = std::fs::remove_dir_all(write_dir);
+    Ok(differences)
+}
+
+fn print_outcome(args: &Args, rows: &[Row], outcome: &Outcome, out: &Path, started: Instant) {
     if args.json {
-        print!("{json_text}");
+        print!("{}", outcome.json_text);
     } else {
-        for row in &rows {
+        for row in rows {
             println!("{}", summary_line(row));
         }
     }
-    for u in &unexpected {
+    for u in &outcome.unexpected {
         println!("{u}");
     }
-    for d in &differences {
+    for d in &outcome.differences {
         print!("{d}");
     }
-    if !args.json {
-        let wrote = if args.check_diff {
-            format!("compared with {}", out.join(VERDICTS_MD).display())
-        } else {
-            format!(
-                "wrote {} and {}",
-                out.join(VERDICTS_MD).display(),
-                out.join(VERDICTS_JSON).display()
-            )
-        };
-        println!(
-            "result: {}{}; {wrote} ({:.1} s)",
-            if unexpected.is_empty() {
-                "every cell as expected".to_string()
-            } else {
-                format!("{} unexpected cell(s)", unexpected.len())
-            },
-            if args.check_diff {
-                if differences.is_empty() {
-                    ", the committed report is up to date"
-                } else {
-                    ", the committed report is OUT OF DATE (regenerate it without --check-diff)"
-                }
-            } else {
-                ""
-            },
-            started.elapsed().as_secs_f64()
-        );
+    if args.json {
+        return;
     }
-    Ok(if unexpected.is_empty() && differences.is_empty() {
-        Status::Ok
+    let wrote = if args.check_diff {
+        format!("compared with {}", out.join(VERDICTS_MD).display())
     } else {
-        Status::Failed
-    })
+        format!(
+            "wrote {} and {}",
+            out.join(VERDICTS_MD).display(),
+            out.join(VERDICTS_JSON).display()
+        )
+    };
+    let cells = if outcome.unexpected.is_empty() {
+        "every cell as expected".to_string()
+    } else {
+        format!("{} unexpected cell(s)", outcome.unexpected.len())
+    };
+    let diff = match (args.check_diff, outcome.differences.is_empty()) {
+        (false, _) => "",
+        (true, true) => ", the committed report is up to date",
+        (true, false) => {
+            ", the committed report is OUT OF DATE (regenerate it without --check-diff)"
+        }
+    };
+    println!(
+        "result: {cells}{diff}; {wrote} ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 #[cfg(test)]
 mod tests {
-    use super::matrix::{EngineResult, Evidence};
     use super::*;
+    use leasehold_front::matrix::{EngineResult, Evidence};
+    use std::collections::BTreeMap;
 
     /// A stand-in engine that finds exactly SPEC section 2's violations (and, for `dlq-drop`,
     /// an extra one), with made-up but fixed evidence: it exercises the matrix, not a protocol.
@@ -515,9 +447,13 @@ mod tests {
     }
 
     fn run_stand_in(args: &Args) -> Status {
-        let variants = selected_variants(args).expect("variants");
-        let expectations = expectations(args).expect("expectations");
-        run_with(args, &stand_ins(), &variants, &expectations).expect("runs")
+        // `Args::default()` has no thread; the command line's default is 1.
+        let args = Args {
+            threads: 1,
+            ..args.clone()
+        };
+        let config = matrix_config(&args).expect("a valid matrix");
+        run_with(&args, &config, &stand_ins()).expect("runs")
     }
 
     #[test]

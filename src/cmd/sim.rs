@@ -227,12 +227,16 @@ pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
             make: make_embedded,
         }),
         "redis" => Ok(redis::kind()),
-        _ => BackendKind::from_name(name).ok_or_else(|| {
-            UserError(format!(
-                "--backend: unknown '{name}' (expected one of {})",
-                BACKENDS.join(", ")
-            ))
-        }),
+        _ => BackendKind::from_name(name)
+            .or_else(|| crate::cmd::backends::find(name))
+            .ok_or_else(|| {
+                let mut names = BACKENDS.to_vec();
+                names.extend(crate::cmd::backends::names());
+                UserError(format!(
+                    "--backend: unknown '{name}' (expected one of {})",
+                    names.join(", ")
+                ))
+            }),
     }
 }
 

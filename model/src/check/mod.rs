@@ -13,7 +13,7 @@
 //! * [`shortest`] — the breadth-first search for the shortest counterexample.
 //! * [`liveness`] — I6 with cycles: the explored graph, Tarjan's SCCs, weak fairness, lassos.
 //! * [`path`] — a counterexample replayed with a full oracle, step by step.
-//! * [`run`] — `check` as a library call: the verdict rule and the report.
+//! * [`mod@run`] — `check` as a library call: the verdict rule and the report.
 //!
 //! The model is untimed: the broker's clock reads a constant and its leases are practically
 //! endless; expiry is the action `Expire`, enabled whenever a record holds an armed lease, so

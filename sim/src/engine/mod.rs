@@ -33,15 +33,15 @@
 //!
 //! # Requests
 //! [`Engine::send`] puts a settle or renew on the wire with a [`Delivery`]: a delay, a reply
-//! delay, a [`Fault`] (lost reply → applied but the worker sees `Ambiguous`; dropped → not
+//! delay, a [`Fault`](crate::seeded::Fault) (lost reply → applied but the worker sees `Ambiguous`; dropped → not
 //! applied, `Ambiguous`; unavailable → not applied, `BackendUnavailable`; failed → not applied,
 //! `Failed`) and an optional duplicate. On delivery the engine calls `Backend::settle` and
 //! reports the broker's **true** answer to the oracle ([`Oracle::settled`]), whatever the worker
 //! later sees. On the reply the worker runs the consumer runtime: a failed settle is classified
-//! by [`runtime::classify`] — `Drop`, `LeaveToExpire`, or `Nack` (sent once).
+//! by [`leasehold_model::runtime::classify`] — `Drop`, `LeaveToExpire`, or `Nack` (sent once).
 //!
 //! # The handler
-//! [`Engine::handle`] runs the consumer runtime on a held lease: [`runtime::decide`] turns the
+//! [`Engine::handle`] runs the consumer runtime on a held lease: [`leasehold_model::runtime::decide`] turns the
 //! ack policy, the handler's handle calls and its outcome into settles, sent in order (before
 //! the handler for `ack_first`, during it for handle calls, after it otherwise). The handler
 //! takes `handler_ms`; a crash before it finishes kills it. A handler that completes writes its
@@ -318,11 +318,6 @@ impl<B: Backend> Engine<B> {
     /// The time of the next queued event, if any.
     pub fn next_event_ms(&self) -> Option<Ms> {
         self.queue.next_ms()
-    }
-
-    /// Whether nothing is in flight (no queued message, reply or running handler).
-    pub fn is_idle(&self) -> bool {
-        self.queue.is_empty()
     }
 
     /// Lets time pass to `now_ms` for the oracle (its leases expire by contract); once per

@@ -5,10 +5,7 @@ use super::run::{run, RunOptions, RunOutcome};
 use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
 use crate::scenario::{Config, Expect, Scenario};
-use leasehold_model::{
-    AckPolicy, Backend, Broker, BrokerConfig, BrokerView, Expired, GroupIx, Lease, Ms, Seq,
-    SettleError, SettleRequest, Status, Variant,
-};
+use leasehold_model::{AckPolicy, Backend, Broker, BrokerConfig, Variant};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -61,85 +58,6 @@ impl fmt::Display for BackendKind {
     }
 }
 
-/// A boxed backend, driven like any other.
-pub struct BoxedBackend(pub Box<dyn Backend + Send>);
-
-impl BrokerView for BoxedBackend {
-    fn group_count(&self) -> usize {
-        self.0.group_count()
-    }
-    fn event_count(&self) -> Seq {
-        self.0.event_count()
-    }
-    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
-        self.0.status(group, seq)
-    }
-    fn frontier(&self, group: GroupIx) -> Seq {
-        self.0.frontier(group)
-    }
-    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
-        self.0.status_kind(group, seq)
-    }
-    fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {
-        self.0.status_kinds(group, first, out)
-    }
-    fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
-        self.0.dead_letter_reason_is(group, seq, reason)
-    }
-    fn unsettled_count(&self) -> u64 {
-        self.0.unsettled_count()
-    }
-}
-
-impl Backend for BoxedBackend {
-    fn publish(&mut self) -> Seq {
-        self.0.publish()
-    }
-    fn fetch(
-        &mut self,
-        group: GroupIx,
-        limit: usize,
-        now_ms: Ms,
-        lease_ms: Option<Ms>,
-    ) -> Result<Vec<Lease>, SettleError> {
-        self.0.fetch(group, limit, now_ms, lease_ms)
-    }
-    fn settle(
-        &mut self,
-        request: &SettleRequest,
-        now_ms: Ms,
-    ) -> Result<Option<Lease>, SettleError> {
-        self.0.settle(request, now_ms)
-    }
-    fn fetch_as(
-        &mut self,
-        worker: &str,
-        group: GroupIx,
-        limit: usize,
-        now_ms: Ms,
-        lease_ms: Option<Ms>,
-    ) -> Result<Vec<Lease>, SettleError> {
-        self.0.fetch_as(worker, group, limit, now_ms, lease_ms)
-    }
-    fn settle_as(
-        &mut self,
-        worker: &str,
-        request: &SettleRequest,
-        now_ms: Ms,
-    ) -> Result<Option<Lease>, SettleError> {
-        self.0.settle_as(worker, request, now_ms)
-    }
-    fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
-        self.0.expire_due(now_ms)
-    }
-    fn next_deadline(&self) -> Option<Ms> {
-        self.0.next_deadline()
-    }
-    fn restart(&mut self) {
-        self.0.restart()
-    }
-}
-
 /// Runs `setup` on a fresh broker of `kind`; records the run (its timeline text and event log)
 /// when `record`.
 ///
@@ -163,7 +81,7 @@ pub fn run_setup_with(setup: &Setup, kind: BackendKind, options: &RunOptions) ->
         BackendKind::Other { name, make } => {
             let backend = make(&setup.broker_config())
                 .unwrap_or_else(|e| panic!("backend {name} was checked first: {e}"));
-            run(setup, BoxedBackend(backend), options)
+            run(setup, backend, options)
         }
     }
 }

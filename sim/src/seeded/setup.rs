@@ -10,7 +10,7 @@
 use super::faults::FaultPlan;
 use super::workload::Workload;
 use crate::engine::Expiry;
-use leasehold_model::{AckPolicy, BrokerConfig, Ms, OracleConfig, Variant};
+use leasehold_model::{AckPolicy, BrokerConfig, Ms, Variant};
 use std::fmt;
 
 /// Everything a seeded run depends on (with the seed, it determines the run byte for byte).
@@ -203,15 +203,6 @@ impl Setup {
             max_attempts: self.max_attempts,
             variant: self.variant,
         }
-    }
-
-    /// The oracle's configuration: I7 is checked under the at-least-once policies.
-    pub fn oracle_config(&self) -> OracleConfig {
-        OracleConfig::new(
-            self.group_names.len(),
-            self.max_attempts,
-            self.policy.at_least_once(),
-        )
     }
 
     /// The longest one delivery can take once faults are healed: a hung or long handler

@@ -1,6 +1,6 @@
 //! The matrix as `VERDICTS.md` (byte-stable: no timings) and as `verdicts.json` (with timings).
 
-use super::matrix::{Cell, Depth, Engine, Evidence, Judgement, Row, Unexpected};
+use leasehold_front::matrix::{Cell, Depth, Engine, Evidence, Judgement, Row, Unexpected};
 use leasehold_model::{Invariant, VariantKind};
 
 /// What the report was made with.
@@ -337,8 +337,8 @@ pub fn json(header: &Header, rows: &[Row], total_seconds: f64) -> serde_json::Va
 
 #[cfg(test)]
 mod tests {
-    use super::super::matrix::{EngineResult, Expectation};
     use super::*;
+    use leasehold_front::matrix::{EngineResult, Expectation};
     use leasehold_model::Variant;
     use std::collections::BTreeMap;
 

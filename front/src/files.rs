@@ -1,7 +1,7 @@
 //! Files the tool writes: atomically (write a temporary file, then rename), and for findings,
 //! never over an existing file.
 
-use crate::cli::UserError;
+use crate::Error as UserError;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};

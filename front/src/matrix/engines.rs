@@ -1,14 +1,14 @@
 //! The two engines behind [`EngineRun`]: the model checker (`leasehold check`) and the
-//! simulator (`leasehold sim`). Each run is built from the same flags as the command it names,
-//! parsed by that command's own grammar, so the command printed in the report reproduces it.
+//! simulator (`leasehold sim`). Each run is built from values — the variant's default check
+//! configuration, the simulator's default campaign under swarm — that the command it prints
+//! builds from the same defaults, so that command reproduces it.
 
-use super::matrix::{median_gap, Cell, Depth, Engine, EngineResult, EngineRun, Evidence};
-use crate::cli::UserError;
-use crate::cmd::{check, sim};
+use super::{median_gap, Cell, Depth, Engine, EngineResult, EngineRun, Evidence};
+use crate::defaults;
 use crate::files;
-use clap::Parser;
-use leasehold_model::check::{LeaseModel, Limits, Options, Verdict};
-use leasehold_model::{Invariant, Variant};
+use crate::Error as UserError;
+use leasehold_model::check::{CheckConfig, LeaseModel, Limits, Options, Verdict};
+use leasehold_model::{Broker, Invariant, Variant};
 use leasehold_sim::seeded::campaign::{Campaign, FAILING_SEEDS_KEPT};
 use leasehold_sim::seeded::seeded_file::{check_expect, parse_toml, scenario_of, to_toml};
 use leasehold_sim::seeded::BackendKind;
@@ -20,7 +20,7 @@ pub const SCENARIOS: &str = "scenarios";
 
 /// States the model checker may generate per variant, at either depth: the check command's
 /// own default (each variant's default bounds finish far below it).
-pub const CHECK_STATES_MAX: u64 = check::STATES_MAX_DEFAULT;
+pub const CHECK_STATES_MAX: u64 = defaults::STATES_MAX;
 /// Seeds per variant at most (full depth).
 pub const SIM_SEEDS_MAX_FULL: u64 = 10_000;
 /// Seeds per variant at most (quick depth).
@@ -31,12 +31,13 @@ pub const SIM_CHUNK_FIRST: u64 = 100;
 /// expected invariant (the median is taken over at most [`FAILING_SEEDS_KEPT`] of them).
 pub const SIM_FAILURES_WANTED: u64 = 5;
 
-/// The engines this build can run, or the names of those it lacks.
-pub fn engines(threads: usize) -> Result<Vec<Box<dyn EngineRun>>, Vec<String>> {
-    Ok(vec![
+/// The model checker and the simulator, each on `threads` threads (the results do not
+/// depend on it).
+pub fn engines(threads: usize) -> Vec<Box<dyn EngineRun>> {
+    vec![
         Box::new(ModelChecker { threads }),
         Box::new(Simulator { threads }),
-    ])
+    ]
 }
 
 /// One line per engine describing its bounds at `depth`, for the report's header.
@@ -73,8 +74,10 @@ fn scenario_path(variant: Variant, engine: Engine, invariant: Invariant) -> Stri
 /// Whether the scripted scenario at `path` replays (as `leasehold replay` does) to a run that
 /// matches its `[expect]` and breaks `invariant`.
 fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
-    crate::cmd::replay::load(path)
-        .and_then(|script| crate::cmd::replay::run_on(&script, "pure"))
+    crate::replay::load(path)
+        .map(|script| {
+            leasehold_sim::script::run(&script, Broker::new(script.setup.broker_config()))
+        })
         .is_ok_and(|replay| replay.matched && replay.violated(invariant))
 }
 
@@ -93,20 +96,6 @@ fn replays_seeded(path: &Path, invariant: Invariant) -> bool {
     })
 }
 
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct CheckLine {
-    #[command(flatten)]
-    args: check::Args,
-}
-
-#[derive(Parser)]
-#[command(no_binary_name = true)]
-struct SimLine {
-    #[command(flatten)]
-    args: sim::Options,
-}
-
 /// The model checker.
 pub struct ModelChecker {
     threads: usize,
@@ -119,22 +108,21 @@ impl EngineRun for ModelChecker {
 
     fn run(&self, variant: Variant, _depth: Depth, out: &Path) -> Result<EngineResult, UserError> {
         let states_max = CHECK_STATES_MAX;
-        let flags = format!("--variant {variant} --all-violations");
-        let args = CheckLine::try_parse_from(flags.split_whitespace())
-            .map_err(|e| UserError(format!("report: check {flags}: {e}")))?
-            .args;
-        let config = check::config(&args)?;
+        let config = CheckConfig::default_for(variant);
+        config
+            .validate()
+            .map_err(|e| UserError(format!("report: check --variant {variant}: {e}")))?;
         let options = Options {
             limits: Limits {
                 states_max,
                 threads: self.threads,
             },
             symmetry: true,
-            counterexample_states_max: states_max.min(check::COUNTEREXAMPLE_STATES_MAX),
+            counterexample_states_max: states_max.min(defaults::COUNTEREXAMPLE_STATES_MAX),
             beyond_first_violation: true,
             ..Options::default()
         };
-        let (report, _) = check::run_check(&config, &options, false);
+        let report = leasehold_model::check::run(&config, &options, None);
         let model = LeaseModel::new(config.clone());
         let mut cells = BTreeMap::new();
         for invariant in Invariant::ALL {
@@ -202,11 +190,8 @@ impl EngineRun for Simulator {
             Depth::Quick => SIM_SEEDS_MAX_QUICK,
             Depth::Full => SIM_SEEDS_MAX_FULL,
         };
-        let flags = format!("--variant {variant} --swarm");
-        let args = SimLine::try_parse_from(flags.split_whitespace())
-            .map_err(|e| UserError(format!("report: sim {flags}: {e}")))?
-            .args;
-        let template = sim::template(&args)?;
+        let template = defaults::sim_template(variant)
+            .map_err(|e| UserError(format!("report: sim --variant {variant}: {e}")))?;
         let mut found: BTreeMap<Invariant, Found> = BTreeMap::new();
         let (mut seeds_run, mut inconclusive, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
         let mut end = 0u64;
@@ -220,7 +205,7 @@ impl EngineRun for Simulator {
             threads: self.threads,
             backend: BackendKind::Pure,
             stop_on_failure: false,
-            expiry_mixed: args.expiry == "mixed",
+            expiry_mixed: true,
             pinned: Default::default(),
         };
         while end < seeds_max {
@@ -251,7 +236,7 @@ impl EngineRun for Simulator {
             }
         }
         let campaign = campaign_of(0..end);
-        let recipe = sim::campaign_recipe(&campaign);
+        let recipe = campaign.recipe();
         let command = format!("leasehold sim --seeds 0..{end} {recipe}");
         let mut cells = BTreeMap::new();
         for invariant in Invariant::ALL {

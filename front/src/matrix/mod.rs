@@ -1,5 +1,26 @@
-//! The verdict matrix as data: per variant, per invariant, per engine, one cell; the expected
-//! verdicts (SPEC section 2) and the judgement of each cell against them.
+//! The verdict matrix: every variant through every engine, each (variant, invariant, engine)
+//! one judged cell. What is expected of a variant (SPEC section 2, or an override), how a cell
+//! is judged against it, and the run itself are values and library calls; the command line
+//! (`leasehold report`) only renders the rows and writes the files.
+//!
+//! ```no_run
+//! use leasehold_front::matrix::{self, Depth};
+//! use leasehold_model::Variant;
+//!
+//! let rows = matrix::config(Depth::Quick)
+//!     .variants(&[Variant::Fenced, Variant::UnfencedSettle])
+//!     .run(std::path::Path::new("target/verdicts"), &|_, _, _| {})?;
+//! assert!(rows.iter().all(|row| row.unexpected().is_empty()));
+//! # Ok::<(), leasehold_front::Error>(())
+//! ```
+//!
+//! * [`engines`] — the model checker and the simulator behind the [`EngineRun`] seam.
+//! * [`config`] — which variants, what is expected of them, how deep: the run of the matrix.
+
+pub mod engines;
+mod run;
+
+pub use run::{config, evidence_files, stale_evidence, MatrixConfig};
 
 use leasehold_model::{Invariant, Variant, VariantKind};
 use serde::Serialize;
@@ -204,7 +225,7 @@ pub trait EngineRun {
         variant: Variant,
         depth: Depth,
         out: &std::path::Path,
-    ) -> Result<EngineResult, crate::cli::UserError>;
+    ) -> Result<EngineResult, crate::Error>;
 }
 
 /// What a variant is expected to do: break one named invariant, or hold everywhere.

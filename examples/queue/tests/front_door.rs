@@ -1,0 +1,180 @@
+//! The queue's test suite: every front-door call catches the planted bug of [`ACKS_BY_ID`]
+//! (each `#[should_panic]` test checks the panic names the verdict and the reproducing
+//! command) and passes on [`FIXED`]. The last test runs a failure's printed command as is.
+
+use leasehold::{CheckConfig, Invariant, Setup, Variant};
+use leasehold_example_queue::{ACKS_BY_ID, FIXED};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// How the commands a failure prints start: this crate's own build of the command line.
+const PROGRAM: &str = "cargo run -q -p leasehold-example-queue --";
+
+/// The committed scenario of a stale ack (SPEC's t0–t5 story), from the workspace.
+fn stale_ack() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/t0-t5-stale-ack.toml")
+}
+
+fn out(test: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/leasehold/{test}"))
+}
+
+/// A campaign of the reference protocol with every fault on: crashes, pauses, expiries,
+/// redeliveries, late and duplicated acks.
+fn campaign(test: &str) -> leasehold::CampaignRun {
+    leasehold::reproduce_with(PROGRAM);
+    let template = leasehold::defaults::sim_template(Variant::Fenced).expect("the defaults");
+    leasehold::campaign(template).seeds(0..40).out(out(test))
+}
+
+#[test]
+fn campaign_passes_on_the_fixed_queue() {
+    let found = campaign("campaign-fixed")
+        .backend(FIXED)
+        .run()
+        .expect("runs");
+    found.assert_clean();
+    assert_eq!(found.summary.seeds_run, 40);
+}
+
+#[test]
+#[should_panic(expected = "reproduce: cargo run -q -p leasehold-example-queue -- replay")]
+fn campaign_catches_the_queue_that_acks_by_event_id() {
+    campaign("campaign-buggy")
+        .backend(ACKS_BY_ID)
+        .run()
+        .expect("runs")
+        .assert_clean();
+}
+
+#[test]
+fn replay_passes_on_the_fixed_queue() {
+    leasehold::reproduce_with(PROGRAM);
+    leasehold::replay(stale_ack(), FIXED)
+        .expect("replays")
+        .assert_clean()
+        .assert_matches();
+}
+
+#[test]
+#[should_panic(expected = "VIOLATED")]
+fn replay_catches_the_queue_that_acks_by_event_id() {
+    leasehold::reproduce_with(PROGRAM);
+    leasehold::replay(stale_ack(), ACKS_BY_ID)
+        .expect("replays")
+        .assert_clean();
+}
+
+#[test]
+fn the_timelines_of_both_queues_are_snapshots() {
+    let fixed = leasehold::replay(stale_ack(), FIXED).expect("replays");
+    insta::assert_snapshot!("stale_ack_fixed", fixed.timeline());
+    let buggy = leasehold::replay(stale_ack(), ACKS_BY_ID).expect("replays");
+    insta::assert_snapshot!("stale_ack_acks_by_id", buggy.timeline());
+}
+
+/// A small bound of the reference protocol (what the fixed queue implements) proves.
+#[test]
+fn check_proves_the_fixed_design() {
+    let config = CheckConfig {
+        event_count: 1,
+        worker_count: 2,
+        ..CheckConfig::default_for(Variant::Fenced)
+    };
+    leasehold::check(config)
+        .out(out("check-fixed"))
+        .run()
+        .expect("checks")
+        .assert_holds();
+}
+
+/// The design of acking by event id is leasehold's `unfenced-settle` mutant: the model checker
+/// finds its shortest counterexample, and that schedule, run on the queue as the reference
+/// protocol, catches the queue's bug (and passes on the fixed queue).
+#[test]
+fn check_finds_the_schedule_that_catches_the_queue() {
+    leasehold::reproduce_with(PROGRAM);
+    let checked = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+        .out(out("check-buggy"))
+        .run()
+        .expect("checks");
+    let found = checked.assert_violates(Invariant::I1);
+    let failure = checked.failure(found).to_string();
+    assert!(
+        failure.contains("check --variant unfenced-settle"),
+        "{failure}"
+    );
+    let text = std::fs::read_to_string(&found.scenario).expect("written");
+    let as_fenced = found.scenario.with_extension("fenced.toml");
+    std::fs::write(
+        &as_fenced,
+        text.replace("variant = \"unfenced-settle\"", "variant = \"fenced\""),
+    )
+    .expect("write");
+    let buggy = leasehold::replay(&as_fenced, ACKS_BY_ID).expect("replays");
+    assert!(
+        buggy
+            .violations
+            .iter()
+            .any(|v| v.contains("I1 stale-never-counts")),
+        "{buggy:?}"
+    );
+    leasehold::replay(&as_fenced, FIXED)
+        .expect("replays")
+        .assert_clean();
+}
+
+#[test]
+#[should_panic(expected = "-- check --variant unfenced-settle")]
+fn check_assert_holds_panics_on_the_design_that_acks_by_event_id() {
+    leasehold::reproduce_with(PROGRAM);
+    leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+        .out(out("check-panics"))
+        .run()
+        .expect("checks")
+        .assert_holds();
+}
+
+/// The command a failing campaign prints, run as is (its `cargo run -q -p … --` prefix is this
+/// crate's binary): it replays the saved seed on the buggy queue and shows the violation.
+#[test]
+fn the_printed_command_reproduces_the_failure() {
+    let found = campaign("campaign-command")
+        .backend(ACKS_BY_ID)
+        .run()
+        .expect("runs");
+    let failure = found.failure.as_ref().expect("the bug is caught");
+    let message = found.failure(failure).to_string();
+    let command = message
+        .lines()
+        .find_map(|line| line.strip_prefix("reproduce: "))
+        .expect("a reproduce line");
+    let args = command
+        .strip_prefix(PROGRAM)
+        .expect("our program")
+        .split_whitespace();
+    let output = Command::new(env!("CARGO_BIN_EXE_leasehold-example-queue"))
+        .args(args)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("{} violated", failure.invariant)),
+        "{command}:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.status.code(), Some(0), "the file's [expect] is met");
+}
+
+/// A seeded template of one's own works as well as the defaults.
+#[test]
+fn a_template_of_ones_own() {
+    let template = Setup::default_for(Variant::Fenced);
+    leasehold::campaign(template)
+        .seeds(0..5)
+        .backend(FIXED)
+        .out(out("own-template"))
+        .run()
+        .expect("runs")
+        .assert_clean();
+}

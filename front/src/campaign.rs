@@ -1,0 +1,236 @@
+//! `leasehold::campaign`: a seeded simulator campaign as a test call, on the pure broker or a
+//! backend of one's own. The smallest failing seed is saved as a seeded scenario and re-run
+//! with a recorder, so a failed assertion prints its timeline, the file and the command that
+//! replays it.
+
+use crate::check::OUT_DEFAULT;
+use crate::failure::{program, Failure};
+use crate::files;
+use crate::Error;
+use leasehold_model::Invariant;
+use leasehold_sim::seeded::campaign::{Campaign, THREADS_MAX};
+use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, to_toml};
+use leasehold_sim::seeded::{BackendKind, Setup, Summary};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// A campaign to run: the template, the seeds, the backend. Built by [`campaign`].
+#[derive(Clone, Debug)]
+pub struct CampaignRun {
+    campaign: Campaign,
+    out: PathBuf,
+}
+
+/// A campaign of `template` (e.g. `Setup::default_for(Variant::Fenced)`, or
+/// [`crate::defaults::sim_template`]): seeds `0..100`, the template's faults for every seed,
+/// the pure broker, one thread, findings under [`OUT_DEFAULT`].
+pub fn campaign(template: Setup) -> CampaignRun {
+    CampaignRun {
+        campaign: Campaign::new(template, 0..100),
+        out: PathBuf::from(OUT_DEFAULT),
+    }
+}
+
+/// The smallest failing seed of a campaign, saved and re-run.
+#[derive(Clone, Debug)]
+pub struct SeedFailure {
+    /// The seed.
+    pub seed: u64,
+    /// The first invariant it broke.
+    pub invariant: Invariant,
+    /// What the oracle saw, one line each.
+    pub violations: Vec<String>,
+    /// The re-run's timeline.
+    pub timeline: String,
+    /// The seeded scenario file written.
+    pub file: PathBuf,
+}
+
+/// What a campaign found.
+#[derive(Clone, Debug)]
+pub struct Campaigned {
+    /// The campaign's counts, failures per invariant and campaign hash.
+    pub summary: Summary,
+    /// The backend it ran on.
+    pub backend: &'static str,
+    /// The command that runs the same campaign (on the pure broker, or the same backend).
+    pub command: String,
+    /// The smallest failing seed, if any seed failed.
+    pub failure: Option<SeedFailure>,
+}
+
+impl CampaignRun {
+    /// The seeds to run.
+    pub fn seeds(mut self, seeds: Range<u64>) -> CampaignRun {
+        self.campaign.seeds = seeds;
+        self
+    }
+
+    /// Swarm testing: each seed draws its own subset of the template's faults and its own
+    /// workload size.
+    pub fn swarm(mut self) -> CampaignRun {
+        self.campaign.swarm = true;
+        self
+    }
+
+    /// Each seed draws whether the broker expires leases at their deadline or on the next
+    /// fetch.
+    pub fn expiry_mixed(mut self) -> CampaignRun {
+        self.campaign.expiry_mixed = true;
+        self
+    }
+
+    /// Worker threads (the results do not depend on it).
+    pub fn threads(mut self, threads: usize) -> CampaignRun {
+        self.campaign.threads = threads;
+        self
+    }
+
+    /// The broker under test: `BackendKind::Other { name, make }`, where `make` builds one
+    /// from a run's `BrokerConfig` (a function, or a closure capturing nothing).
+    pub fn backend(mut self, backend: BackendKind) -> CampaignRun {
+        self.campaign.backend = backend;
+        self
+    }
+
+    /// Where the smallest failing seed is written (default [`OUT_DEFAULT`]).
+    pub fn out(mut self, dir: impl AsRef<Path>) -> CampaignRun {
+        self.out = dir.as_ref().to_path_buf();
+        self
+    }
+
+    fn command(&self) -> String {
+        let mut command = format!(
+            "{} sim --seeds {}..{} {}",
+            program(),
+            self.campaign.seeds.start,
+            self.campaign.seeds.end,
+            self.campaign.recipe()
+        );
+        if !matches!(self.campaign.backend, BackendKind::Pure) {
+            command.push_str(&format!(" --backend {}", self.campaign.backend));
+        }
+        command
+    }
+
+    /// Runs the campaign; saves and re-runs its smallest failing seed. A template the
+    /// simulator refuses, a backend that cannot run it, or a file that cannot be written, is
+    /// an [`Error`].
+    pub fn run(self) -> Result<Campaigned, Error> {
+        let c = &self.campaign;
+        if c.threads == 0 || c.threads > THREADS_MAX {
+            return Err(Error(format!(
+                "threads {}: must be between 1 and {THREADS_MAX}",
+                c.threads
+            )));
+        }
+        if c.seeds.is_empty() {
+            return Err(Error(format!("seeds {:?}: empty", c.seeds)));
+        }
+        c.largest_setup()
+            .validate()
+            .map_err(|e| Error(e.to_string()))?;
+        c.backend.check(&c.template).map_err(Error)?;
+        let summary = c.run(&|_| {});
+        let failure = self.smallest_failure(&summary)?;
+        Ok(Campaigned {
+            backend: c.backend.name(),
+            command: self.command(),
+            summary,
+            failure,
+        })
+    }
+
+    fn smallest_failure(&self, summary: &Summary) -> Result<Option<SeedFailure>, Error> {
+        let Some(first) = &summary.first_failure else {
+            return Ok(None);
+        };
+        let seed = first.seed;
+        let setup = self.campaign.setup(seed);
+        let outcome = run_setup(&setup, self.campaign.backend, true);
+        let Some(violation) = outcome.violations.first() else {
+            return Err(Error(format!(
+                "seed {seed} did not fail again when re-run: the backend is not deterministic"
+            )));
+        };
+        let note = format!("found by: {}", self.command());
+        let scenario = scenario_of(&setup, Some(violation.invariant.id()), Some(note));
+        let name = format!(
+            "{}-{}-seed{seed}.toml",
+            setup.variant, self.campaign.backend
+        );
+        let file = self.out.join(name);
+        files::write_atomic(&file, to_toml(&scenario).as_bytes())?;
+        Ok(Some(SeedFailure {
+            seed,
+            invariant: violation.invariant,
+            violations: outcome.violations.iter().map(|v| v.to_string()).collect(),
+            timeline: outcome.trace.unwrap_or_default(),
+            file,
+        }))
+    }
+}
+
+impl Campaigned {
+    /// The command that replays the smallest failing seed's file on the same backend.
+    pub fn replay_command(&self, failure: &SeedFailure) -> String {
+        let mut command = format!("{} replay {}", program(), failure.file.display());
+        if self.backend != "pure" {
+            command.push_str(&format!(" --backend {}", self.backend));
+        }
+        command
+    }
+
+    /// The failure to print for the smallest failing seed.
+    pub fn failure(&self, failure: &SeedFailure) -> Failure {
+        Failure {
+            verdict: format!(
+                "campaign on {}: seed {} VIOLATED {} {} ({} of {} seeds failed; campaign: {})",
+                self.backend,
+                failure.seed,
+                failure.invariant.id(),
+                failure.invariant.name(),
+                self.summary.seeds_failed,
+                self.summary.seeds_run,
+                self.command
+            ),
+            violations: failure.violations.clone(),
+            timeline: failure.timeline.clone(),
+            file: Some(failure.file.display().to_string()),
+            command: self.replay_command(failure),
+        }
+    }
+
+    /// Panics if any seed broke an invariant: with the smallest failing seed's verdict,
+    /// timeline, file and the command that replays it.
+    pub fn assert_clean(&self) -> &Campaigned {
+        if let Some(failure) = &self.failure {
+            self.failure(failure).panic();
+        }
+        self
+    }
+
+    /// The smallest failing seed, which must have broken `invariant`; panics (with the
+    /// campaign's command) otherwise.
+    pub fn assert_fails(&self, invariant: Invariant) -> &SeedFailure {
+        match &self.failure {
+            Some(failure) if failure.invariant == invariant => failure,
+            other => Failure {
+                verdict: format!(
+                    "campaign on {}: {} {} was expected to be violated; smallest failure: {}",
+                    self.backend,
+                    invariant.id(),
+                    invariant.name(),
+                    other
+                        .as_ref()
+                        .map_or("none".to_string(), |f| f.invariant.id().to_string())
+                ),
+                violations: Vec::new(),
+                timeline: String::new(),
+                file: None,
+                command: self.command.clone(),
+            }
+            .panic(),
+        }
+    }
+}

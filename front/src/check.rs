@@ -1,0 +1,212 @@
+//! `leasehold::check`: the model checker as a test call. Each counterexample is written as a
+//! scripted scenario and replayed through the scenario executor, so a failed assertion prints
+//! the timeline `leasehold replay FILE` prints, the file and the `leasehold check …` command.
+
+use crate::defaults::{COUNTEREXAMPLE_STATES_MAX, STATES_MAX};
+use crate::failure::{program, Failure};
+use crate::files;
+use crate::Error;
+use leasehold_model::check::{CheckConfig, LeaseModel, Limits, Options, Outcome, Report};
+use leasehold_model::Invariant;
+use leasehold_sim::counterexample;
+use std::path::{Path, PathBuf};
+
+/// Where the front door writes the scenarios it finds, unless told otherwise (relative to the
+/// working folder: a package's root under `cargo test`).
+pub const OUT_DEFAULT: &str = "target/leasehold";
+
+/// A model check to run: a configuration and the search's options. Built by [`check`].
+#[derive(Clone, Debug)]
+pub struct Check {
+    config: CheckConfig,
+    options: Options,
+    out: PathBuf,
+}
+
+/// A model check of `config` (e.g. `CheckConfig::default_for(Variant::Fenced)`): symmetry
+/// reduction on, one thread, at most [`STATES_MAX`] states, scenarios under
+/// [`OUT_DEFAULT`].
+pub fn check(config: CheckConfig) -> Check {
+    Check {
+        config,
+        options: Options {
+            limits: Limits {
+                states_max: STATES_MAX,
+                threads: 1,
+            },
+            symmetry: true,
+            counterexample_states_max: COUNTEREXAMPLE_STATES_MAX,
+            ..Options::default()
+        },
+        out: PathBuf::from(OUT_DEFAULT),
+    }
+}
+
+/// One counterexample: its invariant, its length, and its scenario's replay.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// The invariant it breaks.
+    pub invariant: Invariant,
+    /// Its number of model steps (the shortest within the bounds).
+    pub steps: usize,
+    /// The replay's timeline, `tN` lines.
+    pub timeline: String,
+    /// What the replay's oracle saw, one line each.
+    pub violations: Vec<String>,
+    /// The scenario file written.
+    pub scenario: PathBuf,
+    /// Whether the scenario replays to the same violation.
+    pub replays: bool,
+}
+
+/// What a model check found.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The model checker's report (verdicts, counts, outcome).
+    pub report: Report,
+    /// The command that runs the same check: `leasehold check --variant … …`.
+    pub command: String,
+    /// One per violated invariant, as replayed scenarios.
+    pub counterexamples: Vec<Found>,
+}
+
+impl Check {
+    /// Search threads (the verdicts do not depend on it).
+    pub fn threads(mut self, threads: usize) -> Check {
+        self.options.limits.threads = threads;
+        self
+    }
+
+    /// Stop with "bounded" after about this many generated states.
+    pub fn max_states(mut self, states: u64) -> Check {
+        self.options.limits.states_max = states;
+        self.options.counterexample_states_max = states.min(COUNTEREXAMPLE_STATES_MAX);
+        self
+    }
+
+    /// Search past the first violation, for every invariant the configuration can break.
+    pub fn all_violations(mut self) -> Check {
+        self.options.beyond_first_violation = true;
+        self
+    }
+
+    /// Where counterexample scenarios go (default [`OUT_DEFAULT`]).
+    pub fn out(mut self, dir: impl AsRef<Path>) -> Check {
+        self.out = dir.as_ref().to_path_buf();
+        self
+    }
+
+    /// Runs the check; writes a scenario per counterexample. A configuration the checker
+    /// refuses, or a file that cannot be written, is an [`Error`].
+    pub fn run(self) -> Result<Checked, Error> {
+        self.config.validate().map_err(Error)?;
+        let threads = self.options.limits.threads;
+        if threads == 0 || threads > 64 {
+            return Err(Error(format!(
+                "threads {threads}: must be between 1 and 64"
+            )));
+        }
+        let mut command = format!("{} check {}", program(), self.config);
+        if self.options.beyond_first_violation {
+            command.push_str(" --all-violations");
+        }
+        if self.options.limits.states_max != STATES_MAX {
+            command.push_str(&format!(" --max-states {}", self.options.limits.states_max));
+        }
+        let report = leasehold_model::check::run(&self.config, &self.options, None);
+        let model = LeaseModel::new(self.config.clone());
+        let counterexamples = report
+            .counterexamples
+            .iter()
+            .map(|cx| {
+                let (body, replay) = counterexample::replay(&model, cx)
+                    .map_err(|e| Error(format!("the counterexample for {}: {e}", cx.invariant)))?;
+                let name = format!("{}-check-{}.toml", self.config.variant, cx.invariant.id());
+                let scenario = self.out.join(name);
+                files::write_atomic(&scenario, body.as_bytes())?;
+                Ok(Found {
+                    invariant: cx.invariant,
+                    steps: cx.len(),
+                    replays: replay.matched && replay.violated(cx.invariant),
+                    timeline: replay.timeline.iter().map(|l| format!("{l}\n")).collect(),
+                    violations: replay.violations.iter().map(|v| v.to_string()).collect(),
+                    scenario,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Checked {
+            report,
+            command,
+            counterexamples,
+        })
+    }
+}
+
+impl Checked {
+    /// Whether every invariant holds (and every applicable sometimes property is reached).
+    pub fn holds(&self) -> bool {
+        self.report.outcome == Outcome::Holds
+    }
+
+    /// The failure to print for `found`.
+    pub fn failure(&self, found: &Found) -> Failure {
+        Failure {
+            verdict: format!(
+                "check of {}: VIOLATED {} {} ({} model steps)",
+                self.report.config.variant,
+                found.invariant.id(),
+                found.invariant.name(),
+                found.steps
+            ),
+            violations: found.violations.clone(),
+            timeline: found.timeline.clone(),
+            file: Some(found.scenario.display().to_string()),
+            command: self.command.clone(),
+        }
+    }
+
+    /// Panics unless every invariant holds: with the first counterexample's verdict,
+    /// timeline, scenario file and the command that reproduces it.
+    pub fn assert_holds(&self) -> &Checked {
+        if let Some(found) = self.counterexamples.first() {
+            self.failure(found).panic();
+        }
+        if !self.holds() {
+            Failure {
+                verdict: format!("check: {:?}, not proven", self.report.outcome),
+                violations: Vec::new(),
+                timeline: String::new(),
+                file: None,
+                command: self.command.clone(),
+            }
+            .panic();
+        }
+        self
+    }
+
+    /// The counterexample of `invariant`; panics (with the command) if the check did not
+    /// find one.
+    pub fn assert_violates(&self, invariant: Invariant) -> &Found {
+        match self
+            .counterexamples
+            .iter()
+            .find(|f| f.invariant == invariant)
+        {
+            Some(found) => found,
+            None => Failure {
+                verdict: format!(
+                    "check of {}: {} {} was expected to be violated, and was not ({:?})",
+                    self.report.config.variant,
+                    invariant.id(),
+                    invariant.name(),
+                    self.report.outcome
+                ),
+                violations: Vec::new(),
+                timeline: String::new(),
+                file: None,
+                command: self.command.clone(),
+            }
+            .panic(),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! leasehold's front door: the model checker, simulator campaigns, scenario replays,
+//! timelines and the verdict matrix as calls a test suite makes, in the style of proptest and
+//! loom. Add the `leasehold` crate (which re-exports this one) as a dev-dependency.
+//!
+//! A failed assertion panics with the verdict, the timeline of the failing run, the scenario
+//! file it wrote and the exact `leasehold …` command that reproduces it.
+//!
+//! ```
+//! use leasehold_front::{self as leasehold, CheckConfig, Invariant, Variant};
+//!
+//! // The reference protocol holds in a small configuration …
+//! let small = CheckConfig { event_count: 1, worker_count: 2, ..CheckConfig::default_for(Variant::Fenced) };
+//! leasehold::check(small).out("target/doc-leasehold").run()?.assert_holds();
+//!
+//! // … and a planted mutant that acks by event id does not: the counterexample is a scenario.
+//! let mutant = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+//!     .out("target/doc-leasehold")
+//!     .run()?;
+//! let found = mutant.assert_violates(Invariant::I1);
+//! assert!(found.replays);
+//! # Ok::<(), leasehold_front::Error>(())
+//! ```
+//!
+//! * [`check()`] — exhaustive model checking of one bounded configuration.
+//! * [`campaign()`] — a seeded simulator campaign, on the pure broker or a backend of yours.
+//! * [`replay()`] — a scenario file on a backend: its timeline (for `insta::assert_snapshot!`)
+//!   and its verdict.
+//! * [`matrix`] — every variant through every engine, each cell judged against SPEC
+//!   section 2's expectation.
+//! * [`defaults`] — the defaults the command line and these calls share.
+//! * [`files`] — atomic writes, never-overwriting writes.
+//! * [`failure`] — what a failed assertion prints, and how reproducing commands start.
+#![deny(missing_docs)]
+
+pub mod campaign;
+pub mod check;
+pub mod defaults;
+mod error;
+pub mod failure;
+pub mod files;
+pub mod matrix;
+pub mod replay;
+
+pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
+pub use check::{check, Check, Checked, Found};
+pub use error::Error;
+pub use failure::{reproduce_with, Failure};
+pub use replay::{replay, Replayed};
+
+pub use leasehold_model as model;
+pub use leasehold_model::check::CheckConfig;
+pub use leasehold_model::{Backend, BrokerConfig, BrokerView, Invariant, Variant};
+pub use leasehold_sim as sim;
+pub use leasehold_sim::seeded::seeded_file::MakeBackend;
+pub use leasehold_sim::seeded::{BackendKind, Setup};

@@ -1,0 +1,132 @@
+//! `leasehold::replay`: a scenario file — scripted, or seeded (a simulator finding) — run on a
+//! backend, its timeline, and assertions that print how to run it again.
+
+use crate::failure::{program, Failure};
+use crate::Error;
+use leasehold_model::Broker;
+use leasehold_sim::parse;
+use leasehold_sim::script::{self, Script};
+use leasehold_sim::seeded::seeded_file::{check_expect, load_seeded, parse_toml, run_setup};
+use leasehold_sim::seeded::BackendKind;
+use std::path::Path;
+
+/// Reads and parses a scripted scenario file; any failure is one line naming the file (and
+/// the line and field).
+pub fn load(path: &Path) -> Result<Script, Error> {
+    let name = path.display().to_string();
+    let src =
+        std::fs::read_to_string(path).map_err(|e| Error(format!("{name}: cannot read: {e}")))?;
+    let script = parse::parse(&src, &name).map_err(|e| Error(e.to_string()))?;
+    if script.steps.is_empty() {
+        return Err(Error(format!(
+            "{name}: a seeded scenario (no [[step]]): replay it with leasehold::replay"
+        )));
+    }
+    Ok(script)
+}
+
+/// A replayed scenario: what happened, and whether it matched the file.
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    /// The file, as given.
+    pub file: String,
+    /// The backend it ran on.
+    pub backend: &'static str,
+    /// The timeline, one `tN` line per line, ending with a newline.
+    pub timeline: String,
+    /// Every violation the oracle found, one line each.
+    pub violations: Vec<String>,
+    /// Every expectation of the file that the run did not meet, one line each.
+    pub mismatches: Vec<String>,
+    /// The trace hash (hexadecimal).
+    pub trace_hash: String,
+}
+
+/// Replays the scenario at `path` on `backend` (built from the scenario's configuration): a
+/// scripted file step by step, a seeded file through the simulator. An unreadable or malformed
+/// file, or a backend that cannot run its configuration, is an [`Error`].
+pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, Error> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Error(format!("{name}: cannot read: {e}")))?;
+    let seeded = parse_toml(&text).is_ok_and(|s| s.seed.is_some() && s.steps.is_empty());
+    if seeded {
+        let scenario = parse_toml(&text).map_err(|e| Error(format!("{name}: {e}")))?;
+        let setup = load_seeded(&text, &name).map_err(Error)?;
+        backend
+            .check(&setup)
+            .map_err(|e| Error(format!("{name}: {e}")))?;
+        let outcome = run_setup(&setup, backend, true);
+        return Ok(Replayed {
+            file: name,
+            backend: backend.name(),
+            timeline: outcome.trace.clone().unwrap_or_default(),
+            violations: outcome.violations.iter().map(|v| v.to_string()).collect(),
+            mismatches: check_expect(&scenario, &outcome),
+            trace_hash: format!("{:016x}", outcome.trace_hash),
+        });
+    }
+    let script = load(path)?;
+    let replay = match backend {
+        BackendKind::Pure => script::run(&script, Broker::new(script.setup.broker_config())),
+        BackendKind::Other { name: kind, make } => {
+            let made = make(&script.setup.broker_config())
+                .map_err(|e| Error(format!("{name}: backend {kind}: {e}")))?;
+            script::run(&script, made)
+        }
+    };
+    Ok(Replayed {
+        file: name,
+        backend: backend.name(),
+        timeline: replay.timeline.iter().map(|l| format!("{l}\n")).collect(),
+        violations: replay.violations.iter().map(|v| v.to_string()).collect(),
+        mismatches: replay.mismatches.clone(),
+        trace_hash: replay.trace_hash.clone(),
+    })
+}
+
+impl Replayed {
+    /// The command that replays the file again on the same backend.
+    pub fn command(&self) -> String {
+        let mut command = format!("{} replay {}", program(), self.file);
+        if self.backend != "pure" {
+            command.push_str(&format!(" --backend {}", self.backend));
+        }
+        command
+    }
+
+    /// The timeline, for `insta::assert_snapshot!`.
+    pub fn timeline(&self) -> &str {
+        &self.timeline
+    }
+
+    fn failure(&self, what: &str, lines: &[String]) -> Failure {
+        Failure {
+            verdict: format!("replay of {} on {}: {what}", self.file, self.backend),
+            violations: lines.to_vec(),
+            timeline: self.timeline.clone(),
+            file: None,
+            command: self.command(),
+        }
+    }
+
+    /// Panics, with the timeline and the command, if the oracle found any violation —
+    /// whatever the file expects: what a backend's own suite asks of its backend.
+    pub fn assert_clean(&self) -> &Replayed {
+        if !self.violations.is_empty() {
+            self.failure("VIOLATED", &self.violations).panic();
+        }
+        self
+    }
+
+    /// Panics, with the timeline and the command, if the run did not meet every expectation of
+    /// the file (its steps' `expect` and its `[expect]` block).
+    pub fn assert_matches(&self) -> &Replayed {
+        if !self.mismatches.is_empty() {
+            self.failure("did not match the file", &self.mismatches)
+                .panic();
+        }
+        self
+    }
+}
