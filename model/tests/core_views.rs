@@ -61,6 +61,18 @@ fn brokers(variant: Variant) -> Vec<Broker> {
 fn compare(broker: &Broker) {
     let plain = Plain(broker);
     let count = BrokerView::event_count(broker);
+    // Unsettled records, counted here from the statuses.
+    let unsettled = (0..BrokerView::group_count(broker))
+        .flat_map(|group| (1..=count).map(move |seq| (group, seq)))
+        .filter(|&(group, seq)| {
+            !matches!(
+                broker.status(group, seq).0,
+                Status::Acked | Status::DeadLettered
+            )
+        })
+        .count() as u64;
+    assert_eq!(plain.unsettled_count(), unsettled);
+    assert_eq!(BrokerView::unsettled_count(broker), unsettled);
     for group in 0..BrokerView::group_count(broker) {
         for seq in 0..=count + 1 {
             let kind = broker.status_kind(group, seq);
