@@ -3,6 +3,7 @@
 
 use leasehold_model::Invariant;
 use leasehold_sim::seeded::ddmin::{self, minimize};
+use leasehold_sim::seeded::seeded_file::to_toml;
 use leasehold_sim::seeded::seeded_file::{load_seeded, run_setup};
 use leasehold_sim::seeded::to_script::script_of;
 use leasehold_sim::seeded::BackendKind;
@@ -57,4 +58,47 @@ fn every_found_seed_converts_to_a_script_that_breaks_the_same_invariant_first() 
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_written() {
+    let mut failures = Vec::new();
+    for path in found_files() {
+        let (script, target) = converted(&path);
+        let shrunk = minimize(&script, target, 5_000);
+        let steps = shrunk.scenario.steps.len();
+        if steps > script.steps.len() {
+            failures.push(format!("{}: {steps} > {}", path.display(), script.steps.len()));
+        }
+        let replay = ddmin::replay(&shrunk.scenario, "shrunk.toml").expect("valid");
+        if !replay.violated(target) || !replay.matched {
+            failures.push(format!(
+                "{}: shrunk to {steps} steps, breaks {target}: {}, matched: {} {:?}",
+                path.display(),
+                replay.violated(target),
+                replay.matched,
+                replay.mismatches
+            ));
+        }
+        eprintln!(
+            "{}: {} → {steps} steps ({} runs)",
+            path.file_name().unwrap().to_string_lossy(),
+            script.steps.len(),
+            shrunk.runs
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn shrinking_is_deterministic() {
+    let path = found_files()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("renew-revives"))
+        .expect("the renew-revives finding");
+    let (script, target) = converted(&path);
+    let once = to_toml(&minimize(&script, target, 5_000).scenario);
+    let again = to_toml(&minimize(&script, target, 5_000).scenario);
+    assert_eq!(once, again);
+    assert!(once.contains("[[step]]"));
 }
