@@ -17,7 +17,11 @@ fn found_files() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "toml") && !is_story(p))
         .collect();
     files.sort();
-    assert!(!files.is_empty(), "no seeded findings under {}", dir.display());
+    assert!(
+        !files.is_empty(),
+        "no seeded findings under {}",
+        dir.display()
+    );
     files
 }
 
@@ -31,7 +35,10 @@ fn converted(path: &PathBuf) -> (leasehold_sim::scenario::Scenario, Invariant) {
     let text = std::fs::read_to_string(path).expect("readable");
     let setup = load_seeded(&text, &path.display().to_string()).expect("a seeded finding");
     let outcome = run_setup(&setup, BackendKind::Pure, true);
-    let first = outcome.violations.first().expect("a finding breaks an invariant");
+    let first = outcome
+        .violations
+        .first()
+        .expect("a finding breaks an invariant");
     let recorded = outcome.recorded.as_ref().expect("recorded");
     let script = script_of(&setup, recorded, first.invariant, "test".to_string());
     (script, first.invariant)
@@ -68,7 +75,11 @@ fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_wr
         let shrunk = minimize(&script, target, 5_000);
         let steps = shrunk.scenario.steps.len();
         if steps > script.steps.len() {
-            failures.push(format!("{}: {steps} > {}", path.display(), script.steps.len()));
+            failures.push(format!(
+                "{}: {steps} > {}",
+                path.display(),
+                script.steps.len()
+            ));
         }
         let replay = ddmin::replay(&shrunk.scenario, "shrunk.toml").expect("valid");
         if !replay.violated(target) || !replay.matched {
@@ -101,4 +112,23 @@ fn shrinking_is_deterministic() {
     let again = to_toml(&minimize(&script, target, 5_000).scenario);
     assert_eq!(once, again);
     assert!(once.contains("[[step]]"));
+}
+
+#[test]
+fn the_committed_renew_revives_story_replays_and_reads_in_under_a_dozen_lines() {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../reports/renew-revives-story.toml");
+    let text = std::fs::read_to_string(&path).expect("reports/renew-revives-story.toml");
+    let scenario: leasehold_sim::scenario::Scenario = toml::from_str(&text).expect("a scenario");
+    let replay = ddmin::replay(&scenario, "renew-revives-story.toml").expect("valid");
+    assert!(replay.matched, "{:?}", replay.mismatches);
+    assert!(replay.violated(Invariant::I2));
+    assert!(replay.timeline.len() < 12, "{:#?}", replay.timeline);
+    let told = std::fs::read_to_string(path.with_extension("txt")).expect("its timeline");
+    for line in &replay.timeline {
+        assert!(
+            told.contains(line.as_str()),
+            "{line} not in the committed timeline"
+        );
+    }
 }

@@ -26,7 +26,10 @@ pub struct Minimized {
 pub fn replay(scenario: &Scenario, file: &str) -> Result<Replay, String> {
     let text = toml::to_string(scenario).map_err(|e| format!("{file}: {e}"))?;
     let script = parse::parse(&text, file).map_err(|e| e.to_string())?;
-    Ok(script::run(&script, Broker::new(script.setup.broker_config())))
+    Ok(script::run(
+        &script,
+        Broker::new(script.setup.broker_config()),
+    ))
 }
 
 /// Whether `scenario` is valid and its replay breaks `target`.
