@@ -163,7 +163,10 @@ fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
     assert!(report.contains("script "), "{report}");
     // The result is a scripted story that replays to the same violation.
     let text = std::fs::read_to_string(written).unwrap();
-    assert!(text.contains("[[step]]") && !text.contains("seed = "), "{text}");
+    assert!(
+        text.contains("[[step]]") && !text.contains("seed = "),
+        "{text}"
+    );
     assert!(text.contains("violated = \"I"), "{text}");
     let replay = leasehold(&["replay", written]);
     assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));

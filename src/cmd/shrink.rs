@@ -137,7 +137,10 @@ fn story(
     }
     let minimized = ddmin::minimize(&script, target, runs_max.saturating_mul(10));
     let mut story = minimized.scenario;
-    story.name = format!("{} breaks {target} (shrunk from seed {seed})", story.variant);
+    story.name = format!(
+        "{} breaks {target} (shrunk from seed {seed})",
+        story.variant
+    );
     story.note = Some(format!(
         "shrunk from {name} (seed {seed}): {changes}; the run written as a script of {} steps, delta debugging kept {} ({} replays)",
         minimized.steps_before,
@@ -152,7 +155,10 @@ fn story(
     );
     let replay = ddmin::replay(&story, name).map_err(UserError)?;
     if !replay.matched {
-        println!("{name}: the shrunk script does not replay as written: {:?}", replay.mismatches);
+        println!(
+            "{name}: the shrunk script does not replay as written: {:?}",
+            replay.mismatches
+        );
         return Ok(None);
     }
     Ok(Some(story))
