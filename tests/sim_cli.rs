@@ -160,8 +160,24 @@ fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
         .find_map(|l| l.strip_prefix("wrote "))
         .unwrap_or_else(|| panic!("{report}"));
     assert!(report.contains("events "), "{report}");
-    let replay = leasehold(&["sim", "--file", written]);
+    assert!(report.contains("script "), "{report}");
+    // The result is a scripted story that replays to the same violation.
+    let text = std::fs::read_to_string(written).unwrap();
+    assert!(
+        text.contains("[[step]]") && !text.contains("seed = "),
+        "{text}"
+    );
+    assert!(text.contains("violated = \"I"), "{text}");
+    let replay = leasehold(&["replay", written]);
     assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    // Deterministic: the same input shrinks to the same bytes.
+    let again = leasehold(&["shrink", &path]);
+    let second = stdout(&again)
+        .lines()
+        .find_map(|l| l.strip_prefix("wrote ").map(str::to_string))
+        .unwrap();
+    assert_ne!(second, written);
+    assert_eq!(text, std::fs::read_to_string(&second).unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -1,12 +1,17 @@
 //! `leasehold shrink FILE`: minimises a failing seeded scenario while it still breaks the same
-//! invariant, writes the result beside the input (never overwriting) and prints what shrank.
+//! invariant — first its size and faults, then the run written as a scripted scenario, step by
+//! step (delta debugging) — writes the scripted result beside the input (never overwriting)
+//! and prints what shrank.
 
 use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::sim::{load_scenario, load_seeded_file};
 use crate::files;
 use leasehold_model::Invariant;
-use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, to_toml};
-use leasehold_sim::seeded::shrink::{self, size};
+use leasehold_sim::scenario::Scenario;
+use leasehold_sim::seeded::ddmin;
+use leasehold_sim::seeded::seeded_file::{run_setup, to_toml, BackendKind};
+use leasehold_sim::seeded::shrink::{self, size, Shrunk};
+use leasehold_sim::seeded::to_script::script_of;
 use std::path::PathBuf;
 
 /// Arguments of `leasehold shrink`.
@@ -77,15 +82,9 @@ pub fn run(args: Args) -> CmdResult {
         println!("  {change}");
     }
     println!("size {} → {}", size(&setup), size(&shrunk.setup));
-    let note = format!(
-        "shrunk from {name}: {}",
-        if shrunk.changes.is_empty() {
-            "nothing could be removed".to_string()
-        } else {
-            shrunk.changes.join(", ")
-        }
-    );
-    let result = scenario_of(&shrunk.setup, Some(target.id()), Some(note));
+    let Some(story) = story(&name, &shrunk, backend, target, args.runs_max)? else {
+        return Ok(Status::Failed);
+    };
     let dir = args.out.clone().unwrap_or_else(|| {
         args.file
             .parent()
@@ -101,8 +100,66 @@ pub fn run(args: Args) -> CmdResult {
         &dir,
         &format!("{stem}-shrunk"),
         "toml",
-        to_toml(&result).as_bytes(),
+        to_toml(&story).as_bytes(),
     )?;
     println!("wrote {}", path.display());
     Ok(Status::Ok)
+}
+
+/// The shrunk run as a scripted scenario: each broker-level step of the recorded run written
+/// out, then steps removed while the replay still breaks `target` (delta debugging on the
+/// pure broker). `None` (after saying why) when the script does not reproduce `target`.
+fn story(
+    name: &str,
+    shrunk: &Shrunk,
+    backend: BackendKind,
+    target: Invariant,
+    runs_max: u64,
+) -> Result<Option<Scenario>, UserError> {
+    let outcome = run_setup(&shrunk.setup, backend, true);
+    let recorded = outcome
+        .recorded
+        .as_ref()
+        .ok_or_else(|| UserError(format!("{name}: the run was not recorded")))?;
+    let changes = if shrunk.changes.is_empty() {
+        "nothing could be switched off".to_string()
+    } else {
+        shrunk.changes.join(", ")
+    };
+    let seed = shrunk.setup.seed;
+    let script = script_of(&shrunk.setup, recorded, target, String::new());
+    if !ddmin::breaks(&script, target) {
+        println!(
+            "{name}: the run written as a script ({} steps) does not break {target}; nothing written",
+            script.steps.len()
+        );
+        return Ok(None);
+    }
+    let minimized = ddmin::minimize(&script, target, runs_max.saturating_mul(10));
+    let mut story = minimized.scenario;
+    story.name = format!(
+        "{} breaks {target} (shrunk from seed {seed})",
+        story.variant
+    );
+    story.note = Some(format!(
+        "shrunk from {name} (seed {seed}): {changes}; the run written as a script of {} steps, delta debugging kept {} ({} replays)",
+        minimized.steps_before,
+        story.steps.len(),
+        minimized.runs
+    ));
+    println!(
+        "script {} → {} steps ({} replays)",
+        minimized.steps_before,
+        story.steps.len(),
+        minimized.runs
+    );
+    let replay = ddmin::replay(&story, name).map_err(UserError)?;
+    if !replay.matched {
+        println!(
+            "{name}: the shrunk script does not replay as written: {:?}",
+            replay.mismatches
+        );
+        return Ok(None);
+    }
+    Ok(Some(story))
 }

@@ -11,8 +11,11 @@
 //! * [`campaign`] — ranges of seeds over threads and shards, the recipe line, swarm draws.
 //! * [`summary`] — what a campaign found: printable, serialisable, mergeable across shards.
 //! * [`shrink`] — minimising a failing seeded scenario.
+//! * [`to_script`] — a recorded seeded run as a scripted scenario.
+//! * [`ddmin`] — shrinking a scripted scenario by delta debugging.
 
 pub mod campaign;
+pub mod ddmin;
 pub mod faults;
 pub mod prng;
 pub mod ratio;
@@ -21,6 +24,7 @@ pub mod seeded_file;
 pub mod setup;
 pub mod shrink;
 pub mod summary;
+pub mod to_script;
 pub mod workload;
 
 pub use campaign::Campaign;
