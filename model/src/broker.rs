@@ -213,6 +213,9 @@ pub struct Broker {
     /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`), in
     /// (group, seq) order (insertion order among entries of one record).
     unflushed: SmallVec<[(u32, Seq, Record); 1]>,
+    /// Events published but not yet durable, the last ones of the stream
+    /// (`volatile-publish`).
+    unflushed_events: u32,
     /// Pending expiry timers, in firing order.
     timers: SmallVec<[Timer; 2]>,
     /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
@@ -226,6 +229,7 @@ impl PartialEq for Broker {
             && self.groups == other.groups
             && self.next_lease_id == other.next_lease_id
             && self.unflushed == other.unflushed
+            && self.unflushed_events == other.unflushed_events
             && self.timers == other.timers
     }
 }
@@ -238,6 +242,7 @@ impl Hash for Broker {
         self.groups.hash(state);
         self.next_lease_id.hash(state);
         self.unflushed.hash(state);
+        self.unflushed_events.hash(state);
         self.timers.hash(state);
     }
 }
@@ -257,6 +262,7 @@ impl Broker {
             groups: (0..config.group_count).map(|_| Group::new()).collect(),
             next_lease_id: 1,
             unflushed: SmallVec::new(),
+            unflushed_events: 0,
             timers: SmallVec::new(),
             unsettled: 0,
             config,
@@ -310,6 +316,9 @@ impl Broker {
             });
         }
         self.unsettled += self.groups.len() as u64;
+        if !self.config.variant.publishes_durable() {
+            self.unflushed_events += 1;
+        }
         self.event_count()
     }
 
@@ -331,7 +340,9 @@ impl Broker {
             return Err(SettleError::Invalid("limit 0".into()));
         }
         self.expire_due(now_ms);
-        self.unflushed.clear(); // The periodic flush rides on fetch.
+        // The periodic flush rides on fetch.
+        self.unflushed.clear();
+        self.unflushed_events = 0;
         let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
         let deadline_ms = now_ms.saturating_add(lease_ms);
         let mut leases = Vec::new();
@@ -435,12 +446,12 @@ impl Broker {
             }
             (_, Err(error)) => Err(error),
             (SettleOp::Ack, Ok(())) => {
-                self.disarm(lease.group, lease.seq);
+                self.cancel_timer(lease.group, lease.seq);
                 self.apply_ack(lease.group, lease.seq, record);
                 Ok(None)
             }
             (SettleOp::Nack { delay_ms, reason }, Ok(())) => {
-                self.disarm(lease.group, lease.seq);
+                self.cancel_timer(lease.group, lease.seq);
                 let attempts = record.attempts().unwrap_or(lease.attempt);
                 if attempts >= self.config.max_attempts {
                     let reason = reason.unwrap_or(Reason::MAX_ATTEMPTS);
@@ -463,7 +474,7 @@ impl Broker {
                 Ok(None)
             }
             (SettleOp::Reject { reason }, Ok(())) => {
-                self.disarm(lease.group, lease.seq);
+                self.cancel_timer(lease.group, lease.seq);
                 self.dead_letter(lease.group, lease.seq, reason);
                 Ok(None)
             }
@@ -491,7 +502,11 @@ impl Broker {
                     lease_id,
                     deadline_ms,
                     ..
-                } if *lease_id == lease.lease_id && clock_ms < *deadline_ms => {
+                } if *lease_id == lease.lease_id
+                    && (clock_ms < *deadline_ms
+                        || self.config.variant.deadline_inclusive()
+                            && clock_ms == *deadline_ms) =>
+                {
                     if self.receipt(lease.seq) != lease.receipt {
                         return Err(SettleError::ReceiptMismatch);
                     }
@@ -572,7 +587,15 @@ impl Broker {
         self.timers.insert(position, timer);
     }
 
-    /// Cancels the expiry timers of (group, seq): its lease ended.
+    /// A settle ended the lease on (group, seq): its timer is cancelled (not in
+    /// `stale-timer`).
+    fn cancel_timer(&mut self, group: GroupIx, seq: Seq) {
+        if self.config.variant.cancels_timers() {
+            self.disarm(group, seq);
+        }
+    }
+
+    /// Removes the expiry timers of (group, seq).
     fn disarm(&mut self, group: GroupIx, seq: Seq) {
         let group = group as u32;
         self.timers.retain(|t| !(t.group == group && t.seq == seq));
@@ -633,23 +656,27 @@ impl Broker {
                 break;
             }
             self.timers.remove(0);
-            expired.extend(self.fire(timer, now_ms));
+            expired.extend(self.fire(timer));
         }
         expired
     }
 
-    /// A timer fires: the lease it was armed for expires if it still holds the record and its
-    /// deadline has passed.
-    fn fire(&mut self, timer: Timer, now_ms: Ms) -> Option<Expired> {
+    /// Fires one pending timer now, whatever its deadline — the untimed model's "the broker's
+    /// clock reaches this timer". Returns `None` when no such timer is pending or the record
+    /// holds no lease.
+    pub fn fire_timer(&mut self, timer: &Timer) -> Option<Expired> {
+        let position = self.timers.iter().position(|t| t == timer)?;
+        let timer = self.timers.remove(position);
+        self.fire(timer)
+    }
+
+    /// A timer fires: the broker expires the lease that holds the record. It trusts its
+    /// timers: it cancels a lease's timer when the lease is settled and replaces it when the
+    /// lease is renewed, so the timer that fires is the record's lease's, at its deadline.
+    fn fire(&mut self, timer: Timer) -> Option<Expired> {
         let (group, seq) = (timer.group as GroupIx, timer.seq);
         match self.record(group, seq) {
-            Some(Record::Leased {
-                lease_id,
-                deadline_ms,
-                ..
-            }) if *lease_id == timer.lease_id && *deadline_ms <= now_ms => {
-                self.expire_record(group, seq, *deadline_ms)
-            }
+            Some(Record::Leased { .. }) => self.expire_record(group, seq, timer.deadline_ms),
             _ => None,
         }
     }
@@ -765,6 +792,14 @@ impl Broker {
                 _ => {}
             }
         }
+        // Events published since the last flush were never delivered (a fetch flushes).
+        let lost_events = std::mem::take(&mut self.unflushed_events) as usize;
+        let mut lost_unsettled = 0;
+        for g in &mut self.groups {
+            let kept = g.records.len() - lost_events;
+            lost_unsettled += g.records.drain(kept..).filter(|r| !r.is_settled()).count();
+        }
+        self.unsettled -= lost_unsettled as u64;
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }

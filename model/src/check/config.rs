@@ -113,6 +113,17 @@ impl CheckConfig {
                 },
             ),
             Variant::DlqDrop => base(1, 1, 1, none),
+            Variant::InclusiveDeadline => base(1, 1, 2, none),
+            Variant::StaleTimer => base(1, 2, 2, none),
+            Variant::VolatilePublish => base(
+                1,
+                1,
+                1,
+                Budgets {
+                    broker_restarts: 1,
+                    ..none
+                },
+            ),
             Variant::StuckLease => base(
                 1,
                 1,
