@@ -10,6 +10,14 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return leasehold::cli::usage_error(error),
     };
+    // Private redis-server processes (`--redis-spawn`) stop with the command, also on a panic.
+    struct StopRedis;
+    impl Drop for StopRedis {
+        fn drop(&mut self) {
+            cmd::redis::shutdown();
+        }
+    }
+    let _stop_redis = StopRedis;
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Sim(args) => cmd::sim::run(args),

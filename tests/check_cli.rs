@@ -34,6 +34,16 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).to_string()
 }
 
+/// The verdict line of invariant `id` (`  always     I1 stale-never-counts   holds`).
+fn verdict_line<'a>(text: &'a str, id: &str) -> &'a str {
+    text.lines()
+        .find(|l| {
+            (l.starts_with("  always") || l.starts_with("  eventually"))
+                && l.contains(&format!(" {id} "))
+        })
+        .unwrap_or_else(|| panic!("no line for {id}: {text}"))
+}
+
 #[test]
 fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_property() {
     let out_dir = scratch("fenced");
@@ -42,16 +52,17 @@ fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_prope
     assert_eq!(output.status.code(), Some(0), "{text}");
     let first = text.lines().next().unwrap();
     assert!(
-        first.starts_with("leasehold check --variant fenced --groups 1 --events 2"),
+        first.starts_with("leasehold check --variant fenced --groups 1 --events 3 --workers 3 --max-attempts 2 --policy nack_on_error --crashes 2 --drops 0 --dups 0 --lost-replies 1"),
         "{first}"
     );
     for id in ["I1", "I2", "I3", "I4", "I5", "I6"] {
-        let line = text
-            .lines()
-            .find(|l| l.contains(&format!("always    {id} ")))
-            .unwrap();
-        assert!(line.ends_with("holds"), "{line}");
+        let line = verdict_line(&text, id);
+        assert!(line.contains(" holds"), "{line}");
     }
+    assert!(
+        verdict_line(&text, "I6").contains("(assuming finite budgets"),
+        "{text}"
+    );
     let reached = text
         .lines()
         .filter(|l| {
@@ -128,11 +139,8 @@ fn a_search_cut_by_the_state_bound_reports_bounded_never_holds() {
         "{text}"
     );
     for id in ["I1", "I2", "I3", "I4", "I5", "I6"] {
-        let line = text
-            .lines()
-            .find(|l| l.contains(&format!("always    {id} ")))
-            .unwrap();
-        assert!(line.ends_with("bounded"), "{line}");
+        let line = verdict_line(&text, id);
+        assert!(line.contains(" bounded"), "{line}");
     }
     assert!(text.contains("result: bounded (not proven)"), "{text}");
 }
@@ -178,6 +186,11 @@ fn bad_input_exits_2_with_one_line() {
         &["check", "--policy", "sometimes"],
         &["check", "--explore", "0.0.0.0:3000"],
         &["check", "--explore", "example.org:80"],
+        &["check", "--renews", "many"],
+        &["check", "--fairness", "weak"],
+        &["check", "--renews", "unbounded", "--fairness", "strong"],
+        &["check", "--threads", "0"],
+        &["check", "--max-states", "0"],
     ] {
         let output = leasehold(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
@@ -231,7 +244,7 @@ fn explore_serves_stateright_explorer_on_loopback() {
 }
 
 #[test]
-fn bfs_and_dfs_agree_and_compare_symmetry_reports_both_counts() {
+fn compare_symmetry_reports_both_counts_and_threads_do_not_change_them() {
     let small = [
         "check",
         "--events",
@@ -243,9 +256,8 @@ fn bfs_and_dfs_agree_and_compare_symmetry_reports_both_counts() {
         "--lost-replies",
         "1",
     ];
-    let dfs = leasehold(&[&small[..], &["--compare-symmetry"]].concat());
-    let bfs = leasehold(&[&small[..], &["--bfs"]].concat());
-    let (dfs, bfs) = (stdout(&dfs), stdout(&bfs));
+    let one = stdout(&leasehold(&[&small[..], &["--compare-symmetry"]].concat()));
+    let two = stdout(&leasehold(&[&small[..], &["--threads", "2"]].concat()));
     let unique = |text: &str, prefix: &str| -> u64 {
         let line = text
             .lines()
@@ -254,16 +266,90 @@ fn bfs_and_dfs_agree_and_compare_symmetry_reports_both_counts() {
         let field = line.split(" states generated, ").nth(1).unwrap();
         field.split(' ').next().unwrap().parse().unwrap()
     };
-    let reduced = unique(&dfs, "");
-    let plain = unique(&dfs, "without symmetry: ");
-    assert!(reduced < plain, "{dfs}");
-    // BFS with symmetry explores the same quotient space.
-    assert_eq!(unique(&bfs, ""), reduced, "{bfs}");
+    let reduced = unique(&one, "");
+    let plain = unique(&one, "without symmetry: ");
+    assert!(reduced < plain, "{one}");
+    assert_eq!(unique(&two, ""), reduced, "{two}");
     let verdicts = |text: &str| -> Vec<String> {
         text.lines()
             .filter(|l| l.starts_with("  "))
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(verdicts(&dfs), verdicts(&bfs));
+    assert_eq!(verdicts(&one), verdicts(&two));
+}
+
+#[test]
+fn the_plain_fault_set_proves_with_a_not_applicable_sometimes_property_and_exits_0() {
+    let output = leasehold(&[
+        "check",
+        "--events",
+        "2",
+        "--workers",
+        "2",
+        "--max-attempts",
+        "2",
+        "--crashes",
+        "1",
+        "--lost-replies",
+        "0",
+        "--drops",
+        "0",
+        "--dups",
+        "0",
+        "--renews",
+        "0",
+        "--broker-restarts",
+        "0",
+        "--no-symmetry",
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let ambiguous = text.lines().find(|l| l.contains("ambiguous")).unwrap();
+    assert!(ambiguous.ends_with("not applicable"), "{ambiguous}");
+    assert!(text.contains(" 7763 unique states"), "{text}");
+}
+
+#[test]
+fn unbounded_renews_give_a_lasso_without_fairness_and_a_proof_with_it() {
+    let out_dir = scratch("lasso");
+    let base = [
+        "check",
+        "--events",
+        "2",
+        "--workers",
+        "2",
+        "--crashes",
+        "1",
+        "--lost-replies",
+        "0",
+        "--renews",
+        "unbounded",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    let none = leasehold(&[&base[..], &["--fairness", "none"]].concat());
+    let text = stdout(&none);
+    assert_eq!(none.status.code(), Some(1), "{text}");
+    assert!(
+        verdict_line(&text, "I6").contains("violated  (assuming no fairness"),
+        "{text}"
+    );
+    assert!(text.contains("lasso counterexample for I6"), "{text}");
+    let file = out_dir.join("fenced-I6.toml");
+    let replay = leasehold(&["replay", file.to_str().unwrap()]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    assert!(
+        stdout(&replay).contains("can repeat forever"),
+        "{}",
+        stdout(&replay)
+    );
+
+    let weak = leasehold(&base);
+    let text = stdout(&weak);
+    assert_eq!(weak.status.code(), Some(0), "{text}");
+    assert!(
+        verdict_line(&text, "I6").contains("holds  (assuming weak fairness"),
+        "{text}"
+    );
 }

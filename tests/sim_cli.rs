@@ -128,7 +128,15 @@ fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
         Some(0),
         "the file's [expect] matched"
     );
-    let body = |o: &Output| stdout(o).lines().skip(1).collect::<Vec<_>>().join("\n");
+    // Everything but the recipe line and the wall-clock speed.
+    let body = |o: &Output| {
+        stdout(o)
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with("speed:"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(body(&by_flags), body(&by_file));
     assert!(body(&by_file).contains("trace hash"));
     // Never overwritten: a second campaign writes a new file.
@@ -237,4 +245,140 @@ fn the_embedded_broker_runs_the_same_campaign_as_the_pure_one() {
         "embedded",
     ]);
     assert_eq!(refused.status.code(), Some(2));
+}
+
+/// Every input that used to crash is refused with one line naming the flag (exit 2), or runs.
+#[test]
+fn huge_inputs_are_one_line_errors_or_run_never_a_panic() {
+    for (args, named) in [
+        (
+            vec!["sim", "--lease-ms", "400000000000000000"],
+            "--lease-ms",
+        ),
+        (
+            vec!["sim", "--safety-ms-max", "18446744073709551615"],
+            "--safety-ms-max",
+        ),
+        (
+            vec!["sim", "--max-attempts", "4294967295"],
+            "--max-attempts",
+        ),
+        (vec!["sim", "--events", "4294967295"], "--events"),
+        (vec!["sim", "--workers", "100000"], "--workers"),
+        (vec!["sim", "--groups", "100000"], "--groups"),
+        (vec!["sim", "--threads", "100000"], "--threads"),
+        (vec!["sim", "--threads", "0"], "--threads"),
+        (vec!["sim", "--shard", "5/99999999999"], "--shard"),
+    ] {
+        let out = leasehold(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // The largest seed is a seed like any other.
+    let out = leasehold(&["sim", "--seed", "18446744073709551615", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("leasehold sim --seed 18446744073709551615"));
+    // Seeds are streamed: a range of ten billion seeds starts at once (and stops at the first
+    // failure).
+    let out = leasehold(&[
+        "sim",
+        "--variant",
+        "unfenced-settle",
+        "--seeds",
+        "0..10000000000",
+        "--stop-on-failure",
+        "--json",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(json(&out)["seeds_run"].as_u64().unwrap() < 100);
+}
+
+/// A seeded file with a field no run can honour names the file, the line and the field.
+#[test]
+fn a_seeded_file_with_a_huge_lease_is_refused_with_its_file_and_line() {
+    let dir = scratch_dir("huge");
+    let path = dir.join("huge.toml");
+    let text = "name = \"huge\"\nvariant = \"fenced\"\nseed = 1\n\n[config]\ngroups = [\"g\"]\nevents = 2\nworkers = [\"A\"]\nlease_ms = 400000000000000000\nmax_attempts = 3\n";
+    std::fs::write(&path, text).unwrap();
+    for command in ["replay", "shrink"] {
+        let out = leasehold(&[command, path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{command}: {err}");
+        assert!(err.contains("huge.toml:9:"), "{command}: {err}");
+        assert!(err.contains("config.lease_ms"), "{command}: {err}");
+    }
+    let out = leasehold(&["sim", "--file", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Shards run anywhere merge into the summary and campaign hash of the unsharded campaign.
+#[test]
+fn sharded_json_outputs_merge_into_the_unsharded_summary() {
+    let dir = scratch_dir("merge");
+    let common = [
+        "--variant",
+        "volatile-ack",
+        "--seeds",
+        "3..45",
+        "--swarm",
+        "--json",
+        "--no-save",
+    ];
+    let whole = leasehold(&[&["sim"][..], &common[..]].concat());
+    assert_eq!(whole.status.code(), Some(1));
+    let mut files = Vec::new();
+    for k in [2, 3, 1] {
+        let shard = format!("{k}/3");
+        let out = leasehold(&[&["sim"][..], &common[..], &["--shard", &shard]].concat());
+        let path = dir.join(format!("shard{k}.json"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        files.push(path.display().to_string());
+    }
+    let mut args = vec!["sim", "--merge"];
+    args.extend(files.iter().map(String::as_str));
+    args.push("--json");
+    let merged = leasehold(&args);
+    assert_eq!(merged.status.code(), Some(1), "{}", stdout(&merged));
+    let strip = |mut value: serde_json::Value| {
+        let object = value.as_object_mut().unwrap();
+        for key in ["wall_ms", "threads"] {
+            object.remove(key);
+        }
+        value
+    };
+    let (whole, merged) = (strip(json(&whole)), strip(json(&merged)));
+    assert_eq!(whole["campaign_hash"], merged["campaign_hash"]);
+    assert_eq!(whole, merged);
+    // A missing shard, or a shard of another campaign, is refused.
+    let out = leasehold(&["sim", "--merge", &files[0], &files[1]]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The summary counts, per coverage probe, the seeds that reached it and the first one.
+#[test]
+fn the_summary_shows_coverage_and_flags_what_the_mix_never_reaches() {
+    let out = leasehold(&["sim", "--seeds", "0..30", "--no-save"]);
+    let text = stdout(&out);
+    assert!(text.contains("coverage (seeds that reached it"), "{text}");
+    assert!(text.contains("stale_settle_refused"), "{text}");
+    let out = leasehold(&["sim", "--seeds", "0..30", "--no-faults", "--no-save"]);
+    let text = stdout(&out);
+    assert!(text.contains("never reached:"), "{text}");
+    assert!(
+        text.contains("ambiguous_reply") && text.contains("⚠ never reached"),
+        "{text}"
+    );
+    let out = leasehold(&["sim", "--seeds", "0..30", "--json", "--no-save"]);
+    let value = json(&out);
+    let tally = &value["coverage"]["stale_settle_refused"];
+    assert!(tally["seeds"].as_u64().unwrap() > 0, "{value}");
+    assert!(tally["first_seed"].is_u64(), "{value}");
 }

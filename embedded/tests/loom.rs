@@ -118,7 +118,7 @@ fn ack_races_expiry_and_refetch(bug: Option<PlantedBug>) {
         let broker = broker(3, bug);
         let first = leased_event(&broker);
         let acker = {
-            let (broker, first) = (broker.clone(), first.clone());
+            let (broker, first) = (broker.clone(), first);
             thread::spawn(move || {
                 // Before the deadline: valid unless the expiry won.
                 let acked = broker.settle_at(&request(&first, ack()), 5);
@@ -182,7 +182,7 @@ fn reject_races_expiry_at_max_attempts(bug: Option<PlantedBug>) {
         let broker = broker(1, bug);
         let lease = leased_event(&broker);
         let rejecter = {
-            let (broker, lease) = (broker.clone(), lease.clone());
+            let (broker, lease) = (broker.clone(), lease);
             thread::spawn(move || {
                 let rejected = broker.settle_at(&request(&lease, reject("poison")), 5);
                 if rejected.is_ok() {
@@ -252,7 +252,7 @@ fn renew_races_expiry(bug: Option<PlantedBug>) {
         let broker = broker(3, bug);
         let lease = leased_event(&broker);
         let renewer = {
-            let (broker, lease) = (broker.clone(), lease.clone());
+            let (broker, lease) = (broker.clone(), lease);
             thread::spawn(move || {
                 let renewed = broker.settle_at(&request(&lease, renew(100)), 5);
                 if let Ok(Some(renewed)) = &renewed {
@@ -381,7 +381,7 @@ fn ack() -> leasehold_model::SettleOp {
 
 fn reject(reason: &str) -> leasehold_model::SettleOp {
     leasehold_model::SettleOp::Reject {
-        reason: reason.to_string(),
+        reason: leasehold_model::Reason::new(reason),
     }
 }
 

@@ -20,6 +20,30 @@ pub trait Backend: BrokerView {
     /// Applies a settle or renew; an accepted renew returns the renewed lease.
     fn settle(&mut self, request: &SettleRequest, now_ms: Ms)
         -> Result<Option<Lease>, SettleError>;
+    /// [`Backend::fetch`] on behalf of the worker named `worker`. A backend that keeps an
+    /// identity per consumer (Redis: one consumer per worker) overrides it; by default the name
+    /// is ignored.
+    fn fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        let _ = worker;
+        self.fetch(group, limit, now_ms, lease_ms)
+    }
+    /// [`Backend::settle`] on behalf of the worker named `worker` (see [`Backend::fetch_as`]).
+    fn settle_as(
+        &mut self,
+        worker: &str,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        let _ = worker;
+        self.settle(request, now_ms)
+    }
     /// Expires every lease whose deadline is `<= now_ms`; returns them in firing order (by
     /// deadline, then group, then seq: sort the list when the backend finds them otherwise).
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired>;

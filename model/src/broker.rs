@@ -14,9 +14,10 @@
 //! Every operation costs what it changes, whatever the number of events: `fetch` finds the
 //! lowest available record through an index (the never-delivered records form a suffix; the
 //! few others sit in a short sorted list), expiry pops timers in deadline order, the frontier
-//! advances over the settled prefix once, and the count of unsettled records is kept. Only a
-//! broker restart, which loses the broker's volatile state, re-reads every record. The
-//! index is derived data: equality and hashing ignore it.
+//! advances over the settled prefix once, and the count of unsettled records is kept. A
+//! broker restart, which loses the broker's volatile state, costs what it restores (the
+//! acks it undoes, the timers it re-arms) and re-derives the frontier from the lowest record
+//! that may have changed. The index is derived data: equality and hashing ignore it.
 
 use crate::types::{
     GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
@@ -70,7 +71,7 @@ pub struct Expired {
 
 /// A pending expiry timer: the broker will expire `lease_id` on (group, seq) at `deadline_ms`.
 /// Timers order by deadline, then record: the order in which they fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Timer {
     /// When the timer fires, on the broker's clock.
     pub deadline_ms: Ms,
@@ -80,6 +81,15 @@ pub struct Timer {
     pub seq: Seq,
     /// The lease it was armed for.
     pub lease_id: LeaseId,
+}
+
+/// Packs the record's group and seq in one word (fewer words to fingerprint).
+impl Hash for Timer {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.deadline_ms);
+        state.write_u64(u64::from(self.group) | u64::from(self.seq) << 32);
+        state.write_u64(self.lease_id.0);
+    }
 }
 
 /// What an outside observer can read of a broker: record statuses, dead-letter reasons and the
@@ -103,6 +113,31 @@ pub trait BrokerView {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.status(group, seq), (Status::DeadLettered, Some(kept)) if kept == reason)
     }
+    /// The dead-letter reason of (group, seq), if it is dead-lettered. Override it when
+    /// [`BrokerView::status`] allocates: the oracle calls it when it first sees a dead letter.
+    fn dead_letter_reason(&self, group: GroupIx, seq: Seq) -> Option<Reason> {
+        match self.status(group, seq) {
+            (Status::DeadLettered, reason) => Some(Reason::new(&reason.unwrap_or_default())),
+            _ => None,
+        }
+    }
+    /// Records of every group that are neither acked nor dead-lettered. The default reads every
+    /// record; override it when the backend keeps the count (engines ask it after every step).
+    fn unsettled_count(&self) -> u64 {
+        let count = self.event_count();
+        (0..self.group_count())
+            .map(|group| {
+                (1..=count)
+                    .filter(|&seq| {
+                        !matches!(
+                            self.status_kind(group, seq),
+                            Status::Acked | Status::DeadLettered
+                        )
+                    })
+                    .count() as u64
+            })
+            .sum()
+    }
     /// Writes the statuses of (group, first), (group, first + 1), … into `out`, as many as fit
     /// and are published; returns how many it wrote. Override it to read a group's records in
     /// one pass: the oracle's full audit reads every record through it.
@@ -118,7 +153,7 @@ pub trait BrokerView {
 }
 
 /// One consumer group's records, frontier and fetch index.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Group {
     /// `records[seq - 1]`.
     records: SmallVec<[Record; 4]>,
@@ -129,6 +164,45 @@ struct Group {
     fresh_from: Seq,
     /// Index: the available records below `fresh_from`, in seq order.
     returned: SmallVec<[Seq; 4]>,
+    /// The lowest seq at or below the frontier that became unsettled since the frontier was
+    /// last derived from the records (`Seq::MAX`: none): where a restart re-derives it from.
+    unsettled_below: Seq,
+}
+
+/// Copies the record slices at once (the items are `Copy`; `SmallVec`'s own `clone` goes
+/// item by item): the model checker clones a broker per transition.
+impl Clone for Group {
+    fn clone(&self) -> Group {
+        Group {
+            records: SmallVec::from_slice(&self.records),
+            frontier: self.frontier,
+            max_acked: self.max_acked,
+            fresh_from: self.fresh_from,
+            returned: SmallVec::from_slice(&self.returned),
+            unsettled_below: self.unsettled_below,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Group) {
+        copy_from(&mut self.records, &source.records);
+        self.frontier = source.frontier;
+        self.max_acked = source.max_acked;
+        self.fresh_from = source.fresh_from;
+        copy_from(&mut self.returned, &source.returned);
+        self.unsettled_below = source.unsettled_below;
+    }
+}
+
+/// `target = source` in place, for `Copy` items (item by item: the lists are short, and a
+/// `memcpy` call costs more than the copy).
+fn copy_from<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
+where
+    A::Item: Copy,
+{
+    target.clear();
+    for &item in source {
+        target.push(item);
+    }
 }
 
 impl PartialEq for Group {
@@ -144,8 +218,7 @@ impl Eq for Group {}
 impl Hash for Group {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.records.hash(state);
-        self.frontier.hash(state);
-        self.max_acked.hash(state);
+        state.write_u64(u64::from(self.frontier) | u64::from(self.max_acked) << 32);
     }
 }
 
@@ -157,6 +230,7 @@ impl Group {
             max_acked: 0,
             fresh_from: 1,
             returned: SmallVec::new(),
+            unsettled_below: Seq::MAX,
         }
     }
 
@@ -171,6 +245,12 @@ impl Group {
             (Some(r), Some(f)) => Some(r.min(f)),
             (r, f) => r.or(f),
         }
+    }
+
+    /// The available records the index names, in seq order (tests).
+    fn available(&self) -> Vec<Seq> {
+        let fresh = self.fresh_from..=self.records.len() as Seq;
+        self.returned.iter().copied().chain(fresh).collect()
     }
 
     /// Rebuilds the index from the records.
@@ -205,7 +285,7 @@ fn remove_sorted(list: &mut SmallVec<[Seq; 4]>, seq: Seq) {
 }
 
 /// The broker's whole state.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Broker {
     config: BrokerConfig,
     groups: SmallVec<[Group; 1]>,
@@ -216,11 +296,46 @@ pub struct Broker {
     /// Events published but not yet durable, the last ones of the stream
     /// (`volatile-publish`).
     unflushed_events: u32,
-    /// Pending expiry timers, in firing order.
-    timers: SmallVec<[Timer; 2]>,
+    /// Pending expiry timers, in firing order (as many inline as records).
+    timers: SmallVec<[Timer; 4]>,
     /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
     /// settled?" costs nothing).
     unsettled: u64,
+}
+
+/// See [`Group`]'s `Clone`.
+impl Clone for Broker {
+    fn clone(&self) -> Broker {
+        let mut groups = SmallVec::new();
+        for group in &self.groups {
+            groups.push(group.clone());
+        }
+        Broker {
+            config: self.config,
+            groups,
+            next_lease_id: self.next_lease_id,
+            unflushed: SmallVec::from_slice(&self.unflushed),
+            unflushed_events: self.unflushed_events,
+            timers: SmallVec::from_slice(&self.timers),
+            unsettled: self.unsettled,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Broker) {
+        self.config = source.config;
+        self.groups.truncate(source.groups.len());
+        for (target, group) in self.groups.iter_mut().zip(&source.groups) {
+            target.clone_from(group);
+        }
+        for group in &source.groups[self.groups.len()..] {
+            self.groups.push(group.clone());
+        }
+        self.next_lease_id = source.next_lease_id;
+        copy_from(&mut self.unflushed, &source.unflushed);
+        self.unflushed_events = source.unflushed_events;
+        copy_from(&mut self.timers, &source.timers);
+        self.unsettled = source.unsettled;
+    }
 }
 
 impl PartialEq for Broker {
@@ -236,13 +351,25 @@ impl PartialEq for Broker {
 
 impl Eq for Broker {}
 
+/// Hashes what equality compares, small fields packed together (the model checker
+/// fingerprints brokers by the million).
 impl Hash for Broker {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.config.hash(state);
+        let c = &self.config;
+        state.write_u64(c.group_count as u64 | u64::from(c.max_attempts) << 32);
+        state.write_u64(c.lease_ms);
+        c.variant.hash(state);
         self.groups.hash(state);
-        self.next_lease_id.hash(state);
-        self.unflushed.hash(state);
-        self.unflushed_events.hash(state);
+        state.write_u64(self.next_lease_id);
+        state.write_usize(self.unflushed.len());
+        for (group, seq, prior) in &self.unflushed {
+            state.write_u64(u64::from(*group) | u64::from(*seq) << 32);
+            prior.hash(state);
+        }
+        if self.unflushed_events != 0 {
+            // Only `volatile-publish` has any: the other variants' fingerprints stay as pinned.
+            state.write_u32(self.unflushed_events);
+        }
         self.timers.hash(state);
     }
 }
@@ -339,12 +466,7 @@ impl Broker {
         if limit == 0 {
             return Err(SettleError::Invalid("limit 0".into()));
         }
-        self.expire_due(now_ms);
-        // The periodic flush rides on fetch.
-        self.unflushed.clear();
-        self.unflushed_events = 0;
-        let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
-        let deadline_ms = now_ms.saturating_add(lease_ms);
+        let deadline_ms = self.begin_fetch(now_ms, lease_ms);
         let mut leases = Vec::new();
         while leases.len() < limit {
             let Some(seq) = self.groups[group].first_available(now_ms) else {
@@ -353,6 +475,34 @@ impl Broker {
             leases.push(self.lease(group, seq, deadline_ms));
         }
         Ok(leases)
+    }
+
+    /// [`Broker::fetch`] with `limit` 1, without allocating (the model checker's fetch).
+    pub fn fetch_one(
+        &mut self,
+        group: GroupIx,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Option<Lease>, SettleError> {
+        if group >= self.config.group_count {
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
+        }
+        let deadline_ms = self.begin_fetch(now_ms, lease_ms);
+        let seq = self.groups[group].first_available(now_ms);
+        Ok(seq.map(|seq| self.lease(group, seq, deadline_ms)))
+    }
+
+    /// What every fetch does before leasing: due expiries, the periodic flush. Returns the
+    /// deadline of the leases it hands out.
+    fn begin_fetch(&mut self, now_ms: Ms, lease_ms: Option<Ms>) -> Ms {
+        self.expire_due_each(now_ms, |_| {});
+        // The periodic flush rides on fetch.
+        self.unflushed.clear();
+        self.unflushed_events = 0;
+        let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
+        now_ms.saturating_add(lease_ms)
     }
 
     /// Leases the available record (group, seq) until `deadline_ms` and arms its timer.
@@ -625,7 +775,12 @@ impl Broker {
         }
         match (old.is_settled(), record.is_settled()) {
             (false, true) => self.unsettled -= 1,
-            (true, false) => self.unsettled += 1,
+            (true, false) => {
+                self.unsettled += 1;
+                if seq <= g.frontier {
+                    g.unsettled_below = g.unsettled_below.min(seq);
+                }
+            }
             _ => {}
         }
         self.advance_frontier(group);
@@ -651,14 +806,21 @@ impl Broker {
     /// they expired.
     pub fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         let mut expired = Vec::new();
+        self.expire_due_each(now_ms, |e| expired.push(e));
+        expired
+    }
+
+    /// [`Broker::expire_due`], handing each expired lease to `f` instead of collecting them.
+    pub fn expire_due_each(&mut self, now_ms: Ms, mut f: impl FnMut(Expired)) {
         while let Some(&timer) = self.timers.first() {
             if timer.deadline_ms > now_ms {
                 break;
             }
             self.timers.remove(0);
-            expired.extend(self.fire(timer));
+            if let Some(expired) = self.fire(timer) {
+                f(expired);
+            }
         }
-        expired
     }
 
     /// Fires one pending timer now, whatever its deadline — the untimed model's "the broker's
@@ -780,8 +942,98 @@ impl Broker {
     }
 
     /// A broker restart: durable state survives, volatile state is lost (per the variant).
-    /// The only operation that reads every record: it rebuilds what the broker keeps in memory.
+    /// Costs what it restores: the acks it undoes (`volatile-ack`), the timers it re-arms, and
+    /// the frontier from the lowest record that may have changed — not the number of records.
     pub fn restart(&mut self) {
+        let variant = self.config.variant;
+        let reverted = std::mem::take(&mut self.unflushed);
+        for &(group, seq, prior) in reverted.iter().rev() {
+            // The ack never became durable: the record is what it was before it.
+            self.set(group as GroupIx, seq, prior);
+        }
+        self.lose_unflushed_events();
+        if !variant.lease_ids_durable() {
+            self.next_lease_id = 1;
+        }
+        // Timers live in memory: a correct broker re-arms one per lease from its records. Every
+        // leased record still has its timer (a timer is disarmed only when its lease ends),
+        // except the records an undone ack leased again: those are armed here. A timer that
+        // outlived its lease (`stale-timer`) is not re-armed.
+        if !variant.cancels_timers() {
+            self.drop_stale_timers();
+        }
+        if variant.rearms_expiry_on_restart() {
+            for &(group, seq, _) in &reverted {
+                let group = group as GroupIx;
+                if let Record::Leased {
+                    lease_id,
+                    deadline_ms,
+                    ..
+                } = self.groups[group].records[seq as usize - 1]
+                {
+                    self.disarm(group, seq);
+                    self.arm(group, seq, lease_id, deadline_ms);
+                }
+            }
+        } else {
+            self.timers.clear();
+        }
+        for group in 0..self.config.group_count {
+            self.rederive_frontier(group);
+        }
+    }
+
+    /// A restart loses the events published since the last flush (`volatile-publish`): the
+    /// last ones of every group's stream, never delivered (a fetch flushes).
+    fn lose_unflushed_events(&mut self) {
+        let lost = std::mem::take(&mut self.unflushed_events) as usize;
+        if lost == 0 {
+            return;
+        }
+        for g in &mut self.groups {
+            let kept = g.records.len() - lost;
+            let unsettled = g.records[kept..].iter().filter(|r| !r.is_settled()).count();
+            self.unsettled -= unsettled as u64;
+            g.records.truncate(kept);
+            g.fresh_from = g.fresh_from.min(kept as Seq + 1);
+            g.returned.retain(|seq| *seq as usize <= kept);
+        }
+    }
+
+    /// Keeps only the timers of the leases that hold their records (a restart re-arms timers
+    /// from the records).
+    fn drop_stale_timers(&mut self) {
+        let groups = &self.groups;
+        self.timers.retain(|t| {
+            let record = groups[t.group as usize].records.get(t.seq as usize - 1);
+            matches!(record, Some(Record::Leased { lease_id, deadline_ms, .. })
+                if *lease_id == t.lease_id && *deadline_ms == t.deadline_ms)
+        });
+    }
+
+    /// The frontier (and the highest acked seq) as a restart derives them from the durable
+    /// records: from the lowest record that became unsettled below the frontier, if any.
+    fn rederive_frontier(&mut self, group: GroupIx) {
+        let g = &mut self.groups[group];
+        while g.max_acked > 0 && g.records[g.max_acked as usize - 1] != Record::Acked {
+            g.max_acked -= 1;
+        }
+        g.frontier = g.frontier.min(g.unsettled_below.saturating_sub(1));
+        g.unsettled_below = Seq::MAX;
+        self.advance_frontier(group);
+    }
+
+    /// The available records of each group as the fetch index names them, in seq order (tests
+    /// compare it with the records).
+    #[doc(hidden)]
+    pub fn fetch_index(&self) -> Vec<Vec<Seq>> {
+        self.groups.iter().map(Group::available).collect()
+    }
+
+    /// A restart that re-reads every record: what [`Broker::restart`] must be equal to (tests
+    /// compare the two; a run uses [`Broker::restart`], which costs what it restores).
+    #[doc(hidden)]
+    pub fn restart_by_scan(&mut self) {
         let variant = self.config.variant;
         for (group, seq, prior) in std::mem::take(&mut self.unflushed).into_iter().rev() {
             let g = &mut self.groups[group as usize];
@@ -792,18 +1044,10 @@ impl Broker {
                 _ => {}
             }
         }
-        // Events published since the last flush were never delivered (a fetch flushes).
-        let lost_events = std::mem::take(&mut self.unflushed_events) as usize;
-        let mut lost_unsettled = 0;
-        for g in &mut self.groups {
-            let kept = g.records.len() - lost_events;
-            lost_unsettled += g.records.drain(kept..).filter(|r| !r.is_settled()).count();
-        }
-        self.unsettled -= lost_unsettled as u64;
+        self.lose_unflushed_events();
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }
-        // Timers live in memory: a correct broker re-arms one per lease from its records.
         self.timers.clear();
         let rearm = variant.rearms_expiry_on_restart();
         for (group, g) in self.groups.iter_mut().enumerate() {
@@ -825,7 +1069,6 @@ impl Broker {
                 }
             }
             g.reindex();
-            // The frontier is derived from the durable records.
             g.max_acked = g
                 .records
                 .iter()
@@ -941,6 +1184,17 @@ impl BrokerView for Broker {
 
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         matches!(self.record(group, seq), Some(Record::DeadLettered { reason: kept }) if *kept == reason)
+    }
+
+    fn dead_letter_reason(&self, group: GroupIx, seq: Seq) -> Option<Reason> {
+        match self.record(group, seq) {
+            Some(Record::DeadLettered { reason }) => Some(*reason),
+            _ => None,
+        }
+    }
+    #[inline]
+    fn unsettled_count(&self) -> u64 {
+        self.unsettled
     }
 }
 

@@ -9,8 +9,9 @@
 //!   classification.
 //! * [`invariant`] — the invariants I1–I7 and their stable names.
 //! * [`oracle`] — ghost bookkeeping that checks the invariants after every step.
-//! * [`check`] — the stateright model of a bounded configuration, the shortest-counterexample
-//!   search and counterexample timelines.
+//! * [`check`] — exhaustive model checking of a bounded configuration: the history-free
+//!   state, the proof search, liveness (ranking function or fair cycles), shortest
+//!   counterexamples, `check` as a library call.
 #![deny(missing_docs)]
 
 pub mod backend;

@@ -33,6 +33,7 @@ use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 /// The oracle's own name for one lease: the index of the fetch that issued it (renumbered
 /// canonically by the model checker).
@@ -96,7 +97,7 @@ impl fmt::Display for Violation {
 }
 
 /// A lease the oracle considers live: issued, not expired by its contract, not settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct GhostLease {
     issuance: Issuance,
     group: u32,
@@ -114,7 +115,7 @@ enum Final {
     DeadLettered(Reason),
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct GhostRecord {
     /// Deliveries counted by the oracle.
     deliveries: u32,
@@ -127,7 +128,7 @@ struct GhostRecord {
     ran: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 struct GhostGroup {
     /// `records[seq - 1]`.
     records: SmallVec<[GhostRecord; 4]>,
@@ -135,6 +136,36 @@ struct GhostGroup {
     frontier: Seq,
     /// Length of the ghost-settled prefix.
     settled_prefix: Seq,
+}
+
+/// Copies the record slice at once (the items are `Copy`; `SmallVec`'s own `clone` goes item
+/// by item): the model checker clones an oracle per transition.
+impl Clone for GhostGroup {
+    fn clone(&self) -> GhostGroup {
+        GhostGroup {
+            records: SmallVec::from_slice(&self.records),
+            frontier: self.frontier,
+            settled_prefix: self.settled_prefix,
+        }
+    }
+
+    fn clone_from(&mut self, source: &GhostGroup) {
+        copy_from(&mut self.records, &source.records);
+        self.frontier = source.frontier;
+        self.settled_prefix = source.settled_prefix;
+    }
+}
+
+/// `target = source` in place, for `Copy` items (item by item: the lists are short, and a
+/// `memcpy` call costs more than the copy).
+fn copy_from<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
+where
+    A::Item: Copy,
+{
+    target.clear();
+    for &item in source {
+        target.push(item);
+    }
 }
 
 /// What full bookkeeping keeps besides the checks' state.
@@ -151,7 +182,7 @@ struct Log {
 const STATUS_CHUNK: usize = 64;
 
 /// The ghost state and the invariants broken so far.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Oracle {
     config: OracleConfig,
     groups: SmallVec<[GhostGroup; 1]>,
@@ -166,6 +197,105 @@ pub struct Oracle {
     audit_due: bool,
     /// Full bookkeeping (`None` when lean).
     log: Option<Box<Log>>,
+}
+
+// The hashes below hash what equality compares, small fields packed together: the model
+// checker fingerprints oracles by the million.
+
+impl Hash for GhostLease {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(u64::from(self.issuance.0) | u64::from(self.group) << 32);
+        state.write_u64(u64::from(self.seq) | u64::from(self.current) << 32);
+        state.write_u64(self.deadline_ms);
+    }
+}
+
+impl Hash for GhostRecord {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let settled = match self.settled {
+            None => 0,
+            Some(Final::Acked) => 1,
+            Some(Final::DeadLettered(_)) => 2,
+        };
+        state.write_u64(
+            u64::from(self.deliveries)
+                | u64::from(self.processed) << 32
+                | u64::from(self.ran) << 33
+                | settled << 34,
+        );
+        if let Some(Final::DeadLettered(reason)) = self.settled {
+            reason.hash(state);
+        }
+    }
+}
+
+impl Hash for GhostGroup {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.records.hash(state);
+        state.write_u64(u64::from(self.frontier) | u64::from(self.settled_prefix) << 32);
+    }
+}
+
+impl Hash for Oracle {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let c = &self.config;
+        state.write_u64(
+            c.group_count as u64
+                | u64::from(c.max_attempts) << 32
+                | u64::from(c.check_at_least_once) << 61
+                | u64::from(c.lean) << 62
+                | u64::from(c.audit_every_step) << 63,
+        );
+        self.groups.hash(state);
+        self.live.hash(state);
+        state.write_u64(
+            u64::from(self.next_issuance)
+                | u64::from(self.violated) << 32
+                | u64::from(self.audit_due) << 40,
+        );
+        state.write_usize(self.touched.len());
+        for &(group, seq) in &self.touched {
+            state.write_u64(u64::from(group) | u64::from(seq) << 32);
+        }
+        self.log.hash(state);
+    }
+}
+
+/// See [`GhostGroup`]'s `Clone`.
+impl Clone for Oracle {
+    fn clone(&self) -> Oracle {
+        let mut groups = SmallVec::new();
+        for group in &self.groups {
+            groups.push(group.clone());
+        }
+        Oracle {
+            config: self.config.clone(),
+            groups,
+            live: SmallVec::from_slice(&self.live),
+            next_issuance: self.next_issuance,
+            violated: self.violated,
+            touched: SmallVec::from_slice(&self.touched),
+            audit_due: self.audit_due,
+            log: self.log.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Oracle) {
+        self.config.clone_from(&source.config);
+        self.groups.truncate(source.groups.len());
+        for (target, group) in self.groups.iter_mut().zip(&source.groups) {
+            target.clone_from(group);
+        }
+        for group in &source.groups[self.groups.len()..] {
+            self.groups.push(group.clone());
+        }
+        copy_from(&mut self.live, &source.live);
+        self.next_issuance = source.next_issuance;
+        self.violated = source.violated;
+        copy_from(&mut self.touched, &source.touched);
+        self.audit_due = source.audit_due;
+        self.log.clone_from(&source.log);
+    }
 }
 
 fn bit(invariant: Invariant) -> u8 {
@@ -273,6 +403,15 @@ impl Oracle {
     /// Whether `issuance` is live (unexpired and unsettled by the oracle's account).
     pub fn is_live(&self, issuance: Issuance) -> bool {
         self.live.iter().any(|l| l.issuance == issuance)
+    }
+
+    /// Whether `issuance` is live and current (no later lease of its record was issued): what
+    /// [`Oracle::handler_started`] answers, asked at another moment (an engine asks it when a
+    /// handler writes its result). Costs the number of live leases.
+    pub fn is_current(&self, issuance: Issuance) -> bool {
+        self.live
+            .iter()
+            .any(|l| l.issuance == issuance && l.current)
     }
 
     /// Records a broken invariant; builds the detail only when it is newly broken and the
@@ -629,6 +768,28 @@ impl Oracle {
         }
     }
 
+    /// Compares the records `first..first + count` of `group` with the ghost (I3), as
+    /// [`Oracle::audit`] compares every record: a slice of a full audit, for an engine that
+    /// spreads one over many steps (a large broker after a restart). Records past the last
+    /// published event are skipped; frontiers are not checked (every `end_step` reads them).
+    pub fn audit_records(
+        &mut self,
+        view: &impl BrokerView,
+        group: GroupIx,
+        first: Seq,
+        count: Seq,
+    ) {
+        let published = self.published_count().min(view.event_count());
+        if group >= self.config.group_count || first == 0 || first > published {
+            return;
+        }
+        let last = first.saturating_add(count.saturating_sub(1)).min(published);
+        for seq in first..=last {
+            let status = view.status_kind(group, seq);
+            self.observe_record(view, group, seq, status);
+        }
+    }
+
     /// Compares one broker record with the ghost. Allocation-free unless a violation is found.
     fn observe_record(&mut self, view: &impl BrokerView, group: GroupIx, seq: Seq, status: Status) {
         let Some(&record) = self.ghost(group, seq) else {
@@ -651,7 +812,7 @@ impl Oracle {
                 detail.trim_end().to_string()
             }),
             (None, Status::DeadLettered) => {
-                let reason = Reason::new(&view.status(group, seq).1.unwrap_or_default());
+                let reason = view.dead_letter_reason(group, seq).unwrap_or(Reason::EMPTY);
                 let max_attempts = self.config.max_attempts;
                 if deliveries < max_attempts {
                     self.fail(Invariant::I3, || {

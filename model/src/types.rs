@@ -53,8 +53,9 @@ pub struct Lease {
 /// `Copy` and free of heap data: the model checker clones whole brokers per transition. A
 /// backend's receipt is not kept here (the pure broker's receipts are a function of the
 /// variant and the seq, see [`crate::Broker::receipt`]), and whether the lease will expire is
-/// the broker's timer table, not a flag on the record.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// the broker's timer table, not a flag on the record. Its `Hash` packs the variant and the
+/// attempts in one word (the model checker fingerprints records by the million).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Record {
     /// Eligible for delivery once `now_ms >= not_before_ms`.
     Available {
@@ -107,6 +108,35 @@ impl Record {
         match self {
             Record::Available { attempts, .. } | Record::Leased { attempts, .. } => Some(*attempts),
             _ => None,
+        }
+    }
+}
+
+impl std::hash::Hash for Record {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match *self {
+            Record::Available {
+                attempts,
+                not_before_ms,
+            } => {
+                state.write_u64(1 | u64::from(attempts) << 8);
+                state.write_u64(not_before_ms);
+            }
+            Record::Leased {
+                lease_id,
+                attempts,
+                deadline_ms,
+            } => {
+                state.write_u64(2 | u64::from(attempts) << 8);
+                state.write_u64(lease_id.0);
+                state.write_u64(deadline_ms);
+            }
+            Record::Acked => state.write_u64(3),
+            Record::DeadLettered { reason } => {
+                state.write_u64(4);
+                reason.hash(state);
+            }
+            Record::Dropped => state.write_u64(5),
         }
     }
 }

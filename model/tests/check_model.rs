@@ -1,58 +1,60 @@
-//! The stateright model: verdicts on the reference and on every mutant, minimal
-//! counterexamples, symmetry reduction, and the acyclicity that the I6 check relies on.
+//! The checker on the model: verdicts on the reference and on every mutant, minimal
+//! counterexamples, symmetry reduction, vacuity, and pinned state counts.
 
 use leasehold_model::check::{
-    shortest_counterexamples, trace, Budgets, CheckConfig, LeaseModel, State, REACHABILITY, SAFETY,
+    run, shortest_counterexamples, Budgets, CheckConfig, Fairness, LeaseModel, Limits, Options,
+    Outcome, Renews, Verdict,
 };
 use leasehold_model::{AckPolicy, Invariant, Variant};
-use stateright::{Checker, Model};
 
-fn small(variant: Variant) -> CheckConfig {
+fn config(variant: Variant, events: u32, workers: usize, max_attempts: u32) -> CheckConfig {
     CheckConfig {
         variant,
         group_count: 1,
-        event_count: 1,
-        worker_count: 2,
-        max_attempts: 2,
+        event_count: events,
+        worker_count: workers,
+        max_attempts,
         policy: AckPolicy::NackOnError,
-        budgets: Budgets {
-            crashes: 1,
-            lost_replies: 1,
-            ..Budgets::default()
-        },
+        budgets: Budgets::default(),
+        renews: Renews::Budget,
+        fairness: Fairness::Weak,
     }
 }
 
-fn property_name(invariant: Invariant) -> &'static str {
-    SAFETY
-        .iter()
-        .find(|(i, _)| *i == invariant)
-        .expect("checked")
-        .1
+/// The plain fault set of the issue: one crash, nothing else.
+fn plain(events: u32, workers: usize, max_attempts: u32) -> CheckConfig {
+    CheckConfig {
+        budgets: Budgets {
+            crashes: 1,
+            ..Budgets::default()
+        },
+        ..config(Variant::Fenced, events, workers, max_attempts)
+    }
 }
 
-/// Runs stateright's DFS; returns (unique states, names of the properties discovered).
-fn dfs(model: LeaseModel) -> (usize, Vec<&'static str>) {
-    let checker = model.checker().spawn_dfs().join();
-    let names = checker
-        .model()
-        .properties()
-        .iter()
-        .map(|p| p.name)
-        .filter(|n| checker.discovery(n).is_some())
-        .collect();
-    (checker.unique_state_count(), names)
+fn options(symmetry: bool) -> Options {
+    Options {
+        symmetry,
+        ..Options::default()
+    }
 }
 
 #[test]
-fn fenced_holds_and_every_sometimes_property_is_reached() {
+fn fenced_holds_and_every_applicable_sometimes_property_is_reached() {
     for variant in [Variant::Fenced, Variant::RedisStreamsFenced] {
-        let (_, found) = dfs(LeaseModel::new(small(variant)).with_symmetry(true));
-        for (_, name) in SAFETY {
-            assert!(!found.contains(&name), "{variant}: {name} violated");
-        }
-        for name in REACHABILITY {
-            assert!(found.contains(&name), "{variant}: '{name}' not reached");
+        let config = CheckConfig::default_for(variant);
+        assert!(
+            config.budgets.lost_replies > 0,
+            "the default has lost replies on"
+        );
+        let report = run(&config, &options(true), None);
+        assert_eq!(report.outcome, Outcome::Holds, "{variant}: {report:?}");
+        assert!(report.violated().is_empty());
+        // Pinned: the default configuration's unique states (with symmetry).
+        assert_eq!(report.counts.unique, 2_354_300, "{variant}");
+        for p in &report.properties {
+            let ok = [Verdict::Holds, Verdict::Reached].contains(&p.verdict);
+            assert!(ok, "{variant}: {} {:?}", p.name, p.verdict);
         }
     }
 }
@@ -63,21 +65,46 @@ fn every_mutant_and_redis_streams_is_caught_with_its_expected_invariant() {
         let Some(expected) = variant.expected_violation() else {
             continue;
         };
-        let (_, found) =
-            dfs(LeaseModel::new(CheckConfig::default_for(variant)).with_symmetry(true));
-        assert!(
-            found.contains(&property_name(expected)),
-            "{variant}: expected {expected}, found {found:?}"
+        let report = run(&CheckConfig::default_for(variant), &options(true), None);
+        assert_eq!(report.outcome, Outcome::Violated, "{variant}");
+        assert_eq!(
+            report.verdict(expected),
+            Some(Verdict::Violated),
+            "{variant}"
         );
+        let cx = report.counterexample(expected).expect("a counterexample");
+        assert_eq!(cx.invariant, expected);
     }
 }
 
+/// The counterexample lengths `leasehold report` committed before the history-free state
+/// (reports/VERDICTS.md): none may grow.
 #[test]
-fn protocols_expected_to_hold_hold_on_their_default_bounds_without_symmetry_too() {
-    // The per-variant defaults of the protocols are the general default: check the smaller
-    // configuration here with symmetry off (the default one is run by the CLI test).
-    let (_, found) = dfs(LeaseModel::new(small(Variant::Fenced)));
-    assert!(SAFETY.iter().all(|(_, n)| !found.contains(n)), "{found:?}");
+fn counterexamples_are_no_longer_than_before_the_reduction() {
+    let before = [
+        (Variant::RedisStreams, Invariant::I1, 4),
+        (Variant::UnfencedSettle, Invariant::I1, 4),
+        (Variant::RenewRevives, Invariant::I2, 5),
+        (Variant::LeaseIdReuse, Invariant::I1, 6),
+        (Variant::MaxSeenFrontier, Invariant::I4, 4),
+        (Variant::NoDeadLetter, Invariant::I5, 5),
+        (Variant::VolatileAck, Invariant::I4, 4),
+        (Variant::NackOnAmbiguous, Invariant::I4, 4),
+        (Variant::WorkerClockExpiry, Invariant::I1, 4),
+        (Variant::DlqDrop, Invariant::I3, 2),
+        (Variant::OnlyAckFenced, Invariant::I1, 4),
+        (Variant::AttemptsReset, Invariant::I5, 8),
+        (Variant::StuckLease, Invariant::I6, 4),
+    ];
+    for (variant, invariant, steps) in before {
+        let report = run(&CheckConfig::default_for(variant), &options(true), None);
+        let cx = report.counterexample(invariant).expect("found");
+        assert!(
+            cx.len() <= steps,
+            "{variant} {invariant}: {} > {steps}",
+            cx.len()
+        );
+    }
 }
 
 fn shortest_len(config: CheckConfig, invariant: Invariant) -> usize {
@@ -86,20 +113,7 @@ fn shortest_len(config: CheckConfig, invariant: Invariant) -> usize {
     assert!(search.bounded.is_none());
     let cx = search.found.first().expect("a counterexample exists");
     assert_eq!(cx.invariant, invariant);
-    assert!(model.violates(cx.states.last().expect("non-empty"), invariant));
     cx.len()
-}
-
-fn bare(variant: Variant, workers: usize, max_attempts: u32) -> CheckConfig {
-    CheckConfig {
-        variant,
-        group_count: 1,
-        event_count: 1,
-        worker_count: workers,
-        max_attempts,
-        policy: AckPolicy::NackOnError,
-        budgets: Budgets::default(),
-    }
 }
 
 /// unfenced-settle, one worker, no faults. A settle needs a lease (Fetch), a request (the
@@ -108,118 +122,166 @@ fn bare(variant: Variant, workers: usize, max_attempts: u32) -> CheckConfig {
 /// again, so at least one Expire. Fetch, Handle, Expire, Deliver: 4 steps, and no fewer.
 #[test]
 fn shortest_unfenced_counterexample_has_the_length_worked_out_by_hand() {
-    assert_eq!(
-        shortest_len(bare(Variant::UnfencedSettle, 1, 2), Invariant::I1),
-        4
-    );
+    let unfenced = |workers| config(Variant::UnfencedSettle, 1, workers, 2);
+    assert_eq!(shortest_len(unfenced(1), Invariant::I1), 4);
     // More workers cannot shorten it (the bound above does not depend on them).
-    assert_eq!(
-        shortest_len(bare(Variant::UnfencedSettle, 2, 2), Invariant::I1),
-        4
-    );
+    assert_eq!(shortest_len(unfenced(2), Invariant::I1), 4);
 }
 
 /// no-dead-letter, max_attempts 1: I5 needs a second delivery, i.e. two fetches with an
 /// Expire between them (a nack at attempt 1 dead-letters, the mutant only changes expiry).
 /// With two workers: Fetch A, Expire, Fetch B = 3. With one worker the holder must first
 /// become idle again, which without a crash budget takes Handle and the Deliver of its
-/// settle: Fetch, Handle, Deliver, Expire, Fetch (in some order) = 5.
+/// settle: Fetch, Handle, Deliver, Expire, Fetch (in some order) = 5; with a crash budget
+/// the crash makes it idle at once: Fetch, Crash, Expire, Fetch = 4.
 #[test]
 fn shortest_no_dead_letter_counterexample_depends_on_the_worker_count_as_reasoned() {
-    assert_eq!(
-        shortest_len(bare(Variant::NoDeadLetter, 2, 1), Invariant::I5),
-        3
-    );
-    assert_eq!(
-        shortest_len(bare(Variant::NoDeadLetter, 1, 1), Invariant::I5),
-        5
-    );
-}
-
-#[test]
-fn the_timeline_of_the_shortest_unfenced_counterexample_reads_as_the_seed() {
-    let model = LeaseModel::new(bare(Variant::UnfencedSettle, 1, 2));
-    let search = shortest_counterexamples(&model, &[Invariant::I1], 1_000_000);
-    let text = trace::timeline(&model, &search.found[0]);
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 5, "{text}");
-    assert_eq!(lines[0], "t0  worker A fetches event E1 → lease L1");
-    assert!(
-        lines[3].starts_with("t3  worker A ACK L1 → ")
-            || lines[3].starts_with("t3  worker A NACK L1 → "),
-        "{text}"
-    );
-    assert!(
-        lines[4].starts_with("violated: I1 stale-never-counts"),
-        "{text}"
-    );
-    assert!(text.contains("lease L1 expires"), "{text}");
-}
-
-#[test]
-fn symmetry_gives_the_same_verdicts_with_fewer_states_and_a_canonical_form() {
-    let config = CheckConfig {
-        event_count: 2,
-        ..small(Variant::Fenced)
+    let no_dead_letter = |workers| config(Variant::NoDeadLetter, 1, workers, 1);
+    assert_eq!(shortest_len(no_dead_letter(2), Invariant::I5), 3);
+    assert_eq!(shortest_len(no_dead_letter(1), Invariant::I5), 5);
+    let crash = CheckConfig {
+        budgets: Budgets {
+            crashes: 1,
+            ..Budgets::default()
+        },
+        ..no_dead_letter(1)
     };
-    let (plain, found_plain) = dfs(LeaseModel::new(config.clone()));
-    let (reduced, found_reduced) = dfs(LeaseModel::new(config.clone()).with_symmetry(true));
-    assert!(reduced < plain, "{reduced} !< {plain}");
-    assert_eq!(found_plain, found_reduced);
-    // stateright's own representative mechanism (DFS only) over the same canonical form
-    // finds the same number of classes.
-    let stateright = LeaseModel::new(config)
-        .checker()
-        .symmetry()
-        .spawn_dfs()
-        .join()
-        .unique_state_count();
-    assert_eq!(stateright, reduced);
-    // A mutant keeps its verdict under symmetry.
-    let mutant = CheckConfig::default_for(Variant::LeaseIdReuse);
-    let (_, a) = dfs(LeaseModel::new(mutant.clone()));
-    let (_, b) = dfs(LeaseModel::new(mutant).with_symmetry(true));
-    assert!(a.contains(&property_name(Invariant::I1)) && b.contains(&property_name(Invariant::I1)));
+    assert_eq!(shortest_len(crash, Invariant::I5), 4);
 }
 
-/// The I6 check is sound because the state graph has no cycle: every transition ends exactly
-/// one oracle step, and the step counter is part of the state. Walk the whole space of a
-/// small configuration and check that claim on every transition.
+/// stuck-lease: Fetch, BrokerRestart (the lease is no longer armed), Crash (the holder is
+/// idle at once, its lease stuck): no action is enabled and the event is still leased.
 #[test]
-fn every_transition_advances_the_oracle_step_so_the_graph_is_acyclic() {
-    let model = LeaseModel::new(small(Variant::Fenced));
-    let mut stack: Vec<State> = model.init_states();
-    let mut seen = std::collections::BTreeSet::new();
-    let mut transitions = 0;
-    while let Some(state) = stack.pop() {
-        let mut actions = Vec::new();
-        model.actions(&state, &mut actions);
-        assert_eq!(model.has_action(&state), !actions.is_empty());
-        for action in actions {
-            let next = model.next_state(&state, action).expect("enabled");
-            assert_eq!(next.oracle.step(), state.oracle.step() + 1);
-            transitions += 1;
-            if seen.insert(format!("{next:?}")) {
-                stack.push(next);
-            }
-        }
-    }
-    assert!(transitions > 1000);
-}
-
-#[test]
-fn stuck_lease_is_reported_as_i6_at_a_state_with_no_action_enabled() {
-    let model = LeaseModel::new(CheckConfig::default_for(Variant::StuckLease));
-    let search = shortest_counterexamples(&model, &[Invariant::I6], 1_000_000);
-    let cx = &search.found[0];
-    let last = cx.states.last().expect("non-empty");
-    assert!(!model.has_action(last));
-    assert!(!last.broker.all_settled());
-    assert!(
-        last.oracle.violations().is_empty(),
-        "no safety invariant is broken"
+fn stuck_lease_is_an_i6_deadlock_of_three_steps() {
+    let report = run(
+        &CheckConfig::default_for(Variant::StuckLease),
+        &options(true),
+        None,
     );
-    // Fetch, BrokerRestart, Crash, Restart (in some order): the crash is needed (a live holder
-    // would settle), the restart because a crashed worker can always restart.
-    assert_eq!(cx.len(), 4);
+    assert_eq!(report.verdict(Invariant::I6), Some(Verdict::Violated));
+    let cx = report.counterexample(Invariant::I6).expect("found");
+    assert_eq!(cx.len(), 3);
+    assert_eq!(cx.loop_start, None);
+    for invariant in [
+        Invariant::I1,
+        Invariant::I2,
+        Invariant::I3,
+        Invariant::I4,
+        Invariant::I5,
+    ] {
+        assert_eq!(report.verdict(invariant), Some(Verdict::Holds));
+    }
+}
+
+#[test]
+fn symmetry_gives_the_same_verdicts_with_fewer_states_whatever_the_threads() {
+    let mut lossy = plain(2, 2, 2);
+    lossy.budgets.lost_replies = 1;
+    for config in [
+        lossy,
+        CheckConfig::default_for(Variant::LeaseIdReuse),
+        CheckConfig {
+            budgets: Budgets {
+                crashes: 1,
+                dups: 1,
+                ..Budgets::default()
+            },
+            ..config(Variant::UnfencedSettle, 2, 3, 2)
+        },
+    ] {
+        let plain = run(&config, &options(false), None);
+        let reduced = run(&config, &options(true), None);
+        assert!(reduced.counts.unique < plain.counts.unique);
+        assert_eq!(plain.properties, reduced.properties);
+        let two = Options {
+            limits: Limits {
+                threads: 2,
+                ..Limits::default()
+            },
+            ..options(true)
+        };
+        let parallel = run(&config, &two, None);
+        assert_eq!(parallel.counts, reduced.counts);
+        assert_eq!(parallel.properties, reduced.properties);
+    }
+}
+
+#[test]
+fn an_unreachable_sometimes_property_is_not_applicable_and_the_proof_holds() {
+    // No lost-reply or drop budget: no worker can see an ambiguous result.
+    let report = run(&plain(2, 2, 2), &options(false), None);
+    assert_eq!(report.outcome, Outcome::Holds);
+    let ambiguous = report
+        .properties
+        .iter()
+        .find(|p| p.name.contains("ambiguous"))
+        .expect("listed");
+    assert_eq!(ambiguous.verdict, Verdict::NotApplicable);
+    // With a lost-reply budget it applies, and is reached.
+    let mut lossy = plain(2, 2, 2);
+    lossy.budgets.lost_replies = 1;
+    let report = run(&lossy, &options(false), None);
+    let ambiguous = report
+        .properties
+        .iter()
+        .find(|p| p.name.contains("ambiguous"))
+        .expect("listed");
+    assert_eq!(ambiguous.verdict, Verdict::Reached);
+    // max_attempts 1: no correct broker redelivers.
+    let report = run(&plain(1, 2, 1), &options(false), None);
+    let redelivered = report
+        .properties
+        .iter()
+        .find(|p| p.name.contains("redelivered"))
+        .expect("listed");
+    assert_eq!(redelivered.verdict, Verdict::NotApplicable);
+    assert_eq!(report.outcome, Outcome::Holds);
+}
+
+#[test]
+fn a_search_cut_by_its_bound_is_bounded_never_holds() {
+    let cut = Options {
+        limits: Limits {
+            states_max: 500,
+            threads: 1,
+        },
+        ..options(false)
+    };
+    let report = run(&plain(2, 2, 2), &cut, None);
+    assert_eq!(report.outcome, Outcome::Bounded);
+    assert!(report.bounded.is_some());
+    for invariant in [Invariant::I1, Invariant::I6] {
+        assert_eq!(report.verdict(invariant), Some(Verdict::Bounded));
+    }
+}
+
+/// Unique state counts of fixed configurations (1 thread and 2 give the same). A change to
+/// the model or its canonical form that changes them must be deliberate; the reduction test
+/// (`check_reduction.rs`) checks they never exceed the history-carrying model's.
+#[test]
+fn pinned_unique_state_counts() {
+    let pinned = [
+        (plain(1, 1, 1), false, 18),
+        (plain(1, 2, 2), false, 175),
+        (plain(2, 2, 2), false, 7_763),
+        (plain(2, 2, 2), true, 3_989),
+        (plain(2, 3, 2), true, 9_446),
+        (
+            CheckConfig {
+                budgets: Budgets {
+                    crashes: 1,
+                    lost_replies: 1,
+                    ..Budgets::default()
+                },
+                ..plain(2, 2, 2)
+            },
+            true,
+            7_085,
+        ),
+        (CheckConfig::default_for(Variant::LeaseIdReuse), false, 288),
+    ];
+    for (config, symmetry, unique) in pinned {
+        let report = run(&config, &options(symmetry), None);
+        assert_eq!(report.counts.unique, unique, "{config} symmetry {symmetry}");
+    }
 }

@@ -252,7 +252,19 @@ impl Driver {
             }
             Op::ExpireDue => self.expire_due(),
             Op::Restart => {
+                let mut expected = self.broker.clone();
+                expected.restart_by_scan();
                 self.broker.restart();
+                assert_eq!(
+                    self.broker, expected,
+                    "a restart re-derives what a full rebuild does"
+                );
+                assert_eq!(
+                    self.broker.fetch_index(),
+                    expected.fetch_index(),
+                    "same fetch index"
+                );
+                assert_eq!(self.broker.unsettled_count(), expected.unsettled_count());
                 self.oracle.restarted();
             }
             Op::Skew { worker, offset_ms } => self.offset_ms[*worker] = *offset_ms,

@@ -136,6 +136,12 @@ fn expect_values(op: &str) -> &'static [&'static str] {
 pub const EVENTS_MAX: u32 = 100_000;
 /// The most leases one fetch step may ask for.
 pub const LIMIT_MAX: u32 = 10_000;
+/// How many times a lasso's loop runs at least (once shows nothing repeats) …
+pub const LOOP_PASSES_MIN: u32 = 2;
+/// … and at most.
+pub const LOOP_PASSES_MAX: u32 = 1_000;
+/// How many times a lasso's loop runs when `[expect]` does not say.
+pub const LOOP_PASSES_DEFAULT: u32 = 3;
 
 const OUTCOMES: [&str; 5] = ["ok", "error", "ack", "nack", "reject"];
 const CALLS: [&str; 3] = ["ack", "nack", "reject"];
@@ -182,6 +188,16 @@ pub fn parse(src: &str, file: &str) -> Result<Script, ParseError> {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A [`ParseError`] located at the key `path` (`["config", "lease_ms"]`) of the scenario text
+/// `src` — at the deepest part of the path the file has, or its first line.
+pub fn error_at_key(src: &str, file: &str, path: &[&str], message: String) -> ParseError {
+    let segments: Vec<Seg<'_>> = path.iter().map(|key| Seg::Key(key)).collect();
+    match ImDocument::parse(src) {
+        Ok(doc) => Locator { src, file, doc }.error(&segments, message),
+        Err(_) => located(src, file, 0, Some(path.join(".")), message),
+    }
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -522,6 +538,7 @@ impl<'a> Validator<'a> {
             clock_offset_ms,
             check_at_least_once: ack_policy.at_least_once(),
             expiry,
+            audit_every_step: false,
         })
     }
 
@@ -621,6 +638,7 @@ impl<'a> Validator<'a> {
                 op,
                 fault,
                 expect: step.expect.clone(),
+                repeat: step.repeat,
                 line: position(
                     self.at.src,
                     self.at
@@ -630,7 +648,50 @@ impl<'a> Validator<'a> {
                 .0,
             });
         }
+        self.check_loop(&steps)?;
         Ok(steps)
+    }
+
+    /// The steps marked `repeat` (a lasso's loop) are the last ones, in one block, and do not
+    /// include the liveness phase.
+    fn check_loop(&self, steps: &[ScriptStep]) -> Checked<()> {
+        let Some(first) = steps.iter().position(|s| s.repeat) else {
+            return Ok(());
+        };
+        for step in &steps[first..] {
+            let path = [Seg::Key("step"), Seg::Index(step.index), Seg::Key("repeat")];
+            if !step.repeat {
+                return self.fail(
+                    &path,
+                    format!(
+                        "the steps marked `repeat` (a lasso's loop, from step[{first}]) must be the last ones, in one block"
+                    ),
+                );
+            }
+            if matches!(step.op, Op::Drain { .. }) {
+                return self.fail(&path, "a lasso's loop cannot include `drain`".to_string());
+            }
+        }
+        Ok(())
+    }
+
+    /// `[expect] loop_passes` needs a loop, and a sane count.
+    fn check_loop_passes(&self, loop_passes: Option<u32>) -> Checked<()> {
+        let key = [Seg::Key("expect"), Seg::Key("loop_passes")];
+        let looped = self.scenario.steps.iter().any(|s| s.repeat);
+        match loop_passes {
+            Some(_) if !looped => self.fail(
+                &key,
+                "malformed expect: loop_passes, but no step is marked `repeat`".to_string(),
+            ),
+            Some(passes) if !(LOOP_PASSES_MIN..=LOOP_PASSES_MAX).contains(&passes) => self.fail(
+                &key,
+                format!(
+                    "malformed expect: loop_passes = {passes} (expected {LOOP_PASSES_MIN} to {LOOP_PASSES_MAX})"
+                ),
+            ),
+            _ => Ok(()),
+        }
     }
 
     fn check_fields(&self, index: usize, step: &Step) -> Checked<()> {
@@ -953,6 +1014,7 @@ impl<'a> Validator<'a> {
             handler_runs,
             pending,
             dead_letter_reasons,
+            loop_passes,
         } = expect.clone();
         let key = |k| [Seg::Key("expect"), Seg::Key(k)];
         if let Some(text) = &invariants {
@@ -1001,6 +1063,7 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        self.check_loop_passes(loop_passes)?;
         Ok(Expectations {
             present: true,
             violated,
@@ -1010,6 +1073,7 @@ impl<'a> Validator<'a> {
             handler_runs,
             pending,
             dead_letter_reasons,
+            loop_passes,
         })
     }
 }

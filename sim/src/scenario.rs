@@ -24,12 +24,30 @@
 //!   the broker's answer when its sender crashed before the reply (a delayed in-flight
 //!   request);
 //! * a settle step by a worker that crashed since it fetched the lease is a request it sent
-//!   before crashing that lands late (the timeline says `delayed`).
+//!   before crashing that lands late (the timeline says `delayed`);
+//! * `repeat = true` on any step: the step belongs to a lasso's loop (see *Lassos* below).
 //!
 //! Config: `clock_offset_ms = { A = -5000 }` (a worker's clock reads broker time + offset);
 //! `expiry = "on_fetch"` (the broker expires due leases only when it next fetches, as Redis
 //! claims idle entries; default `"at_deadline"`: before a step at time `t` every lease whose
 //! deadline is `<= t` expires). The oracle's ghost leases expire at their deadline either way.
+//!
+//! # Lassos: behaviours that never settle
+//! A liveness counterexample with a cycle (found by `leasehold check --renews unbounded
+//! --fairness none`) is a *lasso*: a prefix, then a loop that can repeat forever without
+//! settling an event. In a scenario file, the loop's steps are marked `repeat = true`: they
+//! must be the last steps of the file, in one block. `[expect] loop_passes = N` (default 3,
+//! at least 2) says how many times the replay runs the block: pass `p` (0-based) runs each
+//! marked step at its `at_ms` plus `p × period`, where the period is the block's span plus
+//! the gap before it (`last.at_ms − first.at_ms + first.at_ms − previous.at_ms`), so the
+//! passes follow each other at the pace of the file. Every pass must give each step the
+//! result its `expect` names. The replay then checks that the block is a cycle that makes no
+//! progress: every pass leaves every record's status and every group's frontier exactly as
+//! they were when the first pass began, with some event unsettled. If so it reports I6
+//! (eventually-settled) violated — the block can repeat forever — and a file that expects
+//! `violated = "I6"` matches; if not, the replay reports a mismatch ("the steps marked repeat
+//! do not form a cycle"). The loop's timing is part of the file: a lease that must outlive a
+//! pass is renewed inside it, as the model checker's lassos do.
 //!
 //! I7 (at-least-once) is checked when the policy is `nack_on_error` or `manual` and every ack
 //! comes from a `handle` or `drain` step (a bare `ack` step is not a handler's).
@@ -38,7 +56,8 @@
 //! * `handler_calls = N` — handler runs in the whole run;
 //! * `handler_runs = ["E1#1", "E3#2"]` — every handler run in order, as event # delivery;
 //! * `pending = N` — records (over all groups) neither acked nor dead-lettered at the end;
-//! * `dead_letter_reasons = ["NackMessage"]` — every dead letter's reason, by group then seq.
+//! * `dead_letter_reasons = ["NackMessage"]` — every dead letter's reason, by group then seq;
+//! * `loop_passes = N` — how many times a lasso's loop runs (see *Lassos* above).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -188,6 +207,13 @@ pub struct Step {
     /// `backend_unavailable`, `ambiguous`, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<String>,
+    /// The step belongs to the loop of a lasso (see the module documentation).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub repeat: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// `[expect]`.
@@ -218,4 +244,7 @@ pub struct Expect {
     /// Every dead letter's reason, by group then sequence number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dead_letter_reasons: Option<Vec<String>>,
+    /// How many times the steps marked `repeat` run (a lasso; default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_passes: Option<u32>,
 }

@@ -12,7 +12,7 @@ use crate::engine::{Delivery, Engine, HandlerRun, Setup};
 use crate::parse::bind_names;
 use crate::scenario::Scenario;
 use crate::timeline::{self, Timeline};
-use crate::trace::{fnv1a64, Fault, Found, Part, Trace, WorkerIx};
+use crate::trace::{Fault, Found, Part, Trace, WorkerIx};
 use leasehold_model::{
     Backend, GroupIx, Invariant, Issuance, Ms, Outcome, Receipt, SettleError, SettleOp, Status,
     Variant,
@@ -56,6 +56,8 @@ pub struct ScriptStep {
     pub expect: Option<String>,
     /// Its line in the file.
     pub line: usize,
+    /// It belongs to a lasso's loop (see [`crate::scenario`]).
+    pub repeat: bool,
 }
 
 /// What a step does.
@@ -131,6 +133,8 @@ pub struct Expectations {
     pub pending: Option<u32>,
     /// Dead-letter reasons, by group then seq.
     pub dead_letter_reasons: Option<Vec<String>>,
+    /// How many times a lasso's loop runs (`None`: the default).
+    pub loop_passes: Option<u32>,
 }
 
 /// One step's result against its `expect`.
@@ -173,7 +177,7 @@ pub struct Replay {
     pub mismatches: Vec<String>,
     /// Notes that are not failures (e.g. the at-most-once policies' documented losses).
     pub notes: Vec<String>,
-    /// FNV-1a 64 of the timeline text.
+    /// The trace hash: a rolling hash of the binary encoding of every event of the run.
     pub trace_hash: String,
     /// Whether the run matched the file.
     pub matched: bool,
@@ -259,43 +263,61 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     engine.publish_initial(script.events);
     let mut names: BTreeMap<String, Issuance> = BTreeMap::new();
     let mut results = Vec::new();
-    for step in &script.steps {
-        engine.set_step(Some(step.index));
-        engine.run_until(step.at_ms);
-        let first_line = engine.trace().lines.len();
-        let actual = run_step(&mut engine, step, &mut names);
-        engine.end_step();
-        results.push((step, first_line, actual));
+    let split = script
+        .steps
+        .iter()
+        .position(|s| s.repeat)
+        .unwrap_or(script.steps.len());
+    let (prefix, looped) = script.steps.split_at(split);
+    for step in prefix {
+        results.push(run_one(&mut engine, step, &mut names));
     }
+    let lasso = (!looped.is_empty()).then(|| {
+        let passes = script
+            .expect
+            .loop_passes
+            .unwrap_or(crate::parse::LOOP_PASSES_DEFAULT);
+        let previous_ms = prefix.last().map_or(0, |s| s.at_ms);
+        run_loop(
+            &mut engine,
+            looped,
+            previous_ms,
+            passes,
+            &mut names,
+            &mut results,
+        )
+    });
     engine.set_step(None);
     let end = engine.now_ms();
     engine.run_until(end);
     engine.end_step();
     let outcome = EndState::of(&engine);
+    let trace_hash = engine.trace_hash();
     let trace = engine.into_trace();
     let timeline = timeline::render(&trace);
     let steps = results
         .into_iter()
-        .map(|(step, first_line, actual)| StepResult {
-            index: step.index,
+        .map(|(index, expected, first_line, actual)| StepResult {
+            index,
             t: (first_line..trace.lines.len())
-                .find(|&i| trace.lines[i].step == Some(step.index))
+                .find(|&i| trace.lines[i].step == Some(index))
                 .and_then(|i| timeline.t_of(Some(i))),
             actual,
-            expected: step.expect.clone(),
+            expected,
         })
         .collect::<Vec<_>>();
-    let violations: Vec<ViolationReport> = trace
+    let mut violations: Vec<ViolationReport> = trace
         .violations
         .iter()
         .map(|found| ViolationReport::new(found, &timeline))
         .collect();
-    let mismatches = mismatches(script, &steps, &violations, &outcome);
-    let text: String = timeline.lines.iter().map(|l| format!("{l}\n")).collect();
+    let no_cycle = lasso.and_then(|lasso| lasso.report(&steps, &mut violations));
+    let mut mismatches = mismatches(script, &steps, &violations, &outcome);
+    mismatches.extend(no_cycle);
     Replay {
         file: script.file.clone(),
         header: header(script),
-        trace_hash: format!("{:016x}", fnv1a64(text.as_bytes())),
+        trace_hash: format!("{trace_hash:016x}"),
         matched: mismatches.is_empty(),
         notes: outcome.notes(script),
         timeline: timeline.lines,
@@ -303,6 +325,115 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
         steps,
         mismatches,
         trace,
+    }
+}
+
+/// One step's index, expectation, first trace line and result.
+type Ran = (usize, Option<String>, usize, String);
+
+fn run_one<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &mut BTreeMap<String, Issuance>,
+) -> Ran {
+    engine.set_step(Some(step.index));
+    engine.run_until(step.at_ms);
+    let first_line = engine.trace().lines.len();
+    let actual = run_step(engine, step, names);
+    engine.end_step();
+    (step.index, step.expect.clone(), first_line, actual)
+}
+
+/// What running a lasso's loop showed.
+enum Lasso {
+    /// Every pass came back to where the first began, with an event unsettled: the detail.
+    Cycle(String),
+    /// It did not: why.
+    NoCycle(String),
+}
+
+impl Lasso {
+    /// Adds the I6 violation a cycle shows to `violations`; returns the mismatch when the
+    /// loop is not a cycle.
+    fn report(self, steps: &[StepResult], violations: &mut Vec<ViolationReport>) -> Option<String> {
+        match self {
+            Lasso::Cycle(detail) => {
+                let last = steps.last().expect("a loop has steps");
+                violations.push(ViolationReport {
+                    id: Invariant::I6.id(),
+                    name: Invariant::I6.name(),
+                    t: last.t,
+                    step: Some(last.index),
+                    detail,
+                });
+                None
+            }
+            Lasso::NoCycle(why) => Some(why),
+        }
+    }
+}
+
+/// What a pass must leave as it found it: every record's status (and dead-letter reason)
+/// and every group's frontier.
+fn snapshot<B: Backend>(engine: &Engine<B>) -> Vec<(Status, Option<String>, u32)> {
+    let backend = engine.backend();
+    let groups = engine.setup().groups.len();
+    let mut out = Vec::new();
+    for group in 0..groups {
+        for seq in 1..=backend.event_count() {
+            let (status, reason) = backend.status(group, seq);
+            out.push((status, reason, backend.frontier(group)));
+        }
+    }
+    out
+}
+
+/// Runs the steps marked `repeat` `passes` times (see [`crate::scenario`]'s *Lassos*).
+fn run_loop<B: Backend>(
+    engine: &mut Engine<B>,
+    looped: &[ScriptStep],
+    previous_ms: Ms,
+    passes: u32,
+    names: &mut BTreeMap<String, Issuance>,
+    results: &mut Vec<Ran>,
+) -> Lasso {
+    let (first, last) = (&looped[0], &looped[looped.len() - 1]);
+    let period_ms = (last.at_ms - first.at_ms + first.at_ms.saturating_sub(previous_ms)).max(1);
+    let start = snapshot(engine);
+    let mut cycle = true;
+    for pass in 0..u64::from(passes) {
+        for step in looped {
+            let shifted = ScriptStep {
+                at_ms: step.at_ms + pass * period_ms,
+                ..step.clone()
+            };
+            results.push(run_one(engine, &shifted, names));
+        }
+        cycle &= snapshot(engine) == start;
+    }
+    let groups = &engine.setup().groups;
+    let stuck = start
+        .iter()
+        .enumerate()
+        .find(|(_, (status, _, _))| !matches!(status, Status::Acked | Status::DeadLettered));
+    let events = engine.backend().event_count().max(1) as usize;
+    match (cycle, stuck) {
+        (true, Some((index, (status, _, _)))) => Lasso::Cycle(format!(
+            "the {} steps marked repeat (step[{}] to step[{}]) ran {passes} times, each pass leaving every record and frontier as the first found them, with event {} of group {} still {status:?}: they can repeat forever (a lasso)",
+            looped.len(),
+            first.index,
+            last.index,
+            index % events + 1,
+            groups[index / events],
+        )),
+        (true, None) => Lasso::NoCycle(
+            "the steps marked repeat form a cycle, but every event is settled: not a lasso"
+                .to_string(),
+        ),
+        (false, _) => Lasso::NoCycle(format!(
+            "the steps marked repeat (step[{}] to step[{}]) do not form a cycle: a pass changed a record's status or a frontier",
+            first.index, last.index
+        )),
     }
 }
 
@@ -336,11 +467,7 @@ impl EndState {
             frontier: (0..groups).map(|g| backend.frontier(g)).collect(),
             dead_letter_reasons,
             pending,
-            handler_runs: engine
-                .handler_calls()
-                .iter()
-                .map(|c| format!("E{}#{}", c.seq, c.attempt))
-                .collect(),
+            handler_runs: handler_runs(engine.trace()),
             acked_unprocessed: engine.oracle().acked_unprocessed(),
         }
     }
@@ -360,6 +487,21 @@ impl EndState {
     }
 }
 
+/// Every handler run in order, as `E<seq>#<delivery>`.
+fn handler_runs(trace: &Trace) -> Vec<String> {
+    trace
+        .lines
+        .iter()
+        .filter_map(|line| match line.kind {
+            crate::trace::LineKind::Handle { issuance } => {
+                let lease = trace.lease(issuance).lease;
+                Some(format!("E{}#{}", lease.seq, lease.attempt))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn result_name(result: &Result<(), SettleError>) -> String {
     match result {
         Ok(()) => "ok".to_string(),
@@ -372,71 +514,10 @@ fn run_step<B: Backend>(
     step: &ScriptStep,
     names: &mut BTreeMap<String, Issuance>,
 ) -> String {
-    let now = step.at_ms;
     let worker = step.worker.unwrap_or(0);
     match &step.op {
-        Op::Fetch {
-            group,
-            limit,
-            lease_ms,
-            bind,
-        } => {
-            let wanted = bind
-                .as_deref()
-                .map(|b| bind_names(b, *limit))
-                .unwrap_or_default();
-            let before = engine.trace().leases.len();
-            let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
-            for info in &engine.trace().leases[before..] {
-                names.insert(info.name.clone(), info.issuance);
-            }
-            match result {
-                Ok(leases) if leases.is_empty() => "empty".to_string(),
-                Ok(_) => "ok".to_string(),
-                Err(error) => error.name().to_string(),
-            }
-        }
-        Op::Settle { lease, op, receipt } => {
-            let Some(&issuance) = names.get(lease) else {
-                // Bound by a fetch that issued nothing: there is no lease to send.
-                return "invalid".to_string();
-            };
-            let forged = receipt.map(|r| {
-                let mut copy = engine.trace().lease(issuance).lease;
-                copy.receipt = Some(Receipt(r));
-                copy
-            });
-            let delivery = Delivery::with_fault(step.fault);
-            let id = engine.send(worker, issuance, forged, *op, delivery);
-            engine.run_until(now);
-            engine
-                .trace()
-                .request(id)
-                .result()
-                .map_or_else(|| "ambiguous".to_string(), |r| result_name(&r))
-        }
-        Op::Handle { lease, run } => {
-            let Some(&issuance) = names.get(lease) else {
-                return "invalid".to_string();
-            };
-            let line = engine.handle(
-                worker,
-                issuance,
-                run.clone(),
-                Delivery::with_fault(step.fault),
-            );
-            engine.run_until(now);
-            let trace = engine.trace();
-            trace.lines[line]
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::Request(id) => trace.request(*id).result(),
-                    _ => None,
-                })
-                .find(Result::is_err)
-                .map_or_else(|| "ok".to_string(), |r| result_name(&r))
-        }
+        Op::Fetch { .. } => fetch_step(engine, step, names),
+        Op::Settle { .. } | Op::Handle { .. } => settle_step(engine, step, names),
         Op::Crash => {
             engine.crash(worker);
             "ok".to_string()
@@ -475,6 +556,94 @@ fn run_step<B: Backend>(
     }
 }
 
+/// A `fetch` step: binds the leases it issued to their names (and keeps them nameable).
+fn fetch_step<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &mut BTreeMap<String, Issuance>,
+) -> String {
+    let Op::Fetch {
+        group,
+        limit,
+        lease_ms,
+        bind,
+    } = &step.op
+    else {
+        unreachable!("a fetch step")
+    };
+    let worker = step.worker.unwrap_or(0);
+    let wanted = bind
+        .as_deref()
+        .map(|b| bind_names(b, *limit))
+        .unwrap_or_default();
+    let before = engine.trace().leases.len();
+    let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
+    let issued: Vec<(String, Issuance)> = engine.trace().leases[before..]
+        .iter()
+        .map(|info| (info.name.clone(), info.issuance))
+        .collect();
+    for (name, issuance) in issued {
+        // A step may name the lease at any later time: keep it nameable.
+        engine.pin(issuance);
+        names.insert(name, issuance);
+    }
+    match result {
+        Ok(leases) if leases.is_empty() => "empty".to_string(),
+        Ok(_) => "ok".to_string(),
+        Err(error) => error.name().to_string(),
+    }
+}
+
+/// A settle or `handle` step: what the worker saw (a handler run's first failed settle).
+fn settle_step<B: Backend>(
+    engine: &mut Engine<B>,
+    step: &ScriptStep,
+    names: &BTreeMap<String, Issuance>,
+) -> String {
+    let (now, worker) = (step.at_ms, step.worker.unwrap_or(0));
+    let delivery = Delivery::with_fault(step.fault);
+    let (Op::Settle { lease, .. } | Op::Handle { lease, .. }) = &step.op else {
+        unreachable!("a settle or handle step")
+    };
+    let Some(&issuance) = names.get(lease) else {
+        // Bound by a fetch that issued nothing: there is no lease to send.
+        return "invalid".to_string();
+    };
+    if let Op::Settle { op, receipt, .. } = &step.op {
+        let forged = receipt.map(|r| {
+            let mut copy = engine.trace().lease(issuance).lease;
+            copy.receipt = Some(Receipt(r));
+            copy
+        });
+        let id = engine.send(worker, issuance, forged, *op, delivery);
+        engine.run_until(now);
+        return engine
+            .trace()
+            .request(id)
+            .result()
+            .map_or_else(|| "ambiguous".to_string(), |r| result_name(&r));
+    }
+    let Op::Handle { run, .. } = &step.op else {
+        unreachable!("a handle step")
+    };
+    let run = engine.handle(worker, issuance, run.clone(), delivery);
+    engine.run_until(now);
+    let line = engine
+        .recorder()
+        .and_then(|r| r.run_line(run))
+        .expect("a script runs with a recorder");
+    let trace = engine.trace();
+    trace.lines[line]
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Request(id) => trace.request(*id).result(),
+            _ => None,
+        })
+        .find(Result::is_err)
+        .map_or_else(|| "ok".to_string(), |r| result_name(&r))
+}
+
 fn mismatches(
     script: &Script,
     steps: &[StepResult],
@@ -509,6 +678,12 @@ fn mismatches(
             }
         }
     }
+    end_state_mismatches(expect, outcome, &mut out);
+    out
+}
+
+/// The `[expect]` fields about the end of the run that do not match it.
+fn end_state_mismatches(expect: &Expectations, outcome: &EndState, out: &mut Vec<String>) {
     let mut check = |what: &str, expected: Option<String>, actual: String| {
         if let Some(expected) = expected {
             if expected != actual {
@@ -549,7 +724,6 @@ fn mismatches(
             .map(|r| format!("{r:?}")),
         format!("{:?}", outcome.dead_letter_reasons),
     );
-    out
 }
 
 impl Replay {

@@ -22,15 +22,12 @@
 //!   `; lease dropped, no nack`, `; runtime nacks: NACK L1 → E1 available again`;
 //! * a handler run reads `worker A handles E1 (L1, delivery 2): handler raises … ; NACK L1 → …`.
 //!
-//! Timelines are stable text, made for snapshot tests; [`text`] is what the trace hash covers.
+//! Timelines are stable text, made for snapshot tests.
 
-use crate::trace::{
-    fnv1a64_extend, FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx,
-    FNV1A64_OFFSET,
-};
+use crate::trace::{FetchResult, LineKind, Part, Request, RequestId, Trace, WorkerIx};
 use std::fmt::Write as _;
 
-use leasehold_model::{ErrorAction, GroupIx, Seq, SettleError, SettleOp, Status};
+use leasehold_model::{ErrorAction, GroupIx, Issuance, Seq, SettleError, SettleOp, Status};
 
 /// A rendered timeline: the text lines and, for each trace line, its `tN` index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,15 +57,6 @@ pub fn text(trace: &Trace) -> String {
         out.push('\n');
     });
     out
-}
-
-/// The trace hash: FNV-1a 64 of [`text`].
-pub fn trace_hash(trace: &Trace) -> u64 {
-    let mut hash = FNV1A64_OFFSET;
-    render_each(trace, |line| {
-        hash = fnv1a64_extend(fnv1a64_extend(hash, line.as_bytes()), b"\n");
-    });
-    hash
 }
 
 /// Renders every line of `trace`.
@@ -201,55 +189,8 @@ fn body(
             out.push_str(" published");
         }
         LineKind::Fetched { group, result } => fetched(out, trace, *group, result),
-        LineKind::Settle => {
-            let mut first = true;
-            for part in &line.parts {
-                let Part::Request(id) = part else { continue };
-                if is_follow_up(follow_ups, *id) {
-                    continue;
-                }
-                if trace.request(*id).delayed && !notes.contains(&"delayed") {
-                    notes.push("delayed");
-                }
-                if !std::mem::take(&mut first) {
-                    out.push_str("; ");
-                }
-                settle(out, trace, *id);
-            }
-        }
-        LineKind::Handle { issuance } => {
-            let lease = trace.lease(*issuance);
-            out.push_str("handles ");
-            event(out, lease.lease.seq);
-            let _ = write!(out, " ({}, delivery {})", lease.name, lease.lease.attempt);
-            let mut first = true;
-            for part in &line.parts {
-                match part {
-                    Part::Request(id) if is_follow_up(follow_ups, *id) => {}
-                    Part::Request(id) => {
-                        separate(out, &mut first);
-                        settle(out, trace, *id);
-                    }
-                    Part::HandlerFinished { outcome, .. } => {
-                        separate(out, &mut first);
-                        let _ = write!(out, "handler {outcome}");
-                    }
-                    Part::HandlerKilled => {
-                        separate(out, &mut first);
-                        out.push_str("handler killed by the crash");
-                    }
-                }
-            }
-            let sent = line.parts.iter().any(|p| matches!(p, Part::Request(_)));
-            let finished = line
-                .parts
-                .iter()
-                .any(|p| matches!(p, Part::HandlerFinished { .. }));
-            if finished && !sent {
-                separate(out, &mut first);
-                out.push_str("nothing settled (left to expire)");
-            }
-        }
+        LineKind::Settle => settle_line(out, trace, follow_ups, i, notes),
+        LineKind::Handle { issuance } => handle_line(out, trace, follow_ups, i, *issuance),
         LineKind::Crashed { held } if held.is_empty() => out.push_str("crashes"),
         LineKind::Crashed { .. } => out.push_str("crashes before ACK"),
         LineKind::Restarted => out.push_str("restarts"),
@@ -284,6 +225,68 @@ fn body(
         }
         LineKind::DrainStarted => out.push_str("faults heal; the workers drain the queue"),
         kind @ LineKind::DrainEnded { .. } => out.push_str(&drain_ended(trace, kind)),
+    }
+}
+
+/// A worker's own settles, one after another (the runtime's follow-up nacks are told with the
+/// request they follow).
+fn settle_line(
+    out: &mut String,
+    trace: &Trace,
+    follow_ups: &[bool],
+    i: usize,
+    notes: &mut Vec<&'static str>,
+) {
+    let line = &trace.lines[i];
+    let mut first = true;
+    for part in &line.parts {
+        let Part::Request(id) = part else { continue };
+        if is_follow_up(follow_ups, *id) {
+            continue;
+        }
+        if trace.request(*id).delayed && !notes.contains(&"delayed") {
+            notes.push("delayed");
+        }
+        if !std::mem::take(&mut first) {
+            out.push_str("; ");
+        }
+        settle(out, trace, *id);
+    }
+}
+
+/// A handler run: the event and delivery, the settles it sent, how it ended.
+fn handle_line(out: &mut String, trace: &Trace, follow_ups: &[bool], i: usize, issuance: Issuance) {
+    let line = &trace.lines[i];
+    let lease = trace.lease(issuance);
+    out.push_str("handles ");
+    event(out, lease.lease.seq);
+    let _ = write!(out, " ({}, delivery {})", lease.name, lease.lease.attempt);
+    let mut first = true;
+    for part in &line.parts {
+        match part {
+            Part::Request(id) if is_follow_up(follow_ups, *id) => {}
+            Part::Request(id) => {
+                separate(out, &mut first);
+                settle(out, trace, *id);
+            }
+            Part::HandlerFinished { outcome, .. } => {
+                separate(out, &mut first);
+                let _ = write!(out, "handler {outcome}");
+            }
+            Part::HandlerKilled => {
+                separate(out, &mut first);
+                out.push_str("handler killed by the crash");
+            }
+        }
+    }
+    let sent = line.parts.iter().any(|p| matches!(p, Part::Request(_)));
+    let finished = line
+        .parts
+        .iter()
+        .any(|p| matches!(p, Part::HandlerFinished { .. }));
+    if finished && !sent {
+        separate(out, &mut first);
+        out.push_str("nothing settled (left to expire)");
     }
 }
 

@@ -1,6 +1,6 @@
-//! The structured trace of a run: what the engine did, line by line, from which the text
-//! timeline ([`crate::timeline`]) and the SVG ([`crate::svg`]) are rendered and the trace hash is
-//! computed.
+//! The structured trace of a run: what the engine did, line by line, as a recorder
+//! ([`crate::recorder`]) builds it from the event stream; the text timeline
+//! ([`crate::timeline`]) and the SVG ([`crate::svg`]) are rendered from it.
 //!
 //! A [`Line`] is one thing an actor did (a fetch, a settle, a handler run, a crash, an expiry…);
 //! its consequences that happen later (the broker's answer, the reply the worker saw, the
@@ -327,8 +327,8 @@ impl Trace {
     }
 }
 
-/// FNV-1a, 64 bits: a stable hash of a trace's rendered text (no std hasher, whose output may
-/// change between Rust releases).
+/// FNV-1a, 64 bits: a stable hash of bytes (no std hasher, whose output may change between Rust
+/// releases). Names the seeds' generator streams and mixes each seed into a campaign hash.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     fnv1a64_extend(FNV1A64_OFFSET, bytes)
 }

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod protocols;
+pub mod redis;
 pub mod replay;
 pub mod report;
 pub mod shrink;

@@ -5,6 +5,7 @@
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
 use crate::cli::{CmdResult, Status, UserError};
+use crate::cmd::redis::{self, RedisArgs};
 use leasehold_embedded::EmbeddedBackend;
 use leasehold_model::Broker;
 use leasehold_sim::parse;
@@ -19,10 +20,14 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The broker under test: `pure` (the reference state machine) or `embedded` (the
-    /// in-process thread-safe broker; `fenced` only).
-    #[arg(long, default_value = "pure", value_parser = ["pure", "embedded"])]
+    /// The broker under test: `pure` (the reference state machine), `embedded` (the
+    /// in-process thread-safe broker; `fenced` only) or `redis` (a Redis server; the
+    /// `redis-streams` variants only).
+    #[arg(long, default_value = "pure", value_parser = BACKENDS)]
     pub backend: String,
+    /// The Redis server (with `--backend redis`).
+    #[command(flatten)]
+    pub redis: RedisArgs,
 }
 
 /// Reads and parses a scenario file; any failure is a one-line user error.
@@ -40,7 +45,7 @@ pub fn load(path: &Path) -> Result<Script, UserError> {
 }
 
 /// The brokers a scenario can run on.
-pub const BACKENDS: [&str; 2] = ["pure", "embedded"];
+pub const BACKENDS: [&str; 3] = ["pure", "embedded", "redis"];
 
 /// Runs `script` on the named backend (the executor is generic over `Backend`).
 pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
@@ -50,6 +55,19 @@ pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
         "embedded" => {
             let backend = EmbeddedBackend::new(&config)
                 .map_err(|e| UserError(format!("{}: backend embedded: {e}", script.file)))?;
+            Ok(script::run(script, backend))
+        }
+        "redis" => {
+            let restarts = script
+                .steps
+                .iter()
+                .any(|step| step.op == script::Op::BrokerRestart);
+            redis::refuse_restarts(
+                restarts.then(|| "the scenario restarts the broker".to_string()),
+            )
+            .map_err(|e| UserError(format!("{}: {e}", script.file)))?;
+            let backend = redis::make(&config)
+                .map_err(|e| UserError(format!("{}: backend redis: {e}", script.file)))?;
             Ok(script::run(script, backend))
         }
         other => Err(UserError(format!(
@@ -75,6 +93,9 @@ pub fn json(replay: &Replay) -> serde_json::Value {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    if args.backend == "redis" {
+        redis::configure(&args.redis)?;
+    }
     // A seeded file (a simulator finding) replays through the simulator.
     if let Some(status) = crate::cmd::sim::replay_if_seeded(&args.file, args.json, &args.backend)? {
         return Ok(status);

@@ -2,10 +2,10 @@
 //! invariant, writes the result beside the input (never overwriting) and prints what shrank.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::sim::load_scenario;
+use crate::cmd::sim::{load_scenario, load_seeded_file};
 use crate::files;
 use leasehold_model::Invariant;
-use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, setup_from_scenario, to_toml};
+use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, to_toml};
 use leasehold_sim::seeded::shrink::{self, size};
 use std::path::PathBuf;
 
@@ -17,9 +17,12 @@ pub struct Args {
     /// Bound on the runs tried.
     #[arg(long, default_value_t = 500)]
     pub runs_max: u64,
-    /// The broker: `pure` or `embedded`.
+    /// The broker: `pure`, `embedded` or `redis`.
     #[arg(long, default_value = "pure")]
     pub backend: String,
+    /// The Redis server (with `--backend redis`).
+    #[command(flatten)]
+    pub redis: crate::cmd::redis::RedisArgs,
     /// Where to write the result (default: beside the input).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -29,16 +32,23 @@ pub struct Args {
 pub fn run(args: Args) -> CmdResult {
     let name = args.file.display().to_string();
     let backend = crate::cmd::sim::backend_kind(&args.backend)?;
+    if args.backend == "redis" {
+        crate::cmd::redis::configure(&args.redis)?;
+    }
     let scenario = load_scenario(&args.file)?;
     if scenario.seed.is_none() {
         return Err(UserError(format!(
             "{name}: only seeded scenarios (seed = N) can be shrunk; a scripted one is already explicit"
         )));
     }
-    let setup = setup_from_scenario(&scenario).map_err(|e| UserError(format!("{name}: {e}")))?;
+    let (_, setup) = load_seeded_file(&args.file)?;
     backend
         .check(&setup)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
+    if args.backend == "redis" {
+        crate::cmd::redis::refuse_restarts(crate::cmd::redis::plan_restarts(&setup.faults))
+            .map_err(|e| UserError(format!("{name}: {e}")))?;
+    }
     let wanted = scenario.expect.as_ref().and_then(|e| e.violated.clone());
     let target = match &wanted {
         Some(id) => Invariant::parse(id)

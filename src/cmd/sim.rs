@@ -1,20 +1,30 @@
-//! `leasehold sim`: a seeded campaign (or one seed, or one seeded scenario file).
+//! `leasehold sim`: a seeded campaign (or one seed, or one seeded scenario file), or the merge
+//! of a sharded campaign's `--json` outputs.
 //!
-//! The first line printed is the replay recipe of the whole campaign; each failing invariant's
-//! smallest seed is written as a seeded scenario under `scenarios/found/` with the command that
-//! replays it.
+//! This module parses flags and prints; the campaign itself — defaults, validation, the recipe
+//! line, the summary and its merge — is the `leasehold_sim` library's. The first line printed
+//! is the replay recipe of the whole campaign; each failing invariant's smallest seed is
+//! written as a seeded scenario under `scenarios/found/` with the command that replays it.
+
+mod progress;
 
 use crate::cli::{CmdResult, Status, UserError};
+use crate::cmd::redis::{self, RedisArgs};
 use crate::files;
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::engine::Expiry;
 use leasehold_sim::scenario::Scenario;
-use leasehold_sim::seeded::campaign::{Campaign, Summary};
-use leasehold_sim::seeded::seeded_file::{
-    check_expect, parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
+use leasehold_sim::seeded::campaign::{
+    recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
 };
-use leasehold_sim::seeded::{BackendKind, Fault, FaultPlan, Ratio, RunOutcome, Setup, Workload};
-use std::io::IsTerminal;
+use leasehold_sim::seeded::seeded_file::{
+    check_expect, load_seeded, parse_toml, run_setup, run_setup_with, scenario_of, to_toml,
+};
+use leasehold_sim::seeded::summary::parse_shard;
+use leasehold_sim::seeded::{
+    BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
+};
+use leasehold_sim::timeline;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -38,7 +48,8 @@ pub struct Options {
     /// Run the seeds A..B (B excluded).
     #[arg(long, default_value = "0..100")]
     pub seeds: String,
-    /// Each seed draws its own subset of the allowed faults and their intensities.
+    /// Each seed draws its own subset of the allowed faults and their intensities, and its
+    /// workload size (most seeds small, some up to 10,000 events, 4 groups, 8 workers).
     #[arg(long)]
     pub swarm: bool,
     /// Start from a plan with every fault off (then switch some on with the fault flags).
@@ -68,6 +79,9 @@ pub struct Options {
     /// Broker unavailable (fast failure), per request.
     #[arg(long)]
     pub unavailable: Option<Ratio>,
+    /// Broker failure reported on a settle (nothing applied; the runtime nacks), per settle.
+    #[arg(long)]
+    pub failed: Option<Ratio>,
     /// Ambiguous response (applied, reply lost), per settle.
     #[arg(long)]
     pub lost_reply: Option<Ratio>,
@@ -101,32 +115,41 @@ pub struct Options {
     /// Lease duration (Redis variants: the claim idle time).
     #[arg(long, default_value_t = 30_000)]
     pub lease_ms: u64,
-    /// Bound on the safety (faulty) phase, simulated ms.
+    /// Bound on the safety (faulty) phase, simulated ms (default: sixty leases, or two per
+    /// record a worker handles when more).
     #[arg(long)]
     pub safety_ms_max: Option<u64>,
-    /// Bound on steps per run.
+    /// Bound on steps per run (default: a million, or twenty per delivery when more); a seed
+    /// that reaches it is inconclusive.
     #[arg(long)]
     pub steps_max: Option<u64>,
     /// When the broker expires leases: `at_deadline`, `on_fetch` (lazily, as Redis claims), or
     /// `mixed` (each seed draws one).
     #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"])]
     pub expiry: String,
-    /// Threads (the results do not depend on it).
+    /// Threads (the results do not depend on it), at most 256.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
     pub shard: String,
-    /// The broker: `pure` (the state machine) or `embedded` (the thread-safe in-process
-    /// broker; fenced only).
+    /// The broker: `pure` (the state machine), `embedded` (the thread-safe in-process
+    /// broker; fenced only) or `redis` (a Redis server; the redis-streams variants only).
     #[arg(long, default_value = "pure")]
     pub backend: String,
+    /// The Redis server (with `--backend redis`).
+    #[command(flatten)]
+    pub redis: RedisArgs,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
     /// Run a seeded scenario file instead of flags.
     #[arg(long, conflicts_with_all = ["seed", "swarm"])]
     pub file: Option<PathBuf>,
+    /// Merge the `--json` outputs of the shards 1/n … n/n of one campaign into the summary of
+    /// the whole campaign.
+    #[arg(long, num_args = 1.., value_name = "FILES", conflicts_with_all = ["seed", "file"])]
+    pub merge: Vec<PathBuf>,
     /// With --seed or --file: print the trace.
     #[arg(long)]
     pub trace: bool,
@@ -147,32 +170,48 @@ pub struct Options {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     let args = *args.options;
+    if !args.merge.is_empty() {
+        return run_merge(&args);
+    }
     let backend = backend_kind(&args.backend)?;
+    if args.backend == "redis" {
+        redis::configure(&args.redis)?;
+    }
+    if args.threads == 0 || args.threads > THREADS_MAX {
+        return Err(UserError(format!(
+            "--threads: {} is not between 1 and {THREADS_MAX}",
+            args.threads
+        )));
+    }
     if let Some(path) = &args.file {
         return run_file(&args, path, backend);
     }
-    let template = template(&args)?;
+    let (template, pinned) = template_pinned(&args)?;
     backend.check(&template).map_err(UserError)?;
-    if let Some(seed) = args.seed {
-        return run_one(&args, template, seed, backend);
+    if args.backend == "redis" {
+        redis::refuse_restarts(redis::plan_restarts(&template.faults))?;
     }
-    let seeds = parse_seeds(&args.seeds)?;
-    let shard = parse_shard(&args.shard)?;
-    let campaign = Campaign {
-        template,
-        swarm: args.swarm,
-        expiry_mixed: args.expiry == "mixed",
-        seeds,
-        shard,
-        threads: args.threads.max(1),
-        backend,
-        stop_on_failure: args.stop_on_failure,
-    };
+    let mut campaign = Campaign::new(template, 0..1);
+    campaign.swarm = args.swarm;
+    campaign.expiry_mixed = args.expiry == "mixed";
+    campaign.threads = args.threads;
+    campaign.backend = backend;
+    campaign.stop_on_failure = args.stop_on_failure;
+    campaign.pinned = pinned;
+    campaign
+        .largest_setup()
+        .validate()
+        .map_err(|e| UserError(e.for_flags()))?;
+    if let Some(seed) = args.seed {
+        return run_one(&args, &campaign, seed);
+    }
+    campaign.seeds = parse_seeds(&args.seeds)?;
+    campaign.shard = parse_shard(&args.shard).map_err(|e| UserError(format!("--shard: {e}")))?;
     run_campaign(&args, &campaign)
 }
 
 /// The backends `--backend` names.
-pub const BACKENDS: [&str; 2] = ["pure", "embedded"];
+pub const BACKENDS: [&str; 3] = ["pure", "embedded", "redis"];
 
 fn make_embedded(
     config: &leasehold_model::BrokerConfig,
@@ -187,6 +226,7 @@ pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
             name: "embedded",
             make: make_embedded,
         }),
+        "redis" => Ok(redis::kind()),
         _ => BackendKind::from_name(name).ok_or_else(|| {
             UserError(format!(
                 "--backend: unknown '{name}' (expected one of {})",
@@ -196,8 +236,13 @@ pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
     }
 }
 
-/// The run template from the flags (seed 0).
+/// The run template from the flags (seed 0), validated.
 pub fn template(args: &Options) -> Result<Setup, UserError> {
+    template_pinned(args).map(|(setup, _)| setup)
+}
+
+/// The run template from the flags, validated, and which bounds the flags pinned.
+pub fn template_pinned(args: &Options) -> Result<(Setup, Pinned), UserError> {
     let variant = Variant::from_name(&args.variant).ok_or_else(|| {
         UserError(format!(
             "--variant: unknown '{}' (one of {})",
@@ -222,48 +267,40 @@ pub fn template(args: &Options) -> Result<Setup, UserError> {
             return Err(UserError(format!("{flag}: must be at least 1")));
         }
     }
-    let mut faults = if args.no_faults {
-        FaultPlan::none()
-    } else {
-        FaultPlan::for_lease(args.lease_ms)
-    };
-    for (fault, value) in fault_flags(args) {
-        if let Some(ratio) = value {
-            *faults.ratio_mut(fault) = ratio;
+    let mut setup = Setup::default_for(variant);
+    setup.policy = policy;
+    setup.max_attempts = args.max_attempts;
+    setup.lease_ms = args.lease_ms;
+    setup.workload = Workload::for_lease(args.lease_ms);
+    setup.faults = FaultPlan::for_lease(args.lease_ms);
+    if args.no_faults {
+        for fault in Fault::ALL {
+            *setup.faults.ratio_mut(fault) = Ratio::ZERO;
         }
     }
-    let mut workload = Workload::for_lease(args.lease_ms);
+    for (fault, value) in fault_flags(args) {
+        if let Some(ratio) = value {
+            *setup.faults.ratio_mut(fault) = ratio;
+        }
+    }
+    setup.resize(args.events, args.groups as usize, args.workers as usize);
+    setup.expiry = Expiry::from_name(&args.expiry).unwrap_or_default();
+    setup.derive_bounds(true, true);
+    let pinned = Pinned {
+        safety_ms_max: args.safety_ms_max.is_some(),
+        steps_max: args.steps_max.is_some(),
+    };
     if let Some(ms) = args.safety_ms_max {
-        workload.safety_ms_max = ms;
+        setup.workload.safety_ms_max = ms;
     }
     if let Some(steps) = args.steps_max {
-        workload.steps_max = steps;
+        setup.workload.steps_max = steps;
     }
-    Ok(Setup {
-        seed: 0,
-        variant,
-        group_names: (0..args.groups).map(|g| format!("g{g}")).collect(),
-        worker_names: (0..args.workers).map(worker_name).collect(),
-        events: args.events,
-        lease_ms: args.lease_ms,
-        max_attempts: args.max_attempts,
-        policy,
-        clock_offset_ms: vec![None; args.workers as usize],
-        expiry: Expiry::from_name(&args.expiry).unwrap_or_default(),
-        workload,
-        faults,
-    })
+    setup.validate().map_err(|e| UserError(e.for_flags()))?;
+    Ok((setup, pinned))
 }
 
-fn worker_name(index: u32) -> String {
-    if index < 26 {
-        char::from(b'A' + index as u8).to_string()
-    } else {
-        format!("W{index}")
-    }
-}
-
-fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 13] {
+fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 14] {
     [
         (Fault::Crash, args.crash),
         (Fault::Pause, args.pause),
@@ -273,6 +310,7 @@ fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 13] {
         (Fault::Duplicate, args.duplicate),
         (Fault::Partition, args.partition),
         (Fault::Unavailable, args.unavailable),
+        (Fault::Failed, args.failed),
         (Fault::LostReply, args.lost_reply),
         (Fault::BrokerRestart, args.broker_restart),
         (Fault::ClockSkew, args.clock_skew),
@@ -293,103 +331,57 @@ pub fn parse_seeds(text: &str) -> Result<std::ops::Range<u64>, UserError> {
     Ok(a..b)
 }
 
-/// Parses `k/n` with `1 <= k <= n`.
-pub fn parse_shard(text: &str) -> Result<(u64, u64), UserError> {
-    let bad = || UserError(format!("--shard: '{text}' is not k/n with 1 <= k <= n"));
-    let (k, n) = text.split_once('/').ok_or_else(bad)?;
-    let k: u64 = k.trim().parse().map_err(|_| bad())?;
-    let n: u64 = n.trim().parse().map_err(|_| bad())?;
-    if k == 0 || n == 0 || k > n {
-        return Err(bad());
-    }
-    Ok((k, n))
-}
-
-/// The flags that reproduce `setup`'s configuration (not its seed).
-pub fn recipe(setup: &Setup, swarm: bool) -> String {
-    recipe_with(setup, swarm, None)
-}
-
 /// The flags that reproduce a campaign's configuration.
 pub fn campaign_recipe(campaign: &Campaign) -> String {
-    let expiry = (!campaign.expiry_mixed).then_some(campaign.template.expiry);
-    recipe_with(&campaign.template, campaign.swarm, expiry)
+    campaign.recipe()
 }
 
-/// [`recipe`], with `--expiry` when it is not the default `mixed`.
-pub fn recipe_with(setup: &Setup, swarm: bool, expiry: Option<Expiry>) -> String {
-    let mut out = format!(
-        "--variant {} --events {} --groups {} --workers {} --policy {} --max-attempts {} --lease-ms {}",
-        setup.variant,
-        setup.events,
-        setup.group_names.len(),
-        setup.worker_names.len(),
-        setup.policy,
-        setup.max_attempts,
-        setup.lease_ms,
-    );
-    let default = Workload::for_lease(setup.lease_ms);
-    if setup.workload.safety_ms_max != default.safety_ms_max {
-        out.push_str(&format!(
-            " --safety-ms-max {}",
-            setup.workload.safety_ms_max
-        ));
-    }
-    if setup.workload.steps_max != default.steps_max {
-        out.push_str(&format!(" --steps-max {}", setup.workload.steps_max));
-    }
-    if swarm {
-        out.push_str(" --swarm");
-    }
-    if let Some(expiry) = expiry {
-        out.push_str(&format!(" --expiry {}", expiry.name()));
-    }
-    let plan = &setup.faults;
-    let base = FaultPlan::for_lease(setup.lease_ms);
-    for fault in Fault::ALL {
-        if plan.ratio(fault) != base.ratio(fault) {
-            let flag = fault.name().replace('_', "-");
-            out.push_str(&format!(" --{flag} {}", plan.ratio(fault)));
-        }
-    }
-    out
-}
-
-fn run_one(args: &Options, template: Setup, seed: u64, backend: BackendKind) -> CmdResult {
-    let campaign = Campaign {
-        template,
-        swarm: args.swarm,
-        expiry_mixed: args.expiry == "mixed",
-        seeds: seed..seed + 1,
-        shard: (1, 1),
-        threads: 1,
-        backend,
-        stop_on_failure: false,
-    };
+fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     let setup = campaign.setup(seed);
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
     let header = format!(
-        "leasehold sim --seed {seed} {} --backend {backend}",
-        campaign_recipe(&campaign)
+        "leasehold sim --seed {seed} {} --backend {}",
+        campaign.recipe(),
+        campaign.backend
     );
+    if !args.json {
+        println!("{header}");
+        println!("faults{swarm_flag}: {}", setup.faults.summary());
+    }
     let started = Instant::now();
-    let outcome = run_setup(&setup, backend, args.trace);
+    let outcome = progress::run_one_seed(&setup, campaign.backend, args.trace, args.json);
     let wall = started.elapsed();
-    report_one(args, &header, &setup, &outcome, wall, swarm_flag)
+    let status = report_one(args, &header, &setup, &outcome, wall)?;
+    if !outcome.violations.is_empty() && !args.no_save {
+        save_failure(args, &setup, outcome.violations[0].invariant)?;
+    }
+    Ok(status)
 }
 
 fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
-    let scenario = load_scenario(path)?;
-    let setup = setup_from_scenario(&scenario)
+    let (scenario, setup) = load_seeded_file(path)?;
+    backend
+        .check(&setup)
         .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    backend
+        .check(&setup)
+        .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    if backend.name() == "redis" {
+        redis::refuse_restarts(redis::plan_restarts(&setup.faults))
+            .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
+    }
     let header = format!(
         "leasehold sim --file {} --backend {backend}",
         path.display()
     );
+    if !args.json {
+        println!("{header}");
+        println!("faults: {}", setup.faults.summary());
+    }
     let started = Instant::now();
-    let outcome = run_setup(&setup, backend, args.trace);
+    let outcome = progress::run_one_seed(&setup, backend, args.trace, args.json);
     let wall = started.elapsed();
-    report_one(args, &header, &setup, &outcome, wall, "")?;
+    report_one(args, &header, &setup, &outcome, wall)?;
     // A file's [expect] decides the status, as for `replay`.
     let mismatches = check_expect(&scenario, &outcome);
     if !args.json {
@@ -411,13 +403,23 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, UserError> {
     parse_toml(&text).map_err(|e| UserError(format!("{}: {e}", path.display())))
 }
 
+/// Reads a seeded scenario file and its validated setup; an error is one line with the file,
+/// line and field.
+pub fn load_seeded_file(path: &Path) -> Result<(Scenario, Setup), UserError> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
+    let scenario = parse_toml(&text).map_err(|e| UserError(format!("{name}: {e}")))?;
+    let setup = load_seeded(&text, &name).map_err(UserError)?;
+    Ok((scenario, setup))
+}
+
 fn report_one(
     args: &Options,
     header: &str,
     setup: &Setup,
     outcome: &RunOutcome,
     wall: Duration,
-    swarm_flag: &str,
 ) -> CmdResult {
     let status = if outcome.violations.is_empty() {
         Status::Ok
@@ -425,32 +427,10 @@ fn report_one(
         Status::Failed
     };
     if args.json {
-        let value = serde_json::json!({
-            "command": header,
-            "variant": setup.variant.name(),
-            "seed": setup.seed,
-            "faults": setup.faults.summary(),
-            "trace_hash": format!("{:016x}", outcome.trace_hash),
-            "steps": outcome.steps,
-            "sim_ms": outcome.sim_ms,
-            "end": outcome.end,
-            "violations": outcome.violations.iter().map(|v| serde_json::json!({
-                "invariant": v.invariant.id(),
-                "name": v.invariant.name(),
-                "step": v.step,
-                "detail": v.detail,
-            })).collect::<Vec<_>>(),
-            "duplicate_runs": outcome.duplicate_runs,
-            "duplicate_writes": outcome.duplicate_writes,
-            "ghost_writes": outcome.ghost_writes,
-            "at_most_once_losses": outcome.at_most_once_losses,
-            "wall_ms": wall.as_millis() as u64,
-        });
+        let value = one_json(header, setup, outcome, wall);
         println!("{}", serde_json::to_string_pretty(&value).expect("json"));
         return Ok(status);
     }
-    println!("{header}");
-    println!("faults{swarm_flag}: {}", setup.faults.summary());
     if let Some(trace) = &outcome.trace {
         print!("{trace}");
     }
@@ -458,6 +438,9 @@ fn report_one(
         "seed {}: {} after {} steps, {} simulated ms",
         setup.seed, outcome.end, outcome.steps, outcome.sim_ms
     );
+    if let Some(bound) = outcome.inconclusive {
+        println!("inconclusive: {bound} reached (a bound, not a verdict: no invariant is judged violated by it)");
+    }
     for violation in &outcome.violations {
         println!("  {violation}");
     }
@@ -471,18 +454,59 @@ fn report_one(
             outcome.at_most_once_losses, setup.policy
         );
     }
+    let secs = wall.as_secs_f64().max(1e-6);
+    println!(
+        "speed: {:.0} steps/s, simulated/wall {:.0}x",
+        outcome.steps as f64 / secs,
+        outcome.sim_ms as f64 / 1000.0 / secs
+    );
     println!("trace hash {:016x}", outcome.trace_hash);
-    if !outcome.violations.is_empty() && !args.no_save && args.file.is_none() {
-        save_failure(args, setup, &outcome.violations[0].invariant)?;
-    }
+    let _ = header;
     Ok(status)
 }
 
-fn save_failure(args: &Options, setup: &Setup, invariant: &Invariant) -> Result<(), UserError> {
+/// One seed's `--json` object.
+fn one_json(
+    header: &str,
+    setup: &Setup,
+    outcome: &RunOutcome,
+    wall: Duration,
+) -> serde_json::Value {
+    let coverage: serde_json::Map<String, serde_json::Value> = outcome
+        .hits
+        .iter()
+        .map(|(probe, count)| (probe.name().to_string(), count.into()))
+        .collect();
+    serde_json::json!({
+        "command": header,
+        "variant": setup.variant.name(),
+        "seed": setup.seed,
+        "faults": setup.faults.summary(),
+        "trace_hash": format!("{:016x}", outcome.trace_hash),
+        "steps": outcome.steps,
+        "sim_ms": outcome.sim_ms,
+        "end": outcome.end,
+        "inconclusive": outcome.inconclusive.map(|b| b.name()),
+        "violations": outcome.violations.iter().map(|v| serde_json::json!({
+            "invariant": v.invariant.id(),
+            "name": v.invariant.name(),
+            "step": v.step,
+            "detail": v.detail,
+        })).collect::<Vec<_>>(),
+        "duplicate_runs": outcome.duplicate_runs,
+        "duplicate_writes": outcome.duplicate_writes,
+        "ghost_writes": outcome.ghost_writes,
+        "at_most_once_losses": outcome.at_most_once_losses,
+        "coverage": coverage,
+        "wall_ms": wall.as_millis() as u64,
+    })
+}
+
+fn save_failure(args: &Options, setup: &Setup, invariant: Invariant) -> Result<(), UserError> {
     let note = format!(
         "found by: leasehold sim --seed {} {}",
         setup.seed,
-        recipe_with(setup, false, Some(setup.expiry))
+        recipe(setup, false, Some(setup.expiry), Pinned::default())
     );
     let scenario = scenario_of(setup, Some(invariant.id()), Some(note));
     let stem = format!("{}-seed{}", setup.variant, setup.seed);
@@ -497,16 +521,7 @@ fn save_failure(args: &Options, setup: &Setup, invariant: &Invariant) -> Result<
 }
 
 fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
-    let seeds = &campaign.seeds;
-    let header = format!(
-        "leasehold sim --seeds {}..{} --shard {}/{} {} --backend {}",
-        seeds.start,
-        seeds.end,
-        campaign.shard.0,
-        campaign.shard.1,
-        campaign_recipe(campaign),
-        campaign.backend
-    );
+    let header = campaign.command();
     if !args.json {
         println!("{header}");
         let kind = if campaign.swarm {
@@ -516,217 +531,150 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
         };
         println!("{kind}: {}", campaign.template.faults.summary());
     }
-    let total = campaign.shard_len();
-    let bar = (std::io::stderr().is_terminal() && !args.json).then(|| {
-        let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} seeds {per_sec} eta {eta}",
-            )
-            .expect("a valid template"),
-        );
-        bar
-    });
     let started = Instant::now();
-    let summary = campaign.run(&|done| {
-        if let Some(bar) = &bar {
-            bar.set_position(done);
-        }
-    });
+    let summary = progress::run_campaign(campaign, args.json);
     let wall = started.elapsed();
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let mut saved = Vec::new();
-    if !args.no_save {
-        // The variant's expected invariant first: a seed that breaks it is saved expecting it.
-        let expected = campaign.template.variant.expected_violation();
-        let mut order: Vec<_> = summary.failures.iter().collect();
-        order.sort_by_key(|(invariant, _)| Some(**invariant) != expected);
-        for (invariant, failures) in order {
-            if let Some(&seed) = failures.seeds.first() {
-                if saved.iter().any(|(s, _, _)| *s == seed) {
-                    continue;
-                }
-                let setup = campaign.setup(seed);
-                let note = format!(
-                    "found by: leasehold sim --seed {seed} {}",
-                    campaign_recipe(campaign)
-                );
-                let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
-                let stem = format!("{}-seed{seed}", setup.variant);
-                let path =
-                    files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
-                saved.push((seed, *invariant, path));
-            }
-        }
-    }
-    let text = summary_text(campaign, &summary, wall, &saved);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&summary_json(&header, campaign, &summary, wall, &saved))
-                .expect("json")
-        );
+    let saved = if args.no_save {
+        Vec::new()
     } else {
-        print!("{text}");
-    }
-    if let Some(path) = &args.report {
-        let contents = format!("{header}\n{text}");
-        files::write_atomic(path, contents.as_bytes())?;
-    }
-    Ok(if summary.seeds_failed > 0 {
+        save_failures(args, campaign, &summary)?
+    };
+    let report = campaign.report(summary, wall.as_millis() as u64, saved);
+    print_report(args, campaign, &report)?;
+    Ok(if report.summary.seeds_failed > 0 {
         Status::Failed
     } else {
         Status::Ok
     })
 }
 
-fn rate(count: f64, wall: Duration) -> f64 {
-    count / wall.as_secs_f64().max(1e-9)
+/// Writes the smallest failing seed of each broken invariant as a seeded scenario (the
+/// variant's expected invariant first: a seed that breaks it is saved expecting it).
+fn save_failures(
+    args: &Options,
+    campaign: &Campaign,
+    summary: &leasehold_sim::seeded::Summary,
+) -> Result<Vec<Saved>, UserError> {
+    let expected = campaign.template.variant.expected_violation();
+    let mut order: Vec<_> = summary.failures.iter().collect();
+    order.sort_by_key(|(invariant, _)| Some(**invariant) != expected);
+    let mut saved: Vec<Saved> = Vec::new();
+    for (invariant, failures) in order {
+        let Some(&seed) = failures.seeds.first() else {
+            continue;
+        };
+        if saved.iter().any(|s| s.seed == seed) {
+            continue;
+        }
+        let setup = campaign.setup(seed);
+        let note = format!("found by: {}", campaign.seed_command(seed));
+        let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
+        let stem = format!("{}-seed{seed}", setup.variant);
+        let path = files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
+        saved.push(Saved {
+            seed,
+            invariant: *invariant,
+            path: path.display().to_string(),
+        });
+    }
+    Ok(saved)
 }
 
-fn summary_text(
-    campaign: &Campaign,
-    summary: &Summary,
-    wall: Duration,
-    saved: &[(u64, Invariant, PathBuf)],
-) -> String {
-    let mut out = String::new();
-    let push = |out: &mut String, line: String| {
-        out.push_str(&line);
-        out.push('\n');
-    };
-    push(
-        &mut out,
-        format!(
-            "seeds run: {} ({} failed, {} hit steps_max)",
-            summary.seeds_run, summary.seeds_failed, summary.bound_hits
-        ),
-    );
-    if summary.failures.is_empty() {
-        push(&mut out, "failures: none".to_string());
+fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) -> CmdResult {
+    let mut text = report.to_string();
+    for saved in &report.saved {
+        text.push_str(&format!(
+            "{} seed {}: replay with: leasehold replay {}   (or: {})\n",
+            saved.invariant.id(),
+            saved.seed,
+            saved.path,
+            campaign.seed_command(saved.seed)
+        ));
     }
-    for (invariant, failures) in &summary.failures {
-        let seeds: Vec<String> = failures.seeds.iter().map(u64::to_string).collect();
-        push(
-            &mut out,
-            format!(
-                "failures: {invariant}: {} seeds (smallest: {})",
-                failures.count,
-                seeds.join(", ")
-            ),
-        );
+    if let Some(first) = &report.summary.first_failure {
+        text.push_str(&failure_story(campaign, first.seed));
     }
-    if let Some(expected) = campaign.template.variant.expected_violation() {
-        let caught = summary.failures.contains_key(&expected);
-        push(
-            &mut out,
-            format!(
-                "expected: {} breaks {expected}: {}",
-                campaign.template.variant,
-                if caught { "caught" } else { "not caught" }
-            ),
-        );
-    }
-    if let Some((seed, violations)) = &summary.first_failure {
-        push(&mut out, format!("first failing seed: {seed}"));
-        for v in violations {
-            push(&mut out, format!("  {v}"));
+    if args.backend == "redis" {
+        if let Some(line) = redis::servers_line() {
+            text.push_str(&line);
+            text.push('\n');
         }
     }
-    push(
-        &mut out,
-        format!(
-            "duplicates: {} handler runs, {} world writes, {} ghost writes (at least once: counted, not failed)",
-            summary.duplicate_runs, summary.duplicate_writes, summary.ghost_writes
-        ),
-    );
-    push(
-        &mut out,
-        format!(
-            "at-most-once: {} events acked without a completed handler ({}'s documented guarantee, not a protocol failure)",
-            summary.at_most_once_losses, campaign.template.policy
-        ),
-    );
-    let sim_s = summary.sim_ms as f64 / 1000.0;
-    push(
-        &mut out,
-        format!(
-            "simulated time: {sim_s:.1} s over {} steps in {:.2} s wall",
-            summary.steps,
-            wall.as_secs_f64()
-        ),
-    );
-    push(
-        &mut out,
-        format!(
-            "speed: {:.0} steps/s, {:.1} seeds/s, simulated/wall {:.0}x (threads: {})",
-            rate(summary.steps as f64, wall),
-            rate(summary.seeds_run as f64, wall),
-            rate(sim_s, wall),
-            campaign.threads
-        ),
-    );
-    push(
-        &mut out,
-        format!("campaign hash {:016x}", summary.campaign_hash),
-    );
-    for (seed, invariant, path) in saved {
-        push(
-            &mut out,
-            format!(
-                "{} seed {seed}: replay with: leasehold replay {}   (or: leasehold sim --seed {seed} {})",
-                invariant.id(),
-                path.display(),
-                campaign_recipe(campaign)
-            ),
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(report).expect("a report serialises")
         );
+    } else {
+        print!("{text}");
     }
+    if let Some(path) = &args.report {
+        let contents = format!("{}\n{text}", report.command);
+        files::write_atomic(path, contents.as_bytes())?;
+    }
+    Ok(Status::Ok)
+}
+
+/// The smallest failing seed, re-run with a recorder: the end of its timeline, up to its first
+/// violation. The re-run must give the campaign's run back (same violations), or determinism
+/// is broken.
+fn failure_story(campaign: &Campaign, seed: u64) -> String {
+    const CONTEXT_LINES: usize = 8;
+    let setup = campaign.setup(seed);
+    let outcome = run_setup(&setup, campaign.backend, true);
+    let Some(recorded) = &outcome.recorded else {
+        return String::new();
+    };
+    let rendered = timeline::render(&recorded.trace);
+    let Some(found) = recorded.trace.violations.first() else {
+        return format!("seed {seed} did not fail again when re-run: the run is not deterministic (a bug: please report it)\n");
+    };
+    let last = rendered.t_of(found.line).unwrap_or(0);
+    let first = (last + 1).saturating_sub(CONTEXT_LINES);
+    let mut out = format!("timeline of seed {seed} up to its first violation:\n");
+    for line in rendered.lines.iter().take(last + 1).skip(first) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out.push_str(&format!("  → {}\n", found.violation));
     out
 }
 
-fn summary_json(
-    header: &str,
-    campaign: &Campaign,
-    summary: &Summary,
-    wall: Duration,
-    saved: &[(u64, Invariant, PathBuf)],
-) -> serde_json::Value {
-    let failures: serde_json::Map<String, serde_json::Value> = summary
-        .failures
-        .iter()
-        .map(|(inv, f)| {
-            (
-                inv.id().to_string(),
-                serde_json::json!({ "name": inv.name(), "count": f.count, "seeds": f.seeds }),
-            )
-        })
-        .collect();
-    serde_json::json!({
-        "command": header,
-        "variant": campaign.template.variant.name(),
-        "seeds": { "start": campaign.seeds.start, "end": campaign.seeds.end },
-        "shard": format!("{}/{}", campaign.shard.0, campaign.shard.1),
-        "swarm": campaign.swarm,
-        "faults": campaign.template.faults.summary(),
-        "seeds_run": summary.seeds_run,
-        "seeds_failed": summary.seeds_failed,
-        "bound_hits": summary.bound_hits,
-        "failures": failures,
-        "first_failing_seed": summary.first_failure.as_ref().map(|(s, _)| *s),
-        "steps": summary.steps,
-        "sim_ms": summary.sim_ms,
-        "duplicate_runs": summary.duplicate_runs,
-        "duplicate_writes": summary.duplicate_writes,
-        "ghost_writes": summary.ghost_writes,
-        "at_most_once_losses": summary.at_most_once_losses,
-        "trace_hash": format!("{:016x}", summary.campaign_hash),
-        "wall_ms": wall.as_millis() as u64,
-        "threads": campaign.threads,
-        "saved": saved.iter().map(|(s, i, p)| serde_json::json!({
-            "seed": s, "invariant": i.id(), "path": p.display().to_string()
-        })).collect::<Vec<_>>(),
+fn run_merge(args: &Options) -> CmdResult {
+    let mut parts = Vec::new();
+    for path in &args.merge {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UserError(format!("{}: cannot read: {e}", path.display())))?;
+        let part: CampaignReport = serde_json::from_str(&text).map_err(|e| {
+            UserError(format!(
+                "{}: not a `leasehold sim --json` campaign output: {e}",
+                path.display()
+            ))
+        })?;
+        parts.push(part);
+    }
+    let merged = CampaignReport::merge(&parts).map_err(|e| UserError(format!("--merge: {e}")))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&merged).expect("a report serialises")
+        );
+    } else {
+        println!("{}", merged.command);
+        println!("merged from {} shards", parts.len());
+        print!("{merged}");
+        for saved in &merged.saved {
+            println!(
+                "{} seed {}: replay with: leasehold replay {}",
+                saved.invariant.id(),
+                saved.seed,
+                saved.path
+            );
+        }
+    }
+    Ok(if merged.summary.seeds_failed > 0 {
+        Status::Failed
+    } else {
+        Status::Ok
     })
 }
 
@@ -750,8 +698,18 @@ pub fn replay_if_seeded(
         return Ok(None);
     }
     let kind = backend_kind(backend)?;
-    let outcome = leasehold_sim::run_seeded(&scenario, kind)
+    let setup = load_seeded(&text, &name).map_err(UserError)?;
+    if backend == "redis" {
+        redis::refuse_restarts(redis::plan_restarts(&setup.faults))
+            .map_err(|e| UserError(format!("{name}: {e}")))?;
+    }
+    kind.check(&setup)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
+    let options = RunOptions {
+        record: true,
+        ..RunOptions::default()
+    };
+    let outcome = run_setup_with(&setup, kind, &options);
     let mismatches = check_expect(&scenario, &outcome);
     let status = if mismatches.is_empty() {
         Status::Ok
@@ -764,6 +722,7 @@ pub fn replay_if_seeded(
             "seed": scenario.seed,
             "timeline": outcome.trace,
             "violations": outcome.violations,
+            "inconclusive": outcome.inconclusive.map(|b| b.name()),
             "steps": outcome.steps,
             "mismatches": mismatches,
             "trace_hash": format!("{:016x}", outcome.trace_hash),
@@ -783,6 +742,9 @@ pub fn replay_if_seeded(
     print!("{}", outcome.trace.as_deref().unwrap_or_default());
     for violation in &outcome.violations {
         println!("{violation}");
+    }
+    if let Some(bound) = outcome.inconclusive {
+        println!("inconclusive: {bound} reached");
     }
     for mismatch in &mismatches {
         println!("mismatch: {mismatch}");

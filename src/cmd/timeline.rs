@@ -4,7 +4,8 @@
 //! whenever the file runs; 2 for a bad file or an unwritable output).
 
 use crate::cli::{CmdResult, Status};
-use crate::cmd::replay::{load, run_on};
+use crate::cmd::redis::{self, RedisArgs};
+use crate::cmd::replay::{load, run_on, BACKENDS};
 use crate::files::write_atomic;
 use leasehold_sim::svg;
 use std::path::PathBuf;
@@ -17,13 +18,20 @@ pub struct Args {
     /// Write an SVG drawing of the timeline to this file (atomically) instead of printing.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
-    /// The broker under test: `pure` or `embedded` (`fenced` only).
-    #[arg(long, default_value = "pure", value_parser = ["pure", "embedded"])]
+    /// The broker under test: `pure`, `embedded` (`fenced` only) or `redis` (the
+    /// `redis-streams` variants only).
+    #[arg(long, default_value = "pure", value_parser = BACKENDS)]
     pub backend: String,
+    /// The Redis server (with `--backend redis`).
+    #[command(flatten)]
+    pub redis: RedisArgs,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    if args.backend == "redis" {
+        redis::configure(&args.redis)?;
+    }
     let script = load(&args.file)?;
     let replay = run_on(&script, &args.backend)?;
     match &args.svg {

@@ -19,8 +19,69 @@ pub struct Budgets {
     /// Broker restarts.
     pub broker_restarts: u8,
     /// Renew requests sent by lease holders (renew is not a fault; the budget keeps the space
-    /// finite, since an accepted renew changes nothing in the untimed model).
+    /// acyclic, since an accepted renew changes nothing in the untimed model). Ignored when
+    /// [`CheckConfig::renews`] is [`Renews::Unbounded`].
     pub renews: u8,
+}
+
+impl Budgets {
+    /// The sum of every budget, renews included.
+    pub fn total(&self) -> u32 {
+        [
+            self.crashes,
+            self.drops,
+            self.dups,
+            self.lost_replies,
+            self.broker_restarts,
+            self.renews,
+        ]
+        .iter()
+        .map(|&b| u32::from(b))
+        .sum()
+    }
+}
+
+/// How many renews a lease holder may send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Renews {
+    /// At most [`Budgets::renews`] in a behaviour: every behaviour is finite.
+    #[default]
+    Budget,
+    /// Without bound: a holder may renew forever, so the state graph has cycles and I6 is
+    /// checked by a search for fair cycles (lassos) instead of a ranking function.
+    Unbounded,
+}
+
+/// The fairness assumption under which I6 is checked when the graph has cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fairness {
+    /// No assumption: any reachable cycle through unsettled states breaks I6.
+    None,
+    /// Weak fairness on each worker, each lease's expiry and each request in flight: a cycle
+    /// breaks I6 only if none of them is enabled throughout it without being taken.
+    #[default]
+    Weak,
+}
+
+impl Fairness {
+    /// `none` or `weak`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Fairness::None => "none",
+            Fairness::Weak => "weak",
+        }
+    }
+
+    /// Parses `none` or `weak`.
+    pub fn from_name(name: &str) -> Option<Fairness> {
+        match name {
+            "none" => Some(Fairness::None),
+            "weak" => Some(Fairness::Weak),
+            _ => None,
+        }
+    }
 }
 
 /// Everything a check explores: the variant, the sizes and the budgets.
@@ -40,6 +101,13 @@ pub struct CheckConfig {
     pub policy: AckPolicy,
     /// Fault and renew budgets.
     pub budgets: Budgets,
+    /// Whether renews are bounded by `budgets.renews` or unbounded.
+    #[serde(default)]
+    pub renews: Renews,
+    /// The fairness assumption of I6 when renews are unbounded (ignored otherwise: with
+    /// finite budgets every behaviour is finite and no assumption is needed).
+    #[serde(default)]
+    pub fairness: Fairness,
 }
 
 /// Upper limits on sizes, so that a typo cannot ask for an astronomically large check.
@@ -53,25 +121,22 @@ pub const MAX_ATTEMPTS_MAX: u32 = 8;
 
 impl CheckConfig {
     /// The smallest bounds that expose `variant`'s expected violation (for mutants and
-    /// `redis-streams`), or the general default (for protocols expected to hold).
+    /// `redis-streams`), or the general default (for protocols expected to hold: the largest
+    /// configuration that proves in about ten seconds, lost replies on).
     pub fn default_for(variant: Variant) -> CheckConfig {
         let none = Budgets::default();
-        let base = |events: u32, workers: usize, max_attempts: u32, budgets: Budgets| CheckConfig {
-            variant,
-            group_count: 1,
-            event_count: events,
-            worker_count: workers,
-            max_attempts,
-            policy: AckPolicy::NackOnError,
-            budgets,
+        let base = |events, workers, max_attempts, budgets| {
+            CheckConfig::sized(variant, events, workers, max_attempts, budgets)
         };
         match variant {
+            // The largest configuration that proves in about ten seconds on one thread,
+            // lost replies on (reports/check-bench.md).
             Variant::Fenced | Variant::RedisStreamsFenced => base(
-                2,
-                2,
+                3,
+                3,
                 2,
                 Budgets {
-                    crashes: 1,
+                    crashes: 2,
                     lost_replies: 1,
                     ..none
                 },
@@ -137,6 +202,27 @@ impl CheckConfig {
         }
     }
 
+    /// One group, `nack_on_error`, budgeted renews.
+    fn sized(
+        variant: Variant,
+        event_count: u32,
+        worker_count: usize,
+        max_attempts: u32,
+        budgets: Budgets,
+    ) -> CheckConfig {
+        CheckConfig {
+            variant,
+            group_count: 1,
+            event_count,
+            worker_count,
+            max_attempts,
+            policy: AckPolicy::NackOnError,
+            budgets,
+            renews: Renews::Budget,
+            fairness: Fairness::Weak,
+        }
+    }
+
     /// Whether the model expires leases lazily: the `Expire` action only makes the lease's
     /// deadline pass, and the broker expires it at its next fetch (as it does on Redis). This
     /// matters only for a broker whose fence is not its own clock (`worker-clock-expiry`): for
@@ -176,9 +262,18 @@ impl CheckConfig {
         )
     }
 
+    /// Whether the state graph may have cycles (renews unbounded).
+    pub fn cyclic(&self) -> bool {
+        self.renews == Renews::Unbounded
+    }
+
     /// The bounds as command-line flags (without the variant), e.g. for `leasehold protocols`.
     pub fn flags(&self) -> String {
         let b = &self.budgets;
+        let renews = match self.renews {
+            Renews::Budget => b.renews.to_string(),
+            Renews::Unbounded => format!("unbounded --fairness {}", self.fairness.name()),
+        };
         format!(
             "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}",
             self.group_count,
@@ -191,7 +286,7 @@ impl CheckConfig {
             b.dups,
             b.lost_replies,
             b.broker_restarts,
-            b.renews
+            renews
         )
     }
 }

@@ -1,22 +1,39 @@
-//! Exhaustive model checking of a bounded configuration with stateright.
+//! Exhaustive model checking of a bounded configuration.
 //!
-//! * [`config`] — the bounded configuration (sizes, budgets) and each variant's defaults.
-//! * [`state`] — the model state (broker, oracle, workers, requests in flight) and actions.
-//! * [`model`] — the stateright `Model`: transitions and properties (I1–I6, reachability).
-//! * [`shortest`] — our own breadth-first search for the shortest counterexample.
-//! * [`trace`] — a counterexample as steps and as a timeline in the seed's wording.
+//! * [`config`] — the bounded configuration (sizes, budgets, renews, fairness) and each
+//!   variant's defaults.
+//! * [`state`] — the history-free state (broker, lean oracle, workers, requests in flight,
+//!   budgets used), its canonical form, the actions and the `sometimes` witnesses.
+//! * [`model`] — the transitions and properties; the stateright [`stateright::Model`] for the
+//!   Explorer.
+//! * [`fingerprint`] — 64-bit state fingerprints.
+//! * [`table`] — the shared fingerprint set and the liveness search's node map.
+//! * [`rank`] — the ranking function behind I6 with finite budgets.
+//! * [`search`] — the proof search: depth-first, multi-threaded with work sharing.
+//! * [`shortest`] — the breadth-first search for the shortest counterexample.
+//! * [`liveness`] — I6 with cycles: the explored graph, Tarjan's SCCs, weak fairness, lassos.
+//! * [`path`] — a counterexample replayed with a full oracle, step by step.
+//! * [`run`] — `check` as a library call: the verdict rule and the report.
 //!
-//! The model is untimed: the broker's clock reads 0 and its leases are practically endless;
-//! expiry is the action `Expire`, enabled whenever a record holds an armed lease, so it covers
-//! every timing and every clock skew.
+//! The model is untimed: the broker's clock reads a constant and its leases are practically
+//! endless; expiry is the action `Expire`, enabled whenever a record holds an armed lease, so
+//! it covers every timing and every clock skew.
 
 pub mod config;
+pub mod fingerprint;
+pub mod liveness;
 pub mod model;
+pub mod path;
+pub mod rank;
+pub mod run;
+pub mod search;
 pub mod shortest;
 pub mod state;
-pub mod trace;
+pub mod table;
 
-pub use config::{Budgets, CheckConfig};
-pub use model::{LeaseModel, REACHABILITY, SAFETY};
+pub use config::{Budgets, CheckConfig, Fairness, Renews};
+pub use model::{LeaseModel, SAFETY, SOMETIMES};
+pub use run::{run, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
+pub use search::{Counts, Limits};
 pub use shortest::{shortest_counterexamples, Counterexample, Search};
-pub use state::{Action, Msg, State, Worker};
+pub use state::{Action, LeaseRef, Msg, State, Worker};

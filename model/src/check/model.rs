@@ -1,14 +1,17 @@
-//! `LeaseModel`: the stateright [`Model`] over the broker and the oracle.
+//! `LeaseModel`: the transitions of a bounded configuration over the real broker and oracle,
+//! the properties, and the stateright [`Model`] (for the Explorer and for cross-checking the
+//! search against stateright's).
 
 use crate::broker::{Broker, BrokerConfig, SettleRequest};
-use crate::check::config::CheckConfig;
-use crate::check::state::{seen, Action, Msg, State, Worker};
+use crate::check::config::{CheckConfig, Renews};
+use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
 use crate::invariant::Invariant;
 use crate::oracle::{Oracle, OracleConfig};
 use crate::runtime::{classify, decide, ErrorAction, Outcome};
-use crate::types::{Lease, Ms, Reason, Record, SettleError, SettleOp};
+use crate::types::{Ms, Reason, Record, SettleError, SettleOp};
+use crate::variant::Fence;
+use smallvec::SmallVec;
 use stateright::{Model, Property};
-use std::sync::atomic::{AtomicU16, Ordering};
 
 /// The lease duration the model gives the broker: the untimed model never lets it run out
 /// (expiry is the `Expire` action), and the workers' clocks read 0, so from a worker's view
@@ -16,9 +19,39 @@ use std::sync::atomic::{AtomicU16, Ordering};
 pub const MODEL_LEASE_MS: Ms = 1 << 40;
 
 /// The broker's clock in the model: a constant, after the workers' clocks (which read 0). A
-/// lease the model expires gets its deadline set to this time; every other lease ends long
+/// lease the model lets lapse gets its deadline set to this time; every other lease ends long
 /// after it.
 pub const MODEL_NOW_MS: Ms = 1 << 20;
+
+/// The actions of one state, kept inline.
+pub type Actions = SmallVec<[Action; 48]>;
+
+/// The invariants the model checks as safety properties (I6 is liveness, see
+/// [`LeaseModel::settled`]).
+pub const SAFETY: [Invariant; 5] = [
+    Invariant::I1,
+    Invariant::I2,
+    Invariant::I3,
+    Invariant::I4,
+    Invariant::I5,
+];
+
+/// The bits of every invariant in [`SAFETY`].
+pub const ALL_SAFETY_BITS: u8 = 0b1_1111;
+
+/// The `sometimes` properties, by witness bit: they show the model is not vacuous.
+pub const SOMETIMES: [(Witness, &str); 4] = [
+    (
+        witness::STALE_REFUSED,
+        "a stale settle is attempted and rejected",
+    ),
+    (witness::REDELIVERED, "an event is redelivered"),
+    (witness::DEAD_LETTERED, "an event is dead-lettered"),
+    (
+        witness::AMBIGUOUS,
+        "a worker sees an ambiguous settle result",
+    ),
+];
 
 /// The handler outcomes a `Handle` action chooses among: success and a failure are enough to
 /// reach every settle the runtime can send without handle calls (ack, nack, nothing).
@@ -33,6 +66,7 @@ fn outcomes() -> Vec<Outcome> {
 }
 
 /// The model: a bounded configuration of one broker, its oracle and interchangeable workers.
+#[derive(Clone, Debug)]
 pub struct LeaseModel {
     config: CheckConfig,
     /// Every operation a request can carry; requests hold an index into this table.
@@ -43,13 +77,12 @@ pub struct LeaseModel {
     /// The nack the runtime sends when `classify` says so after a failed settle.
     nack_op: u8,
     renew_op: u8,
-    /// Whether every successor is put in canonical form (symmetry reduction over workers).
+    /// Whether the broker can read a request's attempt (an unfenced nack on a settled record).
+    keep_attempt: bool,
+    /// Whether every successor's workers are sorted (symmetry reduction).
     symmetry: bool,
-    properties: Vec<Property<LeaseModel>>,
-    /// Bit `i`: property `i` of [`Model::properties`] has had its discovery (a violating state
-    /// for an `always` property, a satisfying one for a `sometimes` property). See
-    /// [`LeaseModel::discovery`].
-    discovered: AtomicU16,
+    /// Bits (`1 << invariant as u8`) of the invariants whose violation makes a state a leaf.
+    leaves: u8,
 }
 
 impl LeaseModel {
@@ -75,13 +108,11 @@ impl LeaseModel {
                 actions.into_iter().next().map(|a| intern(a.op, &mut ops))
             })
             .collect();
-        let nack_op = intern(
-            SettleOp::Nack {
-                delay_ms: 0,
-                reason: None,
-            },
-            &mut ops,
-        );
+        let nack = SettleOp::Nack {
+            delay_ms: 0,
+            reason: None,
+        };
+        let nack_op = intern(nack, &mut ops);
         let renew_op = intern(
             SettleOp::Renew {
                 extend_ms: MODEL_LEASE_MS,
@@ -89,6 +120,7 @@ impl LeaseModel {
             &mut ops,
         );
         LeaseModel {
+            keep_attempt: config.variant.fence(&nack) == Fence::None,
             config,
             ops,
             outcomes,
@@ -96,16 +128,28 @@ impl LeaseModel {
             nack_op,
             renew_op,
             symmetry: false,
-            properties: properties(),
-            discovered: AtomicU16::new(0),
+            leaves: ALL_SAFETY_BITS,
         }
     }
 
+    /// The same model exploring past violations of every invariant but I5 (whose violations
+    /// would let the space grow without bound): to find every invariant the configuration can
+    /// break, including those only reachable after another broke. By default a state that
+    /// breaks any invariant is a leaf.
+    pub fn beyond_first_violation(mut self) -> LeaseModel {
+        self.leaves = 1 << Invariant::I5 as u8;
+        self
+    }
+
+    /// Whether `state` is a leaf: it breaks an invariant whose violation ends exploration.
+    #[inline]
+    pub fn is_leaf(&self, state: &State) -> bool {
+        Self::violation_bits(state) & self.leaves != 0
+    }
+
     /// The same model with symmetry reduction over workers on or off. When on, every
-    /// successor state is put in its canonical form (workers sorted, see
-    /// [`State::canonicalize`]): the model becomes its own quotient by worker permutations,
-    /// which works with every search (stateright's own symmetry option only works with its
-    /// depth-first search) and costs no extra clone or fingerprint per state.
+    /// successor's workers are sorted (see [`State::canonicalize`]): the model becomes its own
+    /// quotient by worker permutations, whatever the search.
     pub fn with_symmetry(mut self, symmetry: bool) -> LeaseModel {
         self.symmetry = symmetry;
         self
@@ -114,27 +158,6 @@ impl LeaseModel {
     /// Whether symmetry reduction is on.
     pub fn symmetry(&self) -> bool {
         self.symmetry
-    }
-
-    /// Whether property `index` has a discovery at `state` that stateright should record:
-    /// `found` (the state violates the `always` property or satisfies the `sometimes` one)
-    /// and no discovery of that property was reported before by this model.
-    ///
-    /// stateright 0.31 evaluates every property at every state and, for each discovery,
-    /// clones the whole path and inserts it into its map of discoveries, overwriting the
-    /// previous one. A `sometimes` property that holds in most states (they are sticky: a
-    /// redelivery stays a redelivery) cost a path clone and a map insert per state. Reporting
-    /// only the first discovery leaves the set of discovered properties, which is all the
-    /// verdicts read, unchanged: a property is discovered exactly when some explored state
-    /// violates (satisfies) it. The path stateright keeps is the first one found instead of the
-    /// last; counterexamples come from [`crate::check::shortest_counterexamples`] anyway.
-    /// A model's checker runs once (stateright's `checker()` takes the model by value).
-    /// `found` is only evaluated while the property has no discovery.
-    fn discovery(&self, index: u16, found: impl FnOnce() -> bool) -> bool {
-        let bit = 1 << index;
-        self.discovered.load(Ordering::Relaxed) & bit == 0
-            && found()
-            && self.discovered.fetch_or(bit, Ordering::Relaxed) & bit == 0
     }
 
     /// The configuration.
@@ -147,13 +170,29 @@ impl LeaseModel {
         &self.ops[index as usize]
     }
 
+    /// Whether `op` is the runtime's own nack after a failed settle.
+    pub fn is_follow_up_nack(&self, op: u8) -> bool {
+        op == self.nack_op
+    }
+
+    /// Whether `op` is a renew.
+    pub fn is_renew(&self, op: u8) -> bool {
+        op == self.renew_op
+    }
+
     /// The handler outcome of a `Handle` action.
     pub fn outcome(&self, index: u8) -> &Outcome {
         &self.outcomes[index as usize]
     }
 
-    /// The state every run starts from: the events published, nothing fetched.
-    pub fn init_state(&self) -> State {
+    /// The settle the runtime sends after a `Handle` with `outcome`, if any.
+    pub fn outcome_op(&self, outcome: u8) -> Option<u8> {
+        self.outcome_op[outcome as usize]
+    }
+
+    /// The state every run starts from: the events published, nothing fetched. The checker's
+    /// states carry a lean oracle; `lean = false` gives the full one (counterexample replay).
+    pub fn init_state(&self, lean: bool) -> State {
         let config = &self.config;
         let mut broker = Broker::new(BrokerConfig {
             group_count: config.group_count,
@@ -161,29 +200,37 @@ impl LeaseModel {
             max_attempts: config.max_attempts,
             variant: config.variant,
         });
-        let mut oracle = Oracle::new(OracleConfig::new(
-            config.group_count,
-            config.max_attempts,
-            false,
-        ));
+        let mut oracle_config = OracleConfig::new(config.group_count, config.max_attempts, false);
+        oracle_config.lean = lean;
+        let mut oracle = Oracle::new(oracle_config);
         for _ in 0..config.event_count {
             broker.publish();
             oracle.published();
         }
         oracle.end_step(&broker);
-        State {
+        let mut state = State {
             broker,
             oracle,
-            workers: vec![Worker::Idle; config.worker_count],
-            in_flight: Vec::new(),
+            workers: (0..config.worker_count).map(|_| Worker::Idle).collect(),
+            in_flight: SmallVec::new(),
             used: Default::default(),
-            seen: 0,
+        };
+        if lean {
+            self.canonicalize(&mut state);
         }
+        state
     }
 
-    fn fetchable(state: &State, group: usize) -> bool {
-        // Time may pass before a fetch: a delayed record (a nack's delay, a Redis entry that is
-        // not idle yet) becomes eligible; a lapsed lease is expired by the fetch itself.
+    /// Puts `state` in canonical form (see [`State::canonicalize`]).
+    pub fn canonicalize(&self, state: &mut State) {
+        let absolute = !self.config.variant.lease_ids_durable()
+            && state.used.broker_restarts < self.config.budgets.broker_restarts;
+        state.canonicalize(absolute, self.symmetry);
+    }
+
+    fn fetchable(&self, state: &State, group: usize) -> bool {
+        // Time may pass before a fetch: a delayed record is eligible (its delay was normalised
+        // away); a lapsed lease is expired by the fetch itself.
         let available = state
             .broker
             .records(group)
@@ -197,246 +244,92 @@ impl LeaseModel {
                 .any(|t| t.group as usize == group && t.deadline_ms <= MODEL_NOW_MS)
     }
 
-    /// Whether the lease on (group, seq) can still run out: it is armed and has not lapsed.
-    fn expirable(state: &State, group: usize, seq: u32) -> bool {
-        state
-            .broker
-            .timers()
-            .iter()
-            .any(|t| t.group as usize == group && t.seq == seq && t.deadline_ms > MODEL_NOW_MS)
+    /// Whether `state` breaks a safety invariant: a violating state is a leaf.
+    #[inline]
+    pub fn violating(state: &State) -> bool {
+        state.oracle.any_violated()
     }
 
-    /// Whether any action is enabled in `state` (a state with none is terminal). The same
-    /// conditions as [`Model::actions`], without building the actions.
-    pub fn has_action(&self, state: &State) -> bool {
-        if state.oracle.violated(Invariant::I5) {
-            return false;
+    /// The safety invariants `state` breaks, as bits (`1 << invariant as u8`).
+    #[inline]
+    pub fn violation_bits(state: &State) -> u8 {
+        if !state.oracle.any_violated() {
+            return 0;
+        }
+        SAFETY
+            .iter()
+            .filter(|&&i| state.oracle.violated(i))
+            .fold(0, |bits, &i| bits | 1 << i as u8)
+    }
+
+    /// I6's goal: every event of every group acked or dead-lettered and every frontier at
+    /// the last event.
+    pub fn settled(state: &State) -> bool {
+        let events = state.broker.event_count();
+        state.broker.all_settled()
+            && (0..state.broker.config().group_count).all(|g| state.broker.frontier(g) == events)
+    }
+
+    /// The actions enabled in `state` (none in a leaf, see [`LeaseModel::is_leaf`]). With symmetry
+    /// on, a worker equal to the one before it (workers are sorted) adds no action: its
+    /// successors are the same canonical states.
+    pub fn actions(&self, state: &State, actions: &mut Actions) {
+        actions.clear();
+        if self.is_leaf(state) {
+            return;
         }
         let budgets = &self.config.budgets;
         let used = &state.used;
-        if !state.in_flight.is_empty() || used.broker_restarts < budgets.broker_restarts {
-            return true;
-        }
-        let mut idle = false;
-        for worker in &state.workers {
+        let renews = self.config.renews == Renews::Unbounded || used.renews < budgets.renews;
+        let crashes = used.crashes < budgets.crashes;
+        for (index, worker) in state.workers.iter().enumerate() {
+            if self.symmetry && index > 0 && state.workers[index - 1] == *worker {
+                continue;
+            }
+            let w = index as u8;
             match worker {
-                Worker::Holding { .. } | Worker::Crashed => return true,
-                Worker::Idle => idle = true,
-                Worker::Waiting { .. } => {}
-            }
-            if used.crashes < budgets.crashes {
-                return true; // this worker is not crashed: it may crash
-            }
-        }
-        (0..self.config.group_count).any(|group| {
-            (idle && Self::fetchable(state, group))
-                || (1..=state.broker.event_count()).any(|seq| Self::expirable(state, group, seq))
-        })
-    }
-
-    /// I6 at a state: a terminal state (no action enabled) that broke no safety invariant has
-    /// every event of every group settled and every frontier at the last event.
-    pub fn settled_if_terminal(&self, state: &State) -> bool {
-        if !state.oracle.violations().is_empty() || self.has_action(state) {
-            return true;
-        }
-        let events = state.broker.event_count();
-        state.broker.all_settled()
-            && (0..self.config.group_count).all(|g| state.broker.frontier(g) == events)
-    }
-
-    /// The I6 violation detail for a terminal, unsettled state.
-    pub fn unsettled_detail(&self, state: &State) -> String {
-        for group in 0..self.config.group_count {
-            for (index, record) in state.broker.records(group).iter().enumerate() {
-                if !record.is_settled() {
-                    return format!(
-                        "no action is enabled and event {} of group {group} is still {:?}",
-                        index + 1,
-                        record.status()
-                    );
-                }
-            }
-            let frontier = state.broker.frontier(group);
-            if frontier != state.broker.event_count() {
-                return format!(
-                    "no action is enabled and the frontier of group {group} is {frontier}"
-                );
-            }
-        }
-        "settled".to_string()
-    }
-
-    /// Whether `invariant` is violated at `state` (I6: terminal and unsettled).
-    pub fn violates(&self, state: &State, invariant: Invariant) -> bool {
-        match invariant {
-            Invariant::I6 => !self.settled_if_terminal(state),
-            other => state.oracle.violated(other),
-        }
-    }
-
-    /// The worker waiting on (issuance, op), if any, gets `result` and acts on it.
-    fn reply(&self, state: &mut State, msg: &Msg, result: Result<Option<Lease>, SettleError>) {
-        let Some(worker) = state.waiting_on(msg.issuance, msg.op) else {
-            return;
-        };
-        let next = match result {
-            Ok(Some(renewed)) => Worker::Holding {
-                issuance: msg.issuance,
-                lease: renewed,
-            },
-            Ok(None) => Worker::Idle,
-            Err(error) => {
-                if matches!(error, SettleError::Ambiguous(_)) {
-                    state.seen |= seen::AMBIGUOUS;
-                }
-                match classify(&error, self.config.variant) {
-                    ErrorAction::Drop | ErrorAction::LeaveToExpire => Worker::Idle,
-                    ErrorAction::Nack => {
-                        state.send(Msg {
-                            issuance: msg.issuance,
-                            lease: msg.lease,
-                            op: self.nack_op,
-                        });
-                        Worker::Waiting {
-                            issuance: msg.issuance,
-                            lease: msg.lease,
-                            op: self.nack_op,
+                Worker::Idle => {
+                    for group in 0..self.config.group_count {
+                        if self.fetchable(state, group) {
+                            actions.push(Action::Fetch {
+                                worker: w,
+                                group: group as u8,
+                            });
                         }
                     }
                 }
+                Worker::Holding(_) => {
+                    for outcome in 0..self.outcomes.len() {
+                        actions.push(Action::Handle {
+                            worker: w,
+                            outcome: outcome as u8,
+                        });
+                    }
+                    if renews {
+                        actions.push(Action::Renew { worker: w });
+                    }
+                }
+                Worker::Waiting(..) => {}
             }
-        };
-        state.workers[worker] = next;
-    }
-
-    fn deliver(&self, state: &mut State, index: usize, reply_lost: bool) {
-        let msg = state.in_flight.remove(index);
-        let op = self.op(msg.op);
-        let request = SettleRequest::new(&msg.lease, *op, 0);
-        let result = state.broker.settle(&request, MODEL_NOW_MS);
-        state
-            .oracle
-            .settled(msg.issuance, &msg.lease, op, result.is_ok(), MODEL_NOW_MS);
-        if matches!(
-            result,
-            Err(SettleError::StaleLease | SettleError::ReceiptMismatch)
-        ) {
-            state.seen |= seen::STALE_REJECTED;
+            if crashes && *worker != Worker::Idle {
+                actions.push(Action::Crash { worker: w });
+            }
         }
-        let result = if reply_lost {
-            state.used.lost_replies += 1;
-            Err(SettleError::Ambiguous("reply lost".into()))
-        } else {
-            result
-        };
-        self.reply(state, &msg, result);
-    }
-
-    fn apply(&self, state: &mut State, action: &Action) {
-        match *action {
-            Action::Fetch { worker, group } => {
-                state.broker.release_delays(MODEL_NOW_MS);
-                // The fetch applies due expiries first; doing it here shows the oracle which
-                // records they changed.
-                for expired in state.broker.expire_due(MODEL_NOW_MS) {
-                    state.oracle.observe(expired.group, expired.seq);
-                }
-                let leases = state
-                    .broker
-                    .fetch(group as usize, 1, MODEL_NOW_MS, None)
-                    .expect("a valid group and limit");
-                // Under lazy expiry the fetch may only expire a lapsed lease (dead-lettering
-                // it at max attempts) and find nothing to lease: the worker stays idle.
-                if let Some(lease) = leases.into_iter().next() {
-                    let issuance = state.oracle.fetched(&lease, MODEL_NOW_MS, MODEL_LEASE_MS);
-                    state.workers[worker as usize] = Worker::Holding { issuance, lease };
-                }
-            }
-            Action::Handle { worker, outcome } => {
-                let Worker::Holding { issuance, lease } =
-                    std::mem::replace(&mut state.workers[worker as usize], Worker::Idle)
-                else {
-                    unreachable!("enabled only for a holding worker")
-                };
-                let current = state
-                    .oracle
-                    .handler_started(issuance, lease.group, lease.seq);
-                let success = self.outcome(outcome).is_success();
-                state
-                    .oracle
-                    .handler_finished(lease.group, lease.seq, current, success);
-                if let Some(op) = self.outcome_op[outcome as usize] {
-                    let msg = Msg {
-                        issuance,
-                        lease,
-                        op,
-                    };
-                    state.send(msg);
-                    state.workers[worker as usize] = Worker::Waiting {
-                        issuance,
-                        lease,
-                        op,
-                    };
-                }
-            }
-            Action::Renew { worker } => {
-                let slot = &mut state.workers[worker as usize];
-                let Worker::Holding { issuance, lease } = slot.clone() else {
-                    unreachable!("enabled only for a holding worker")
-                };
-                *slot = Worker::Waiting {
-                    issuance,
-                    lease,
-                    op: self.renew_op,
-                };
-                state.used.renews += 1;
-                state.send(Msg {
-                    issuance,
-                    lease,
-                    op: self.renew_op,
+        self.message_actions(state, actions);
+        for timer in state.broker.timers() {
+            if timer.deadline_ms > MODEL_NOW_MS {
+                actions.push(Action::Expire {
+                    group: timer.group as u8,
+                    seq: timer.seq as u8,
                 });
             }
-            Action::Deliver {
-                message,
-                reply_lost,
-            } => self.deliver(state, message as usize, reply_lost),
-            Action::Expire { group, seq } => {
-                if self.config.lazy_expiry() {
-                    state.broker.lapse(group as usize, seq, MODEL_NOW_MS);
-                } else {
-                    state.broker.expire(group as usize, seq, 0);
-                }
-                state.oracle.expired(group as usize, seq);
-            }
-            Action::Crash { worker } => {
-                state.workers[worker as usize] = Worker::Crashed;
-                state.used.crashes += 1;
-            }
-            Action::Restart { worker } => state.workers[worker as usize] = Worker::Idle,
-            Action::Drop { message } => {
-                let msg = state.in_flight.remove(message as usize);
-                state.used.drops += 1;
-                self.reply(
-                    state,
-                    &msg,
-                    Err(SettleError::Ambiguous("request dropped".into())),
-                );
-            }
-            Action::Duplicate { message } => {
-                let msg = state.in_flight[message as usize].clone();
-                state.used.dups += 1;
-                state.send(msg);
-            }
-            Action::BrokerRestart => {
-                state.broker.restart();
-                state.oracle.restarted();
-                state.used.broker_restarts += 1;
-            }
+        }
+        if used.broker_restarts < budgets.broker_restarts {
+            actions.push(Action::BrokerRestart);
         }
     }
 
-    fn message_actions(&self, state: &State, actions: &mut Vec<Action>) {
+    fn message_actions(&self, state: &State, actions: &mut Actions) {
         let budgets = &self.config.budgets;
         let used = &state.used;
         for (index, msg) in state.in_flight.iter().enumerate() {
@@ -448,9 +341,7 @@ impl LeaseModel {
                 message,
                 reply_lost: false,
             });
-            if used.lost_replies < budgets.lost_replies
-                && state.waiting_on(msg.issuance, msg.op).is_some()
-            {
+            if used.lost_replies < budgets.lost_replies && state.waiting_on(msg).is_some() {
                 actions.push(Action::Deliver {
                     message,
                     reply_lost: true,
@@ -464,6 +355,253 @@ impl LeaseModel {
             }
         }
     }
+
+    /// Whether any action is enabled in `state` (a state with none is terminal).
+    pub fn has_action(&self, state: &State) -> bool {
+        let mut actions = Actions::new();
+        self.actions(state, &mut actions);
+        !actions.is_empty()
+    }
+
+    /// The successor of `state` by `action`, in canonical form, and what the transition
+    /// witnessed.
+    #[inline]
+    pub fn successor(&self, state: &State, action: Action) -> (State, Witness) {
+        let mut next = state.clone();
+        let witness = self.step(&mut next, action, true);
+        (next, witness)
+    }
+
+    /// [`LeaseModel::successor`] into `next` (overwritten), reusing its storage.
+    #[inline]
+    pub fn successor_into(&self, state: &State, action: Action, next: &mut State) -> Witness {
+        next.clone_from(state);
+        self.step(next, action, true)
+    }
+
+    /// Takes `action` in `state`: applies it, ends the oracle's step and, when `canonical`,
+    /// puts the result in canonical form. Returns what the transition witnessed.
+    pub fn step(&self, state: &mut State, action: Action, canonical: bool) -> Witness {
+        let witness = self.apply(state, action);
+        state.oracle.end_step(&state.broker);
+        if canonical {
+            self.canonicalize(state);
+        }
+        witness
+    }
+
+    /// The worker waiting on `msg`, if any, gets `result` and acts on it.
+    fn reply(&self, state: &mut State, msg: &Msg, result: Result<bool, SettleError>) -> Witness {
+        let Some(worker) = state.waiting_on(msg) else {
+            return 0;
+        };
+        let lease = msg.lease;
+        let (next, seen) = match result {
+            Ok(true) => (Worker::Holding(lease), 0),
+            Ok(false) => (Worker::Idle, 0),
+            Err(error) => {
+                let seen = if matches!(error, SettleError::Ambiguous(_)) {
+                    witness::AMBIGUOUS
+                } else {
+                    0
+                };
+                match classify(&error, self.config.variant) {
+                    ErrorAction::Drop | ErrorAction::LeaveToExpire => (Worker::Idle, seen),
+                    ErrorAction::Nack => {
+                        state.send(Msg {
+                            lease,
+                            op: self.nack_op,
+                        });
+                        (Worker::Waiting(lease, self.nack_op), seen)
+                    }
+                }
+            }
+        };
+        state.workers[worker] = next;
+        seen
+    }
+
+    fn dead_lettered(state: &State, group: usize, seq: u32) -> Witness {
+        match state.broker.record(group, seq) {
+            Some(Record::DeadLettered { .. }) => witness::DEAD_LETTERED,
+            _ => 0,
+        }
+    }
+
+    fn deliver(&self, state: &mut State, index: usize, reply_lost: bool) -> Witness {
+        let msg = state.in_flight.remove(index);
+        let op = *self.op(msg.op);
+        let lease = msg.lease.lease(&state.broker);
+        let was_dead = matches!(
+            state.broker.record(lease.group, lease.seq),
+            Some(Record::DeadLettered { .. })
+        );
+        let result = state
+            .broker
+            .settle(&SettleRequest::new(&lease, op, 0), MODEL_NOW_MS);
+        state.oracle.settled(
+            msg.lease.issuance,
+            &lease,
+            &op,
+            result.is_ok(),
+            MODEL_NOW_MS,
+        );
+        let mut seen = match &result {
+            Err(SettleError::StaleLease | SettleError::ReceiptMismatch) => witness::STALE_REFUSED,
+            Ok(_) if !was_dead => Self::dead_lettered(state, lease.group, lease.seq),
+            _ => 0,
+        };
+        let result = if reply_lost {
+            state.used.lost_replies += 1;
+            Err(SettleError::Ambiguous("reply lost".into()))
+        } else {
+            result.map(|renewed| renewed.is_some())
+        };
+        seen |= self.reply(state, &msg, result);
+        seen
+    }
+
+    fn fetch(&self, state: &mut State, worker: usize, group: usize) -> Witness {
+        // The fetch applies due expiries first (lapsed leases, under lazy expiry); doing it
+        // here shows the oracle which records they changed.
+        let mut seen = 0;
+        let State {
+            broker,
+            oracle,
+            workers,
+            ..
+        } = state;
+        let mut expired: SmallVec<[(usize, u32); 4]> = SmallVec::new();
+        broker.expire_due_each(MODEL_NOW_MS, |e| {
+            oracle.observe(e.group, e.seq);
+            expired.push((e.group, e.seq));
+        });
+        for (group, seq) in expired {
+            if matches!(broker.record(group, seq), Some(Record::DeadLettered { .. })) {
+                seen |= witness::DEAD_LETTERED;
+            }
+        }
+        let lease = broker
+            .fetch_one(group, MODEL_NOW_MS, None)
+            .expect("a valid group");
+        // Under lazy expiry the fetch may only expire a lapsed lease and find nothing to
+        // lease: the worker stays idle.
+        if let Some(lease) = lease {
+            let issuance = oracle.fetched(&lease, MODEL_NOW_MS, MODEL_LEASE_MS);
+            if oracle.deliveries(lease.group, lease.seq) > 1 {
+                seen |= witness::REDELIVERED;
+            }
+            workers[worker] = Worker::Holding(LeaseRef::of(issuance, &lease, self.keep_attempt));
+        }
+        seen
+    }
+
+    /// A holding worker sends `op` for its lease and waits on the reply (or, with no op to
+    /// send, becomes idle).
+    fn send(&self, state: &mut State, worker: usize, op: Option<u8>) {
+        let Worker::Holding(lease) = state.workers[worker] else {
+            unreachable!("enabled only for a holding worker")
+        };
+        state.workers[worker] = match op {
+            Some(op) => {
+                state.send(Msg { lease, op });
+                Worker::Waiting(lease, op)
+            }
+            None => Worker::Idle,
+        };
+    }
+
+    fn apply(&self, state: &mut State, action: Action) -> Witness {
+        match action {
+            Action::Fetch { worker, group } => self.fetch(state, worker as usize, group as usize),
+            Action::Handle { worker, outcome } => {
+                // I7 is not checked by the model (the oracle is configured without it), so
+                // the handler run itself changes nothing the oracle keeps.
+                self.send(state, worker as usize, self.outcome_op(outcome));
+                0
+            }
+            Action::Renew { worker } => {
+                if self.config.renews == Renews::Budget {
+                    state.used.renews += 1;
+                }
+                self.send(state, worker as usize, Some(self.renew_op));
+                0
+            }
+            Action::Deliver {
+                message,
+                reply_lost,
+            } => self.deliver(state, message as usize, reply_lost),
+            Action::Expire { group, seq } => {
+                let (group, seq) = (group as usize, u32::from(seq));
+                let mut seen = 0;
+                if self.config.lazy_expiry() {
+                    state.broker.lapse(group, seq, MODEL_NOW_MS);
+                } else if state.broker.expire(group, seq, 0).is_some() {
+                    seen = Self::dead_lettered(state, group, seq);
+                }
+                state.oracle.expired(group, seq);
+                seen
+            }
+            Action::Crash { worker } => {
+                state.workers[worker as usize] = Worker::Idle;
+                state.used.crashes += 1;
+                0
+            }
+            Action::Drop { message } => {
+                let msg = state.in_flight.remove(message as usize);
+                state.used.drops += 1;
+                self.reply(
+                    state,
+                    &msg,
+                    Err(SettleError::Ambiguous("request dropped".into())),
+                )
+            }
+            Action::Duplicate { message } => {
+                let msg = state.in_flight[message as usize];
+                state.used.dups += 1;
+                state.send(msg);
+                0
+            }
+            Action::BrokerRestart => {
+                state.broker.restart();
+                state.oracle.restarted();
+                state.used.broker_restarts += 1;
+                0
+            }
+        }
+    }
+
+    /// Whether a `sometimes` property can be reached at all in this configuration: an
+    /// ambiguous result needs a lost-reply or drop budget; a redelivery needs a second attempt
+    /// (or a broker that miscounts them); a stale settle is refused only by a broker that
+    /// fences some settle. A property that cannot be reached by construction is "not
+    /// applicable", not "not reached".
+    pub fn applicable(&self, bit: Witness) -> bool {
+        let config = &self.config;
+        let variant = config.variant;
+        match bit {
+            witness::AMBIGUOUS => config.budgets.lost_replies > 0 || config.budgets.drops > 0,
+            witness::REDELIVERED => {
+                config.max_attempts > 1
+                    || !variant.expiry_dead_letters()
+                    || variant.expiry_resets_attempts()
+            }
+            witness::STALE_REFUSED => {
+                let ops = [
+                    SettleOp::Ack,
+                    SettleOp::Nack {
+                        delay_ms: 0,
+                        reason: None,
+                    },
+                    SettleOp::Renew { extend_ms: 0 },
+                ];
+                let renews = config.renews == Renews::Unbounded || config.budgets.renews > 0;
+                ops.iter()
+                    .any(|op| variant.fence(op) != Fence::None && (op.is_settle() || renews))
+            }
+            _ => true,
+        }
+    }
 }
 
 impl Model for LeaseModel {
@@ -471,141 +609,42 @@ impl Model for LeaseModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        vec![self.init_state()]
+        vec![self.init_state(true)]
     }
 
     fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        if state.oracle.violated(Invariant::I5) {
-            // The one violation that lets the space grow without bound (deliveries past
-            // max_attempts): such a state is a leaf, so mutants stay finite. Other violating
-            // states are explored further, so one run reports every invariant the
-            // configuration can break (nack-on-ambiguous's I4 only shows after a broker
-            // restart recomputes the frontier over the un-acked event).
-            return;
-        }
-        let budgets = &self.config.budgets;
-        let used = &state.used;
-        for (index, worker) in state.workers.iter().enumerate() {
-            let w = index as u8;
-            match worker {
-                Worker::Idle => {
-                    for group in 0..self.config.group_count {
-                        if Self::fetchable(state, group) {
-                            actions.push(Action::Fetch {
-                                worker: w,
-                                group: group as u8,
-                            });
-                        }
-                    }
-                }
-                Worker::Holding { .. } => {
-                    for outcome in 0..self.outcomes.len() {
-                        actions.push(Action::Handle {
-                            worker: w,
-                            outcome: outcome as u8,
-                        });
-                    }
-                    if used.renews < budgets.renews {
-                        actions.push(Action::Renew { worker: w });
-                    }
-                }
-                Worker::Waiting { .. } => {}
-                Worker::Crashed => actions.push(Action::Restart { worker: w }),
-            }
-            if used.crashes < budgets.crashes && *worker != Worker::Crashed {
-                actions.push(Action::Crash { worker: w });
-            }
-        }
-        self.message_actions(state, actions);
-        for group in 0..self.config.group_count {
-            for seq in 1..=state.broker.event_count() {
-                if Self::expirable(state, group, seq) {
-                    actions.push(Action::Expire {
-                        group: group as u8,
-                        seq,
-                    });
-                }
-            }
-        }
-        if used.broker_restarts < budgets.broker_restarts {
-            actions.push(Action::BrokerRestart);
-        }
+        let mut inline = Actions::new();
+        LeaseModel::actions(self, state, &mut inline);
+        actions.extend(inline);
     }
 
     fn next_state(&self, state: &State, action: Action) -> Option<State> {
-        let mut next = state.clone();
-        self.apply(&mut next, &action);
-        next.oracle.end_step(&next.broker);
-        if self.symmetry {
-            next.canonicalize();
-        }
-        Some(next)
+        Some(self.successor(state, action).0)
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        self.properties.clone()
+        vec![
+            Property::always("I1 stale-never-counts", |_, s: &State| {
+                !s.oracle.violated(Invariant::I1)
+            }),
+            Property::always("I2 single-holder", |_, s: &State| {
+                !s.oracle.violated(Invariant::I2)
+            }),
+            Property::always("I3 no-lost-event", |_, s: &State| {
+                !s.oracle.violated(Invariant::I3)
+            }),
+            Property::always("I4 frontier-sound", |_, s: &State| {
+                !s.oracle.violated(Invariant::I4)
+            }),
+            Property::always("I5 attempts-bounded", |_, s: &State| {
+                !s.oracle.violated(Invariant::I5)
+            }),
+            Property::always(
+                "I6 eventually-settled (terminal states)",
+                |m: &LeaseModel, s: &State| {
+                    LeaseModel::violating(s) || m.has_action(s) || LeaseModel::settled(s)
+                },
+            ),
+        ]
     }
-}
-
-/// The names of the `always` properties, one per invariant the model checks.
-pub const SAFETY: [(Invariant, &str); 6] = [
-    (Invariant::I1, "I1 stale-never-counts"),
-    (Invariant::I2, "I2 single-holder"),
-    (Invariant::I3, "I3 no-lost-event"),
-    (Invariant::I4, "I4 frontier-sound"),
-    (Invariant::I5, "I5 attempts-bounded"),
-    (Invariant::I6, "I6 eventually-settled"),
-];
-
-/// The `sometimes` properties: they prove the model is not vacuous.
-pub const REACHABILITY: [&str; 4] = [
-    "a stale settle is attempted and rejected",
-    "an event is redelivered",
-    "an event is dead-lettered",
-    "a worker sees an ambiguous settle result",
-];
-
-fn properties() -> Vec<Property<LeaseModel>> {
-    vec![
-        Property::always(SAFETY[0].1, |m: &LeaseModel, s: &State| {
-            !m.discovery(0, || s.oracle.violated(Invariant::I1))
-        }),
-        Property::always(SAFETY[1].1, |m: &LeaseModel, s: &State| {
-            !m.discovery(1, || s.oracle.violated(Invariant::I2))
-        }),
-        Property::always(SAFETY[2].1, |m: &LeaseModel, s: &State| {
-            !m.discovery(2, || s.oracle.violated(Invariant::I3))
-        }),
-        Property::always(SAFETY[3].1, |m: &LeaseModel, s: &State| {
-            !m.discovery(3, || s.oracle.violated(Invariant::I4))
-        }),
-        Property::always(SAFETY[4].1, |m: &LeaseModel, s: &State| {
-            !m.discovery(4, || s.oracle.violated(Invariant::I5))
-        }),
-        Property::always(SAFETY[5].1, |m: &LeaseModel, s: &State| {
-            !m.discovery(5, || !m.settled_if_terminal(s))
-        }),
-        Property::sometimes(REACHABILITY[0], |m: &LeaseModel, s: &State| {
-            m.discovery(6, || s.seen & seen::STALE_REJECTED != 0)
-        }),
-        Property::sometimes(REACHABILITY[1], |m: &LeaseModel, s: &State| {
-            m.discovery(7, || {
-                (0..m.config.group_count)
-                    .any(|g| (1..=s.broker.event_count()).any(|q| s.oracle.deliveries(g, q) > 1))
-            })
-        }),
-        Property::sometimes(REACHABILITY[2], |m: &LeaseModel, s: &State| {
-            m.discovery(8, || {
-                (0..m.config.group_count).any(|g| {
-                    s.broker
-                        .records(g)
-                        .iter()
-                        .any(|r| matches!(r, Record::DeadLettered { .. }))
-                })
-            })
-        }),
-        Property::sometimes(REACHABILITY[3], |m: &LeaseModel, s: &State| {
-            m.discovery(9, || s.seen & seen::AMBIGUOUS != 0)
-        }),
-    ]
 }

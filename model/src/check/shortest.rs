@@ -1,32 +1,32 @@
-//! The shortest counterexample: a breadth-first search of our own, with parent pointers, that
-//! stops at the first violation of each invariant asked for.
+//! The shortest counterexample: a breadth-first search of our own, with parent pointers and a
+//! global seen-set, that stops at the first violation of each invariant asked for.
 //!
 //! stateright 0.31 does not report the shortest path (its discoveries are overwritten while
-//! other properties are pending), so the counterexample does not come from it. Breadth-first
-//! order visits every state of depth `d` before any of depth `d + 1`, and the invariants are
-//! checked on every state as it is generated, so the first violating state found has the
-//! least depth: the path to it is a shortest counterexample.
-//!
-//! Every transition ends an oracle step, and the oracle's step counter is part of the state, so
-//! a state's depth is a function of the state: states of different levels never coincide and
-//! deduplication only needs the current level's fingerprints.
+//! other properties are pending). Breadth-first order visits every state of depth `d` before any
+//! of depth `d + 1`; the safety invariants are checked on every state as it is generated, and
+//! I6 (with finite budgets: a terminal state that is not settled) on every state as it is
+//! expanded, so the first violating state found has the least depth. States are canonical but
+//! workers are not sorted (symmetry does not change path lengths, and unsorted workers keep
+//! their indices along the path, so the path replays on uncanonicalised states, see
+//! [`crate::check::path`]). The canonical state carries no depth, so a state reached again at a
+//! deeper level is a duplicate: the seen-set spans every level.
 
-use crate::check::model::LeaseModel;
+use crate::check::fingerprint::fingerprint;
+use crate::check::model::{Actions, LeaseModel};
 use crate::check::state::{Action, State};
+use crate::check::table::FingerprintSet;
 use crate::invariant::Invariant;
-use stateright::Model;
-use std::collections::BTreeSet;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
-/// A path from the initial state to a state that violates `invariant`.
-#[derive(Clone, Debug)]
+/// A counterexample as the search found it: the actions from the initial state.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counterexample {
     /// The violated invariant.
     pub invariant: Invariant,
-    /// The actions, in order.
+    /// The actions, in order (prefix and loop).
     pub actions: Vec<Action>,
-    /// `states[0]` is the initial state, `states[i + 1]` the state after `actions[i]`.
-    pub states: Vec<State>,
+    /// For a lasso (I6 with cycles): the index in `actions` where the loop starts; the loop
+    /// runs from there to the end and returns to the state it started in.
+    pub loop_start: Option<usize>,
 }
 
 impl Counterexample {
@@ -47,73 +47,62 @@ pub struct Search {
     /// One shortest counterexample per violated target, in the order of the targets.
     pub found: Vec<Counterexample>,
     /// States generated.
-    pub states: usize,
+    pub generated: u64,
     /// `Some(bound)` when the search stopped at `states_max` before finding every target.
-    pub bounded: Option<usize>,
+    pub bounded: Option<u64>,
 }
 
-fn fingerprint(state: &State) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    state.hash(&mut hasher);
-    hasher.finish()
-}
-
-/// Finds a shortest path to a violation of each of `targets` (that is violated at all), by
-/// breadth-first search without symmetry reduction, generating at most about `states_max`
-/// states.
+/// Finds a shortest path to a violation of each of `targets` that is violated at all, by
+/// breadth-first search without symmetry, generating at most about `states_max` states. I6
+/// is "a terminal state that is not settled" (the finite-budget reading; lassos come from
+/// [`crate::check::liveness`]).
 pub fn shortest_counterexamples(
     model: &LeaseModel,
     targets: &[Invariant],
-    states_max: usize,
+    states_max: u64,
 ) -> Search {
+    let model = &model.clone().with_symmetry(false);
+    // The search expands what the model expands: a leaf is a state that breaks an
+    // invariant whose violation ends exploration (see `LeaseModel::is_leaf`).
     // (parent node, action) per node; node 0 is the initial state.
     let mut nodes: Vec<(u32, Option<Action>)> = vec![(0, None)];
     let mut found: Vec<(Invariant, u32)> = Vec::new();
-    let init = model.init_state();
-    let mut level: Vec<(State, u32)> = vec![(init.clone(), 0)];
-    let mut states = 1usize;
-    let mut bounded = None;
     let mut pending: Vec<Invariant> = targets.to_vec();
-    pending.retain(|&invariant| {
-        if model.violates(&init, invariant) {
-            found.push((invariant, 0));
-            false
-        } else {
-            true
-        }
-    });
-    let mut actions = Vec::new();
+    let seen = FingerprintSet::new();
+    let init = model.init_state(true);
+    seen.insert(fingerprint(&init));
+    let mut level: Vec<(State, u32)> = vec![(init, 0)];
+    let mut generated = 0u64;
+    let mut bounded = None;
+    let mut actions = Actions::new();
     'levels: while !pending.is_empty() && !level.is_empty() {
         let mut next_level = Vec::new();
-        let mut seen = BTreeSet::new();
         for (state, node) in &level {
             model.actions(state, &mut actions);
-            for action in actions.drain(..) {
-                let Some(next) = model.next_state(state, action.clone()) else {
-                    continue;
-                };
-                states += 1;
+            if actions.is_empty() && !LeaseModel::violating(state) && !LeaseModel::settled(state) {
+                take(&mut pending, &mut found, *node, |i| i == Invariant::I6);
+            }
+            for &action in actions.iter() {
+                let (next, _) = model.successor(state, action);
+                generated += 1;
                 if !seen.insert(fingerprint(&next)) {
                     continue;
                 }
                 nodes.push((*node, Some(action)));
                 let id = (nodes.len() - 1) as u32;
-                pending.retain(|&invariant| {
-                    if model.violates(&next, invariant) {
-                        found.push((invariant, id));
-                        false
-                    } else {
-                        true
-                    }
-                });
-                if pending.is_empty() {
-                    break 'levels;
+                if LeaseModel::violating(&next) {
+                    take(&mut pending, &mut found, id, |i| next.oracle.violated(i));
                 }
-                next_level.push((next, id));
-                if states >= states_max {
+                if !model.is_leaf(&next) {
+                    next_level.push((next, id));
+                }
+                if generated >= states_max {
                     bounded = Some(states_max);
                     break 'levels;
                 }
+            }
+            if pending.is_empty() {
+                break 'levels;
             }
         }
         level = next_level;
@@ -121,37 +110,43 @@ pub fn shortest_counterexamples(
     let found = targets
         .iter()
         .filter_map(|t| found.iter().find(|(i, _)| i == t))
-        .map(|&(invariant, id)| rebuild(model, &nodes, invariant, id))
+        .map(|&(invariant, id)| Counterexample {
+            invariant,
+            actions: path_to(&nodes, id),
+            loop_start: None,
+        })
         .collect();
     Search {
         found,
-        states,
+        generated,
         bounded: if pending.is_empty() { None } else { bounded },
     }
 }
 
-fn rebuild(
-    model: &LeaseModel,
-    nodes: &[(u32, Option<Action>)],
-    invariant: Invariant,
-    mut id: u32,
-) -> Counterexample {
+/// Moves every pending invariant for which `violated` holds to `found`, at node `id`.
+fn take(
+    pending: &mut Vec<Invariant>,
+    found: &mut Vec<(Invariant, u32)>,
+    id: u32,
+    violated: impl Fn(Invariant) -> bool,
+) {
+    pending.retain(|&invariant| {
+        if violated(invariant) {
+            found.push((invariant, id));
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// The actions from node 0 to node `id`.
+pub(crate) fn path_to(nodes: &[(u32, Option<Action>)], mut id: u32) -> Vec<Action> {
     let mut actions = Vec::new();
-    while let (parent, Some(action)) = &nodes[id as usize] {
-        actions.push(action.clone());
-        id = *parent;
+    while let (parent, Some(action)) = nodes[id as usize] {
+        actions.push(action);
+        id = parent;
     }
     actions.reverse();
-    let mut states = vec![model.init_state()];
-    for action in &actions {
-        let next = model
-            .next_state(states.last().expect("non-empty"), action.clone())
-            .expect("every enabled action has a successor");
-        states.push(next);
-    }
-    Counterexample {
-        invariant,
-        actions,
-        states,
-    }
+    actions
 }

@@ -1,73 +1,240 @@
-//! The model's state and actions: the broker and the oracle (the real ones), the workers, the
-//! settle requests in flight, and the budgets used so far.
+//! The checker's state and actions: the broker and a lean oracle (the real ones), the workers,
+//! the settle requests in flight and the budgets used — and nothing a future step, a property or
+//! a reply cannot observe.
+//!
+//! # History-free
+//! * The oracle is lean ([`crate::OracleConfig::lean`]): which invariants broke (a violating
+//!   state is a leaf anyway), not when or why; the detail is rebuilt by replaying the
+//!   counterexample with a full oracle.
+//! * A worker holds a [`LeaseRef`], not a whole [`crate::Lease`]: the broker reads a request's
+//!   lease id, group and seq, its receipt (a function of the seq: [`crate::Broker::receipt`])
+//!   and, only for a broker that accepts an unfenced nack on a settled record, its attempt.
+//! * A crash of a holding or waiting worker makes it idle at once: a crashed worker that has
+//!   not restarted can do nothing an idle worker that does not act cannot. Idle workers do not
+//!   crash (nothing to lose).
+//! * `sometimes` witnesses are seen on transitions ([`Witness`]), outside the state.
+//!
+//! # Canonical form
+//! After every transition ([`State::canonicalize`]): delayed records become eligible (the
+//! untimed model lets time pass before any fetch, so `not_before_ms` values no step can tell
+//! apart are all 0); lease ids and issuances are renumbered, order-preserving, to the smallest
+//! values that keep every equality and order relation among the ids in the state and the ids
+//! still to come; with symmetry on, workers are sorted. Renumbering keeps the sorted order of
+//! every list, so action indices mean the same in a state and its canonical form.
 
 use crate::broker::Broker;
 use crate::check::config::Budgets;
 use crate::oracle::{Issuance, Oracle};
-use crate::types::{Lease, Seq};
+use crate::types::{GroupIx, Lease, LeaseId, Seq};
+use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
+
+/// How a worker or a request names a lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LeaseRef {
+    /// The oracle's name for the lease (which fetch issued it).
+    pub issuance: Issuance,
+    /// The broker's fencing token.
+    pub lease_id: u32,
+    /// The record's group.
+    pub group: u8,
+    /// The record's event.
+    pub seq: u8,
+    /// The delivery it was (0 where no step can read it, see [`LeaseRef::of`]).
+    pub attempt: u8,
+}
+
+impl LeaseRef {
+    /// The reference packed in two words (for fingerprints).
+    #[inline]
+    fn words(&self) -> (u64, u64) {
+        (
+            u64::from(self.issuance.0) | u64::from(self.lease_id) << 32,
+            u64::from(self.group) | u64::from(self.seq) << 8 | u64::from(self.attempt) << 16,
+        )
+    }
+
+    /// The reference to `lease`, issued as `issuance`; keeps the attempt only when
+    /// `keep_attempt` (the broker may read it).
+    pub fn of(issuance: Issuance, lease: &Lease, keep_attempt: bool) -> LeaseRef {
+        LeaseRef {
+            issuance,
+            lease_id: u32::try_from(lease.lease_id.0).expect("lease ids fit the checker's bounds"),
+            group: lease.group as u8,
+            seq: u8::try_from(lease.seq).expect("seqs fit the checker's bounds"),
+            attempt: if keep_attempt { lease.attempt as u8 } else { 0 },
+        }
+    }
+
+    /// The lease as the worker sends it to `broker`.
+    pub fn lease(&self, broker: &Broker) -> Lease {
+        Lease {
+            lease_id: LeaseId(u64::from(self.lease_id)),
+            group: self.group as GroupIx,
+            seq: Seq::from(self.seq),
+            attempt: u32::from(self.attempt),
+            deadline_ms: 0,
+            receipt: broker.receipt(Seq::from(self.seq)),
+        }
+    }
+}
 
 /// One worker, as the model sees it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Worker {
     /// Ready to fetch.
     Idle,
     /// Holds a lease; its handler has not run yet.
-    Holding {
-        /// The oracle's name for the lease.
-        issuance: Issuance,
-        /// The worker's copy of the lease.
-        lease: Lease,
-    },
-    /// Sent a settle (or renew) for its lease and waits for the reply.
-    Waiting {
-        /// The oracle's name for the lease.
-        issuance: Issuance,
-        /// The worker's copy of the lease.
-        lease: Lease,
-        /// The request it waits on (index into the model's table of operations).
-        op: u8,
-    },
-    /// Crashed; it lost everything but its in-flight requests, which live on in the network.
-    Crashed,
+    Holding(LeaseRef),
+    /// Sent a settle (or renew) and waits for the reply; the `u8` is the request's operation
+    /// (an index into the model's table).
+    Waiting(LeaseRef, u8),
 }
 
 /// A settle or renew request in flight. It names no worker: the reply goes to whichever worker
-/// waits on this (issuance, op), and each issuance was handed to exactly one worker. So the
-/// state stays a function of the workers' multiset (see [`State`]'s symmetry).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// waits on this (issuance, op), and each issuance went to exactly one worker. So the state
+/// stays a function of the workers' multiset (symmetry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Msg {
-    /// The oracle's name for the lease the request carries.
-    pub issuance: Issuance,
-    /// The lease as the worker sent it.
-    pub lease: Lease,
-    /// Index into the model's table of operations.
+    /// The lease the request carries.
+    pub lease: LeaseRef,
+    /// The operation (index into the model's table).
     pub op: u8,
 }
 
-/// Bits of [`State::seen`]: things that happened on the way to a state (for the `sometimes`
-/// properties).
-pub mod seen {
-    /// A stale settle reached the broker and was rejected.
-    pub const STALE_REJECTED: u8 = 1;
-    /// A worker saw an ambiguous settle result (lost reply or dropped request).
-    pub const AMBIGUOUS: u8 = 2;
-}
+/// Workers kept inline: [`crate::check::config::WORKER_COUNT_MAX`].
+pub const WORKERS_INLINE: usize = 6;
+/// Requests kept inline.
+pub const IN_FLIGHT_INLINE: usize = 6;
 
 /// The whole model state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct State {
     /// The broker (the model crate's state machine, not a copy).
     pub broker: Broker,
-    /// The oracle's ghost bookkeeping and the violations found.
+    /// The oracle's ghost bookkeeping (lean in the checker's states).
     pub oracle: Oracle,
-    /// Worker `i`'s state (sorted in the symmetry representative).
-    pub workers: Vec<Worker>,
+    /// Worker `i`'s state (sorted when symmetry reduction is on).
+    pub workers: SmallVec<[Worker; WORKERS_INLINE]>,
     /// Requests in flight: a multiset kept as a sorted vector.
-    pub in_flight: Vec<Msg>,
+    pub in_flight: SmallVec<[Msg; IN_FLIGHT_INLINE]>,
     /// Budgets used so far.
     pub used: Budgets,
-    /// [`seen`] bits.
-    pub seen: u8,
+}
+
+/// Hashes the broker and the oracle as they hash themselves, and the workers, the requests
+/// and the budgets packed two words per lease reference (fewer words, faster fingerprints).
+impl Hash for LeaseRef {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (a, b) = self.words();
+        state.write_u64(a);
+        state.write_u64(b);
+    }
+}
+
+impl Hash for Worker {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (a, b) = match self {
+            Worker::Idle => (0, 0),
+            Worker::Holding(lease) => lease.words(),
+            Worker::Waiting(lease, op) => {
+                let (a, b) = lease.words();
+                (a, b | (u64::from(*op) + 1) << 32)
+            }
+        };
+        let tag = match self {
+            Worker::Idle => 0,
+            Worker::Holding(_) => 1,
+            Worker::Waiting(..) => 2,
+        };
+        state.write_u64(a);
+        state.write_u64(b | tag << 48);
+    }
+}
+
+impl Hash for Msg {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (a, b) = self.lease.words();
+        state.write_u64(a);
+        state.write_u64(b | u64::from(self.op) << 32);
+    }
+}
+
+impl Hash for State {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.broker.hash(state);
+        self.oracle.hash(state);
+        state.write_usize(self.workers.len());
+        for worker in &self.workers {
+            worker.hash(state);
+        }
+        state.write_usize(self.in_flight.len());
+        for msg in &self.in_flight {
+            msg.hash(state);
+        }
+        let u = &self.used;
+        state.write_u64(u64::from_le_bytes([
+            u.crashes,
+            u.drops,
+            u.dups,
+            u.lost_replies,
+            u.broker_restarts,
+            u.renews,
+            0,
+            0,
+        ]));
+    }
+}
+
+/// Copies the lists at once (their items are `Copy`): the search clones a state per
+/// transition.
+impl Clone for State {
+    fn clone(&self) -> State {
+        State {
+            broker: self.broker.clone(),
+            oracle: self.oracle.clone(),
+            workers: SmallVec::from_slice(&self.workers),
+            in_flight: SmallVec::from_slice(&self.in_flight),
+            used: self.used,
+        }
+    }
+
+    fn clone_from(&mut self, source: &State) {
+        self.broker.clone_from(&source.broker);
+        self.oracle.clone_from(&source.oracle);
+        self.workers.clear();
+        self.workers.extend_from_slice(&source.workers);
+        self.in_flight.clear();
+        self.in_flight.extend_from_slice(&source.in_flight);
+        self.used = source.used;
+    }
+}
+
+/// Ids gathered for a renumbering when they do not fit a 64-bit mask.
+type Ids = SmallVec<[u32; 32]>;
+
+/// The ids below 64 as a bit mask, and whether some id was 64 or more.
+#[derive(Default)]
+struct Mask {
+    bits: u64,
+    wide: bool,
+}
+
+impl Mask {
+    #[inline]
+    fn add(&mut self, id: u32) {
+        if id < 64 {
+            self.bits |= 1 << id;
+        } else {
+            self.wide = true;
+        }
+    }
+
+    /// The number of ids in the mask below `id` (`id` < 64).
+    #[inline]
+    fn rank(&self, id: u32) -> u32 {
+        (self.bits & ((1u64 << id) - 1)).count_ones()
+    }
 }
 
 impl State {
@@ -77,33 +244,156 @@ impl State {
         self.in_flight.insert(position, msg);
     }
 
-    /// The index of the worker waiting on (issuance, op), if any.
-    pub fn waiting_on(&self, issuance: Issuance, op: u8) -> Option<usize> {
+    /// The index of the worker waiting on `msg`'s (issuance, op), if any.
+    pub fn waiting_on(&self, msg: &Msg) -> Option<usize> {
         self.workers.iter().position(|w| {
-            matches!(w, Worker::Waiting { issuance: i, op: o, .. } if *i == issuance && *o == op)
+            matches!(w, Worker::Waiting(lease, op) if lease.issuance == msg.lease.issuance && *op == msg.op)
         })
     }
 
-    /// Puts the state in the canonical form of its symmetry class. Workers are
-    /// interchangeable and nothing else in the state names one (requests name their issuance;
-    /// the broker and the oracle name leases), so two states are equal up to a renaming of
-    /// workers exactly when their sorted worker vectors (and everything else) are equal.
-    pub fn canonicalize(&mut self) {
-        self.workers.sort_unstable();
+    /// Every lease reference the workers and the requests hold.
+    fn refs_mut(&mut self) -> impl Iterator<Item = &mut LeaseRef> {
+        let workers = self.workers.iter_mut().filter_map(|w| match w {
+            Worker::Idle => None,
+            Worker::Holding(lease) | Worker::Waiting(lease, _) => Some(lease),
+        });
+        workers.chain(self.in_flight.iter_mut().map(|m| &mut m.lease))
+    }
+
+    fn refs(&self) -> impl Iterator<Item = &LeaseRef> {
+        let workers = self.workers.iter().filter_map(|w| match w {
+            Worker::Idle => None,
+            Worker::Holding(lease) | Worker::Waiting(lease, _) => Some(lease),
+        });
+        workers.chain(self.in_flight.iter().map(|m| &m.lease))
+    }
+
+    /// Puts the state in its canonical form (see the module documentation).
+    /// `absolute_lease_ids`: the broker may still reset its lease-id counter (a volatile
+    /// counter and a broker restart left in the budget), so the ids' distances from 1 matter
+    /// and they are kept as they are. `symmetry`: sort the workers.
+    pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool) {
+        self.broker.release_delays(0);
+        if !absolute_lease_ids {
+            self.renumber_lease_ids();
+        }
+        self.renumber_issuances();
+        if symmetry {
+            self.workers.sort_unstable();
+        }
+    }
+
+    /// Lease ids below the counter never meet a future id (the counter only grows): dense
+    /// ranks keep their relations. Ids at or above it (only after a counter reset) keep their
+    /// distance from the counter, which decides which future fetch collides with them.
+    fn renumber_lease_ids(&mut self) {
+        let counter = u32::try_from(self.broker.next_lease_id().0).expect("checker bounds");
+        let mut mask = Mask::default();
+        self.broker.for_each_lease_id(|id| {
+            if id.0 < u64::from(counter) {
+                mask.add(id.0 as u32);
+            }
+        });
+        for lease in self.refs() {
+            if lease.lease_id < counter {
+                mask.add(lease.lease_id);
+            }
+        }
+        if mask.wide {
+            return self.renumber_lease_ids_sorted(counter);
+        }
+        // Ids start at 1: `below` distinct ids under the counter are dense exactly when
+        // there are `counter - 1` of them.
+        let below = mask.bits.count_ones();
+        if below + 1 == counter {
+            return;
+        }
+        let rename = |id: u32| -> u32 {
+            if id < counter {
+                mask.rank(id) + 1
+            } else {
+                below + 1 + (id - counter)
+            }
+        };
+        self.apply_lease_ids(rename);
+    }
+
+    /// [`State::renumber_lease_ids`] for ids that do not fit a mask.
+    fn renumber_lease_ids_sorted(&mut self, counter: u32) {
+        let mut ids = Ids::new();
+        self.broker.for_each_lease_id(|id| {
+            if id.0 < u64::from(counter) {
+                ids.push(id.0 as u32);
+            }
+        });
+        ids.extend(self.refs().map(|r| r.lease_id).filter(|&id| id < counter));
+        ids.sort_unstable();
+        ids.dedup();
+        let below = ids.len() as u32;
+        self.apply_lease_ids(|id| {
+            if id < counter {
+                ids.binary_search(&id).expect("gathered") as u32 + 1
+            } else {
+                below + 1 + (id - counter)
+            }
+        });
+    }
+
+    fn apply_lease_ids(&mut self, rename: impl Fn(u32) -> u32) {
+        self.broker
+            .rename_lease_ids(|id| LeaseId(u64::from(rename(id.0 as u32))));
+        for lease in self.refs_mut() {
+            lease.lease_id = rename(lease.lease_id);
+        }
+    }
+
+    /// Issuances are compared for equality and order only, and every future issuance is
+    /// above every present one: dense ranks. The next issuance is the largest one visited.
+    fn renumber_issuances(&mut self) {
+        let mut mask = Mask::default();
+        self.oracle.for_each_issuance(|i| mask.add(i.0));
+        for lease in self.refs() {
+            mask.add(lease.issuance.0);
+        }
+        if mask.wide {
+            return self.renumber_issuances_sorted();
+        }
+        let next = 63 - mask.bits.leading_zeros();
+        if mask.bits.count_ones() == next + 1 {
+            return;
+        }
+        self.apply_issuances(|id| mask.rank(id));
+    }
+
+    fn renumber_issuances_sorted(&mut self) {
+        let mut ids = Ids::new();
+        self.oracle.for_each_issuance(|i| ids.push(i.0));
+        ids.extend(self.refs().map(|r| r.issuance.0));
+        ids.sort_unstable();
+        ids.dedup();
+        self.apply_issuances(|id| ids.binary_search(&id).expect("gathered") as u32);
+    }
+
+    fn apply_issuances(&mut self, rename: impl Fn(u32) -> u32) {
+        self.oracle.rename_issuances(|i| Issuance(rename(i.0)));
+        for lease in self.refs_mut() {
+            lease.issuance = Issuance(rename(lease.issuance.0));
+        }
     }
 }
 
 impl stateright::Representative for State {
-    /// See [`State::canonicalize`].
+    /// Workers sorted: the canonical form of the state's symmetry class (the checker's states
+    /// are already renumbered).
     fn representative(&self) -> Self {
         let mut state = self.clone();
-        state.canonicalize();
+        state.workers.sort_unstable();
         state
     }
 }
 
 /// One transition of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     /// An idle worker fetches from a group (one lease, lowest available seq).
     Fetch {
@@ -132,20 +422,15 @@ pub enum Action {
         /// The reply is lost (the broker applied the request; the sender sees `ambiguous`).
         reply_lost: bool,
     },
-    /// The broker expires the lease on (group, seq).
+    /// The lease on (group, seq) runs out.
     Expire {
         /// The group.
         group: u8,
         /// The event.
-        seq: Seq,
+        seq: u8,
     },
-    /// A worker crashes.
+    /// A holding or waiting worker crashes and restarts, idle; its requests stay in flight.
     Crash {
-        /// The worker.
-        worker: u8,
-    },
-    /// A crashed worker restarts, idle.
-    Restart {
         /// The worker.
         worker: u8,
     },
@@ -162,3 +447,20 @@ pub enum Action {
     /// The broker restarts: durable state survives.
     BrokerRestart,
 }
+
+/// What a transition showed, for the `sometimes` properties (bits of a `u8`).
+pub mod witness {
+    /// A stale settle reached the broker and was refused.
+    pub const STALE_REFUSED: u8 = 1;
+    /// A fetch delivered an event again.
+    pub const REDELIVERED: u8 = 2;
+    /// A record was dead-lettered.
+    pub const DEAD_LETTERED: u8 = 4;
+    /// A worker saw an ambiguous settle result (lost reply or dropped request).
+    pub const AMBIGUOUS: u8 = 8;
+    /// Every bit.
+    pub const ALL: u8 = 15;
+}
+
+/// Witness bits of one transition (see [`witness`]).
+pub type Witness = u8;

@@ -1,30 +1,36 @@
 //! Campaigns: a range of seeds, optionally one shard of it, over threads. Each seed's run is
-//! independent; the summary is a commutative fold of per-seed results, so it is the same
-//! whatever the thread count. Memory is bounded: per seed only counters and, per invariant, the
-//! smallest failing seeds are kept.
+//! independent; the [`Summary`] is a commutative fold of per-seed results, so it is the same
+//! whatever the thread count, and shards merge into the whole campaign's. Seeds are streamed
+//! (the n-th seed of a shard is computed, never listed), and per seed only counters and, per
+//! invariant, the smallest failing seeds are kept: memory does not grow with the range.
 
 use super::faults::FaultPlan;
 use super::prng::Prng;
-use super::run::RunOutcome;
-use super::seeded_file::{run_setup, BackendKind};
+use super::run::RunOptions;
+use super::seeded_file::{run_setup_with, BackendKind};
 use super::setup::Setup;
+pub use super::summary::{
+    CampaignReport, Failures, FirstFailure, Saved, SeedRange, Summary, FAILING_SEEDS_KEPT,
+};
 use crate::engine::Expiry;
-use crate::trace::fnv1a64;
-use leasehold_model::{Invariant, Violation};
-use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// How many failing seeds per invariant a summary keeps (the smallest).
-pub const FAILING_SEEDS_KEPT: usize = 8;
+/// The most worker threads a campaign may use.
+pub const THREADS_MAX: usize = 256;
+
+/// The most events a swarm draw gives a seed.
+pub const SWARM_EVENTS_MAX: u32 = 10_000;
 
 /// A campaign's plan.
 #[derive(Clone, Debug)]
 pub struct Campaign {
-    /// The run template: every field but `seed` (and, under `swarm`, `faults`).
+    /// The run template: every field but `seed` (and, under `swarm`, the faults and sizes).
     pub template: Setup,
-    /// Draw each seed's fault plan from `template.faults` (swarm testing).
+    /// Draw each seed's fault plan from `template.faults` and its workload size (swarm
+    /// testing).
     pub swarm: bool,
     /// Each seed draws when the broker expires leases: at the deadline or lazily on the next
     /// fetch (as Redis claims idle entries); otherwise `template.expiry` holds for every seed.
@@ -41,110 +47,39 @@ pub struct Campaign {
     /// expected invariant (any invariant for a protocol expected to hold). That seed is still
     /// found exactly; the other counts then depend on timing.
     pub stop_on_failure: bool,
+    /// Bounds the user pinned: a swarm draw keeps them instead of deriving them from the
+    /// seed's workload size.
+    pub pinned: Pinned,
 }
 
-/// The failures of one invariant.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Failures {
-    /// Seeds that broke it.
-    pub count: u64,
-    /// The smallest of them (at most [`FAILING_SEEDS_KEPT`]).
-    pub seeds: Vec<u64>,
-}
-
-/// What a campaign found. Equal for equal campaigns whatever the thread count.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Summary {
-    /// Seeds run.
-    pub seeds_run: u64,
-    /// Seeds with at least one violation.
-    pub seeds_failed: u64,
-    /// Per invariant, the seeds that broke it.
-    pub failures: BTreeMap<Invariant, Failures>,
-    /// Seeds that hit a named bound (`steps_max`) without a verdict.
-    pub bound_hits: u64,
-    /// Steps over all runs.
-    pub steps: u64,
-    /// Simulated milliseconds over all runs.
-    pub sim_ms: u64,
-    /// Extra handler runs (at-least-once duplicates), counted by the oracle.
-    pub duplicate_runs: u64,
-    /// Extra world writes.
-    pub duplicate_writes: u64,
-    /// World writes under a lease that was no longer current.
-    pub ghost_writes: u64,
-    /// Events acked without a successful handler run under `ack_first` / `ack_always`.
-    pub at_most_once_losses: u64,
-    /// A hash of every seed's trace hash (order-independent).
-    pub campaign_hash: u64,
-    /// The smallest failing seed, with its violations.
-    pub first_failure: Option<(u64, Vec<Violation>)>,
-}
-
-impl Summary {
-    fn add(&mut self, outcome: &RunOutcome) {
-        self.seeds_run += 1;
-        self.steps += outcome.steps;
-        self.sim_ms += outcome.sim_ms;
-        self.duplicate_runs += outcome.duplicate_runs;
-        self.duplicate_writes += outcome.duplicate_writes;
-        self.ghost_writes += outcome.ghost_writes;
-        self.at_most_once_losses += outcome.at_most_once_losses;
-        let mut mixed = outcome.seed.to_le_bytes().to_vec();
-        mixed.extend_from_slice(&outcome.trace_hash.to_le_bytes());
-        self.campaign_hash = self.campaign_hash.wrapping_add(fnv1a64(&mixed));
-        if outcome.bound_hit.is_some() {
-            self.bound_hits += 1;
-        }
-        if outcome.violations.is_empty() {
-            return;
-        }
-        self.seeds_failed += 1;
-        for violation in &outcome.violations {
-            let entry = self.failures.entry(violation.invariant).or_default();
-            entry.count += 1;
-            entry.seeds.push(outcome.seed);
-            entry.seeds.sort_unstable();
-            entry.seeds.truncate(FAILING_SEEDS_KEPT);
-        }
-        if self
-            .first_failure
-            .as_ref()
-            .is_none_or(|(seed, _)| outcome.seed < *seed)
-        {
-            self.first_failure = Some((outcome.seed, outcome.violations.clone()));
-        }
-    }
-
-    fn merge(&mut self, other: Summary) {
-        self.seeds_run += other.seeds_run;
-        self.seeds_failed += other.seeds_failed;
-        self.bound_hits += other.bound_hits;
-        self.steps += other.steps;
-        self.sim_ms += other.sim_ms;
-        self.duplicate_runs += other.duplicate_runs;
-        self.duplicate_writes += other.duplicate_writes;
-        self.ghost_writes += other.ghost_writes;
-        self.at_most_once_losses += other.at_most_once_losses;
-        self.campaign_hash = self.campaign_hash.wrapping_add(other.campaign_hash);
-        for (invariant, failures) in other.failures {
-            let entry = self.failures.entry(invariant).or_default();
-            entry.count += failures.count;
-            entry.seeds.extend(failures.seeds);
-            entry.seeds.sort_unstable();
-            entry.seeds.truncate(FAILING_SEEDS_KEPT);
-        }
-        if let Some((seed, violations)) = other.first_failure {
-            if self.first_failure.as_ref().is_none_or(|(s, _)| seed < *s) {
-                self.first_failure = Some((seed, violations));
-            }
-        }
-    }
+/// Bounds pinned by the user (not derived from each seed's workload).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pinned {
+    /// `safety_ms_max` was given.
+    pub safety_ms_max: bool,
+    /// `steps_max` was given.
+    pub steps_max: bool,
 }
 
 impl Campaign {
+    /// A campaign of `seeds` from `template`: one shard, one thread, the pure broker, the
+    /// template's faults and expiry for every seed.
+    pub fn new(template: Setup, seeds: Range<u64>) -> Campaign {
+        Campaign {
+            template,
+            swarm: false,
+            expiry_mixed: false,
+            seeds,
+            shard: (1, 1),
+            threads: 1,
+            backend: BackendKind::Pure,
+            stop_on_failure: false,
+            pinned: Pinned::default(),
+        }
+    }
+
     /// The setup of one seed: the template with that seed and, under swarm, its own fault
-    /// plan and workload size (at most the template's events, groups and workers).
+    /// plan and workload size.
     pub fn setup(&self, seed: u64) -> Setup {
         let mut setup = self.swarm_setup(seed);
         if self.expiry_mixed {
@@ -168,54 +103,102 @@ impl Campaign {
         let t = &self.template;
         let mut prng = Prng::named(seed, "swarm");
         let faults = FaultPlan::swarm(&t.faults, &mut prng);
-        let events = *prng.pick(&[1, 2, 3, t.events.div_ceil(2), t.events]);
-        let groups = prng.between(1, t.group_names.len() as u64) as usize;
-        let workers_min = t.worker_names.len().min(2) as u64;
-        let workers = prng.between(workers_min, t.worker_names.len() as u64) as usize;
+        let (events, groups, workers) = swarm_size(t, &mut prng);
         let mut setup = Setup {
             seed,
             faults,
-            events: events.min(t.events).max(1),
             ..t.clone()
         };
-        setup.group_names.truncate(groups);
-        setup.worker_names.truncate(workers);
-        setup.clock_offset_ms.truncate(workers);
+        setup.resize(events, groups, workers);
+        setup.derive_bounds(!self.pinned.safety_ms_max, !self.pinned.steps_max);
         setup
     }
 
-    /// The seeds this shard runs, in order.
-    pub fn shard_seeds(&self) -> impl Iterator<Item = u64> + '_ {
+    /// The largest setup a seed of this campaign can have (what validation must accept).
+    pub fn largest_setup(&self) -> Setup {
+        let mut setup = self.template.clone();
+        if self.swarm {
+            let t = &self.template;
+            let groups = t.group_names.len().max(SWARM_GROUPS_MAX);
+            let workers = t.worker_names.len().max(SWARM_WORKERS_MAX);
+            setup.resize(t.events.max(SWARM_EVENTS_MAX), groups, workers);
+            setup.derive_bounds(!self.pinned.safety_ms_max, !self.pinned.steps_max);
+        }
+        setup
+    }
+
+    /// The i-th seed this shard runs.
+    pub fn shard_seed(&self, index: u64) -> Option<u64> {
         let (k, n) = self.shard;
+        let offset = index.checked_mul(n)?.checked_add(k - 1)?;
         self.seeds
-            .clone()
-            .filter(move |seed| (seed - self.seeds.start) % n == k - 1)
+            .start
+            .checked_add(offset)
+            .filter(|&seed| seed < self.seeds.end)
+    }
+
+    /// The seeds this shard runs, in order (computed one by one).
+    pub fn shard_seeds(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.shard_len()).filter_map(|i| self.shard_seed(i))
     }
 
     /// Number of seeds this shard runs.
     pub fn shard_len(&self) -> u64 {
-        self.shard_seeds().count() as u64
+        let (k, n) = self.shard;
+        let len = self.seeds.end.saturating_sub(self.seeds.start);
+        len.saturating_sub(k - 1).div_ceil(n)
+    }
+
+    /// The flags that reproduce the campaign's configuration (not its seeds, shard or
+    /// backend): equal for every shard of it.
+    pub fn recipe(&self) -> String {
+        let expiry = (!self.expiry_mixed).then_some(self.template.expiry);
+        recipe(&self.template, self.swarm, expiry, self.pinned)
+    }
+
+    /// The command that reproduces the campaign: `leasehold sim --seeds a..b --shard k/n …`.
+    pub fn command(&self) -> String {
+        format!(
+            "leasehold sim --seeds {}..{} --shard {}/{} {} --backend {}",
+            self.seeds.start,
+            self.seeds.end,
+            self.shard.0,
+            self.shard.1,
+            self.recipe(),
+            self.backend
+        )
+    }
+
+    /// The command that reruns one seed of the campaign.
+    pub fn seed_command(&self, seed: u64) -> String {
+        format!("leasehold sim --seed {seed} {}", self.recipe())
     }
 
     /// Runs the campaign. `progress` is called after each seed with the number done.
     pub fn run(&self, progress: &(dyn Fn(u64) + Sync)) -> Summary {
-        let seeds: Vec<u64> = self.shard_seeds().collect();
+        let total = self.shard_len();
         let next = AtomicU64::new(0);
         let done = AtomicU64::new(0);
         let smallest_failure = AtomicU64::new(u64::MAX);
-        let total = Mutex::new(Summary::default());
-        let threads = self.threads.max(1);
+        let summary = Mutex::new(Summary::default());
+        let threads = self.threads.clamp(1, THREADS_MAX);
+        let options = RunOptions::default();
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
                     let mut part = Summary::default();
                     loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed) as usize;
-                        let Some(&seed) = seeds.get(index) else { break };
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        if index >= total {
+                            break;
+                        }
+                        let Some(seed) = self.shard_seed(index) else {
+                            break;
+                        };
                         if self.stop_on_failure && seed > smallest_failure.load(Ordering::Relaxed) {
                             break;
                         }
-                        let outcome = run_setup(&self.setup(seed), self.backend, false);
+                        let outcome = run_setup_with(&self.setup(seed), self.backend, &options);
                         let target = self.template.variant.expected_violation();
                         let stops = outcome
                             .violations
@@ -227,13 +210,155 @@ impl Campaign {
                         part.add(&outcome);
                         progress(done.fetch_add(1, Ordering::Relaxed) + 1);
                     }
-                    total
+                    summary
                         .lock()
                         .expect("no thread panics holding it")
-                        .merge(part);
+                        .merge(&part);
                 });
             }
         });
-        total.into_inner().expect("no thread panicked")
+        summary.into_inner().expect("no thread panicked")
+    }
+
+    /// The report of this campaign's `summary`, run in `wall_ms` (the caller's clock).
+    pub fn report(&self, summary: Summary, wall_ms: u64, saved: Vec<Saved>) -> CampaignReport {
+        CampaignReport {
+            command: self.command(),
+            recipe: self.recipe(),
+            variant: self.template.variant.name().to_string(),
+            policy: self.template.policy.name().to_string(),
+            expected: self.template.variant.expected_violation(),
+            seeds: SeedRange {
+                start: self.seeds.start,
+                end: self.seeds.end,
+            },
+            shard: format!("{}/{}", self.shard.0, self.shard.1),
+            swarm: self.swarm,
+            stop_on_failure: self.stop_on_failure,
+            backend: self.backend.name().to_string(),
+            faults: self.template.faults.summary(),
+            trace_hash: summary.campaign_hash,
+            summary,
+            wall_ms,
+            threads: self.threads,
+            saved,
+        }
+    }
+}
+
+/// The most groups a swarm draw gives a seed (beyond the template's).
+pub const SWARM_GROUPS_MAX: usize = 4;
+/// The most workers a swarm draw gives a seed (beyond the template's).
+pub const SWARM_WORKERS_MAX: usize = 8;
+
+/// A swarm draw of a seed's size: most seeds small (1, 2, 3, half or all of the template's
+/// events, up to its groups and workers: what makes lease ids collide), a quarter larger —
+/// up to 200 events, up to 2,000, and one seed in a hundred up to [`SWARM_EVENTS_MAX`], with
+/// up to [`SWARM_GROUPS_MAX`] groups and [`SWARM_WORKERS_MAX`] workers.
+fn swarm_size(t: &Setup, prng: &mut Prng) -> (u32, usize, usize) {
+    let class = prng.below(100);
+    let (events, groups_max, workers_max) = if class < 75 {
+        let events = *prng.pick(&[1, 2, 3, t.events.div_ceil(2), t.events]);
+        let events = events.min(t.events).max(1);
+        (events, t.group_names.len(), t.worker_names.len())
+    } else {
+        let (lo, hi) = match class {
+            75..=92 => (21, 200),
+            93..=98 => (201, 2_000),
+            _ => (2_001, u64::from(SWARM_EVENTS_MAX)),
+        };
+        let events = prng.between(lo, hi) as u32;
+        let groups_max = if class < 93 { 3 } else { SWARM_GROUPS_MAX };
+        let groups = t.group_names.len().max(groups_max);
+        (events, groups, t.worker_names.len().max(SWARM_WORKERS_MAX))
+    };
+    let groups = prng.between(1, groups_max as u64) as usize;
+    let workers_min = workers_max.min(2) as u64;
+    let workers = prng.between(workers_min, workers_max as u64) as usize;
+    (events, groups, workers)
+}
+
+/// The flags that reproduce `setup`'s configuration (not its seed): `--variant … --lease-ms
+/// …`, then `--swarm`, `--expiry` when given, pinned bounds, and every fault whose intensity
+/// differs from the default plan's.
+pub fn recipe(setup: &Setup, swarm: bool, expiry: Option<Expiry>, pinned: Pinned) -> String {
+    let mut out = format!(
+        "--variant {} --events {} --groups {} --workers {} --policy {} --max-attempts {} --lease-ms {}",
+        setup.variant,
+        setup.events,
+        setup.group_names.len(),
+        setup.worker_names.len(),
+        setup.policy,
+        setup.max_attempts,
+        setup.lease_ms,
+    );
+    let mut derived = setup.clone();
+    derived.derive_bounds(true, true);
+    let safety = setup.workload.safety_ms_max;
+    if pinned.safety_ms_max || safety != derived.workload.safety_ms_max {
+        let _ = write!(out, " --safety-ms-max {safety}");
+    }
+    let steps = setup.workload.steps_max;
+    if pinned.steps_max || steps != derived.workload.steps_max {
+        let _ = write!(out, " --steps-max {steps}");
+    }
+    if swarm {
+        out.push_str(" --swarm");
+    }
+    if let Some(expiry) = expiry {
+        let _ = write!(out, " --expiry {}", expiry.name());
+    }
+    let plan = &setup.faults;
+    let base = FaultPlan::for_lease(setup.lease_ms);
+    for fault in super::faults::Fault::ALL {
+        if plan.ratio(fault) != base.ratio(fault) {
+            let flag = fault.name().replace('_', "-");
+            let _ = write!(out, " --{flag} {}", plan.ratio(fault));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use leasehold_model::Variant;
+
+    #[test]
+    fn shards_stream_their_seeds_and_partition_the_range() {
+        let mut c = Campaign::new(Setup::default_for(Variant::Fenced), 5..16);
+        let mut all = Vec::new();
+        for k in 1..=3 {
+            c.shard = (k, 3);
+            let seeds: Vec<u64> = c.shard_seeds().collect();
+            assert_eq!(seeds.len() as u64, c.shard_len());
+            all.extend(seeds);
+        }
+        all.sort_unstable();
+        assert_eq!(all, (5..16).collect::<Vec<_>>());
+        let huge = Campaign::new(Setup::default_for(Variant::Fenced), 0..10_000_000_000);
+        assert_eq!(huge.shard_len(), 10_000_000_000);
+        assert_eq!(huge.shard_seed(9_999_999_999), Some(9_999_999_999));
+        let mut last = Campaign::new(Setup::default_for(Variant::Fenced), u64::MAX - 3..u64::MAX);
+        last.shard = (3, 3);
+        assert_eq!(last.shard_seeds().collect::<Vec<_>>(), [u64::MAX - 1]);
+    }
+
+    #[test]
+    fn swarm_draws_large_workloads_too() {
+        let mut c = Campaign::new(Setup::default_for(Variant::Fenced), 0..1);
+        c.swarm = true;
+        let sizes: Vec<(u32, usize, usize)> = (0..400)
+            .map(|seed| {
+                let s = c.setup(seed);
+                (s.events, s.group_names.len(), s.worker_names.len())
+            })
+            .collect();
+        assert!(sizes.iter().any(|s| s.0 > 2_000));
+        assert!(sizes.iter().any(|s| s.1 > 2) && sizes.iter().any(|s| s.2 > 3));
+        let small = sizes.iter().filter(|s| s.0 <= 20).count();
+        assert!(small > 250, "{small}");
+        assert!(sizes.iter().all(|s| s.0 <= SWARM_EVENTS_MAX));
+        assert_eq!(c.largest_setup().validate(), Ok(()));
     }
 }

@@ -41,6 +41,10 @@ pub struct FaultPlan {
     pub partition_ms_max: u64,
     /// Per request: the broker fails fast (`backend_unavailable`, nothing applied).
     pub unavailable: Ratio,
+    /// Per settle: the broker reports a failure (`failed`, nothing applied); the runtime nacks
+    /// for immediate redelivery. (Absent from files written before it existed: off.)
+    #[serde(default = "Ratio::zero")]
+    pub failed: Ratio,
     /// Per settle: the broker applies it and the reply is lost (`ambiguous`).
     pub lost_reply: Ratio,
     /// Per request: the broker restarts before handling it.
@@ -79,6 +83,8 @@ pub enum Fault {
     Partition,
     /// Broker unavailable (fast failure).
     Unavailable,
+    /// Broker failure reported on a settle (nothing applied).
+    Failed,
     /// Ambiguous response: applied, reply lost.
     LostReply,
     /// Broker restart.
@@ -93,7 +99,7 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault, in the order plans print them.
-    pub const ALL: [Fault; 13] = [
+    pub const ALL: [Fault; 14] = [
         Fault::Crash,
         Fault::Pause,
         Fault::Delay,
@@ -102,6 +108,7 @@ impl Fault {
         Fault::Duplicate,
         Fault::Partition,
         Fault::Unavailable,
+        Fault::Failed,
         Fault::LostReply,
         Fault::BrokerRestart,
         Fault::ClockSkew,
@@ -120,6 +127,7 @@ impl Fault {
             Fault::Duplicate => "duplicate",
             Fault::Partition => "partition",
             Fault::Unavailable => "unavailable",
+            Fault::Failed => "failed",
             Fault::LostReply => "lost_reply",
             Fault::BrokerRestart => "broker_restart",
             Fault::ClockSkew => "clock_skew",
@@ -162,9 +170,9 @@ impl FaultPlan {
         let lease_ms = lease_ms.max(1);
         FaultPlan {
             crash: Ratio::new(1, 100),
-            crash_downtime_ms_max: 3 * lease_ms,
+            crash_downtime_ms_max: lease_ms.saturating_mul(3),
             pause: Ratio::new(1, 25),
-            pause_ms_max: 3 * lease_ms,
+            pause_ms_max: lease_ms.saturating_mul(3),
             delay: Ratio::new(1, 5),
             delay_ms_max: lease_ms / 5,
             reorder: Ratio::new(1, 20),
@@ -172,15 +180,16 @@ impl FaultPlan {
             drop: Ratio::new(1, 50),
             duplicate: Ratio::new(1, 50),
             partition: Ratio::new(1, 200),
-            partition_ms_max: 3 * lease_ms,
+            partition_ms_max: lease_ms.saturating_mul(3),
             unavailable: Ratio::new(1, 50),
+            failed: Ratio::new(1, 100),
             lost_reply: Ratio::new(1, 25),
             broker_restart: Ratio::new(1, 20),
             clock_skew: Ratio::new(1, 2),
-            clock_offset_ms_max: lease_ms * 3 / 2,
+            clock_offset_ms_max: lease_ms.saturating_mul(3) / 2,
             clock_drift_ppm_max: 50_000,
             slow_handler: Ratio::new(1, 25),
-            slow_handler_ms_max: 3 * lease_ms,
+            slow_handler_ms_max: lease_ms.saturating_mul(3),
             handler_error: Ratio::new(1, 20),
         }
     }
@@ -207,6 +216,7 @@ impl FaultPlan {
             Fault::Duplicate => self.duplicate,
             Fault::Partition => self.partition,
             Fault::Unavailable => self.unavailable,
+            Fault::Failed => self.failed,
             Fault::LostReply => self.lost_reply,
             Fault::BrokerRestart => self.broker_restart,
             Fault::ClockSkew => self.clock_skew,
@@ -226,6 +236,7 @@ impl FaultPlan {
             Fault::Duplicate => &mut self.duplicate,
             Fault::Partition => &mut self.partition,
             Fault::Unavailable => &mut self.unavailable,
+            Fault::Failed => &mut self.failed,
             Fault::LostReply => &mut self.lost_reply,
             Fault::BrokerRestart => &mut self.broker_restart,
             Fault::ClockSkew => &mut self.clock_skew,

@@ -6,10 +6,10 @@
 //! * [`faults`] — the fault plan, its switches and intensities, swarm draws.
 //! * [`workload`] — the `[workload]` table: handler timing, outcome rates, named bounds.
 //! * [`setup`] — the effective configuration of one run and the bounds derived from it.
-//! * [`world`] — the external world the handlers write to (duplicates, ghost writes).
 //! * [`run`] — one seeded run: a driver of workers, network and faults on the engine.
 //! * [`seeded_file`] — seeded scenario files: build a run from one, write one for a failure.
-//! * [`campaign`] — ranges of seeds over threads and shards, with a deterministic summary.
+//! * [`campaign`] — ranges of seeds over threads and shards, the recipe line, swarm draws.
+//! * [`summary`] — what a campaign found: printable, serialisable, mergeable across shards.
 //! * [`shrink`] — minimising a failing seeded scenario.
 
 pub mod campaign;
@@ -20,14 +20,15 @@ pub mod run;
 pub mod seeded_file;
 pub mod setup;
 pub mod shrink;
+pub mod summary;
 pub mod workload;
-pub mod world;
 
-pub use campaign::{Campaign, Summary};
+pub use campaign::Campaign;
 pub use faults::{Fault, FaultPlan};
 pub use prng::Prng;
 pub use ratio::Ratio;
-pub use run::RunOutcome;
+pub use run::{RunOptions, RunOutcome};
 pub use seeded_file::{run_seeded, BackendKind};
-pub use setup::Setup;
+pub use setup::{Setup, SetupError};
+pub use summary::{CampaignReport, Summary};
 pub use workload::Workload;

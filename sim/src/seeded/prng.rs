@@ -33,7 +33,9 @@ impl Prng {
         self.0.gen_range(lo..=hi)
     }
 
-    /// True with probability `ratio`.
+    /// True with probability `ratio`. (The draw's width is part of every recorded seed: a
+    /// narrower draw would be cheaper, and would replay no saved scenario the same way.)
+    #[inline]
     pub fn chance(&mut self, ratio: Ratio) -> bool {
         if ratio.num == 0 {
             return false;

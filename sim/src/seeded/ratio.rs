@@ -31,6 +31,11 @@ impl Ratio {
         Ratio { num, den }
     }
 
+    /// Never (for `serde(default = …)`).
+    pub fn zero() -> Ratio {
+        Ratio::ZERO
+    }
+
     /// Whether the ratio is 0 (the fault is off).
     pub fn is_zero(self) -> bool {
         self.num == 0

@@ -2,29 +2,31 @@
 //! the deterministic [`Engine`].
 //!
 //! The engine owns time, the broker, in-flight requests and replies, the consumer runtime, the
-//! oracle and the trace. The driver owns the workers' decisions — when each fetches, how its
-//! handler behaves, when it renews — and every fault, drawn from the seed's named generators.
-//! Its own timers sit in a queue ordered by (time, insertion sequence) and interleave with the
-//! engine's: the earlier goes first, the engine on a tie. The oracle's `end_step` runs after each
-//! engine time point and each driver action.
+//! oracle and the trace hash. The driver owns the workers' decisions — when each fetches, how
+//! its handler behaves, when it renews — and every fault, drawn from the seed's named
+//! generators. Its own timers sit in a queue ordered by (time, insertion sequence) and
+//! interleave with the engine's: the earlier goes first, the engine on a tie. The oracle's
+//! `end_step` runs after each engine time point and each driver action.
 //!
 //! Phases: the safety phase injects faults until every event is settled or `safety_ms_max`
-//! passes; then faults heal (clocks are fixed, partitions end, the driver stops) and the
-//! engine's liveness phase ([`Engine::drain`]) must settle everything within
-//! `liveness_ms_max`, else I6 is violated with the reason.
+//! passes, and ends with a full audit; then faults heal (clocks are fixed, partitions end, the
+//! driver stops) and the engine's liveness phase ([`Engine::drain`]) must settle everything.
+//! A run stopped by a named bound (`steps_max`, `liveness_ms_max`, `drain_handler_runs_max`)
+//! is *inconclusive*: it reports the bound, never a violation for it.
 
 use super::prng::Prng;
 use super::ratio::Ratio;
 use super::setup::Setup;
-use super::world::World;
+use crate::bound::Bound;
+use crate::coverage::{Hits, Probe};
 use crate::engine::{self, Delivery, Engine, HandlerRun};
+use crate::recorder::Stamped;
 use crate::timeline;
-use crate::trace::{Fault as WireFault, LineKind, Part};
-use leasehold_model::{
-    AckPolicy, Backend, HandleCall, Issuance, Ms, Outcome, Reason, Seq, SettleOp, Violation,
-};
+use crate::trace::{Fault as WireFault, Trace};
+use leasehold_model::{AckPolicy, Backend, Issuance, Ms, Outcome, Reason, SettleOp, Violation};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 /// What one seeded run found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,16 +37,21 @@ pub struct RunOutcome {
     pub violations: Vec<Violation>,
     /// Why the run ended.
     pub end: String,
-    /// The named bound that ended the run without a verdict, if any (`steps_max`).
-    pub bound_hit: Option<&'static str>,
+    /// The named bound that stopped the run without a verdict, if any: the run is
+    /// inconclusive (its violations, if any, were found before and stand).
+    pub inconclusive: Option<Bound>,
     /// Steps executed (oracle checks).
     pub steps: u64,
     /// Simulated time at the end.
     pub sim_ms: Ms,
-    /// FNV-1a 64 of the timeline text.
+    /// The trace hash: a rolling hash of the binary encoding of every event of the run.
     pub trace_hash: u64,
-    /// The timeline text, when it was kept.
+    /// The timeline text, when the run was recorded.
     pub trace: Option<String>,
+    /// The recorded trace and event log, when the run was recorded.
+    pub recorded: Option<Box<Recorded>>,
+    /// How often the run reached each coverage probe.
+    pub hits: Hits,
     /// Handler runs beyond the first per (group, event), as the oracle counted them.
     pub duplicate_runs: u64,
     /// World writes beyond the first per (group, event).
@@ -54,6 +61,58 @@ pub struct RunOutcome {
     /// Events acked without a successful handler run under `ack_first` / `ack_always`: the
     /// at-most-once guarantee those policies document, not a protocol failure.
     pub at_most_once_losses: u64,
+}
+
+/// A recorded run: its line-by-line trace and its event log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// The trace the timelines are rendered from.
+    pub trace: Trace,
+    /// Every event, with its time, in the order it happened.
+    pub events: Vec<Stamped>,
+}
+
+/// How to run a seed.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Attach a recorder: keep the trace, its timeline text and the event log.
+    pub record: bool,
+    /// Audit every record after every step (tests).
+    pub audit_every_step: bool,
+    /// Where the run publishes its progress (read by another thread to draw a progress bar).
+    pub progress: Option<std::sync::Arc<Progress>>,
+}
+
+/// A run's progress, published every [`PROGRESS_EVERY_STEPS`] steps (written by the run, read
+/// by whoever draws it; never read back by the run).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Steps so far.
+    pub steps: AtomicU64,
+    /// Records (event × group) settled so far.
+    pub settled: AtomicU64,
+    /// Records in the run.
+    pub records: AtomicU64,
+    /// Simulated time so far.
+    pub sim_ms: AtomicU64,
+    /// Set when the run ended.
+    pub done: AtomicU64,
+}
+
+/// How often a run publishes its progress.
+pub const PROGRESS_EVERY_STEPS: u64 = 1 << 14;
+const _: () = assert!(PROGRESS_EVERY_STEPS.is_power_of_two());
+
+impl Progress {
+    fn publish<B: Backend>(&self, engine: &Engine<B>) {
+        let records = engine.record_count();
+        let settled = records.saturating_sub(engine.unsettled_count());
+        self.steps
+            .store(engine.oracle().step(), AtomicOrdering::Relaxed);
+        self.settled.store(settled, AtomicOrdering::Relaxed);
+        self.records.store(records, AtomicOrdering::Relaxed);
+        self.sim_ms.store(engine.now_ms(), AtomicOrdering::Relaxed);
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -110,20 +169,23 @@ struct Driver<'a, B: Backend> {
     queue: BinaryHeap<Queued>,
     queue_seq: u64,
     workers: Vec<Worker>,
-    poison: Vec<bool>,
+    /// Bit `seq - 1`: the event is poison.
+    poison: Vec<u64>,
     network: Prng,
     faults: Prng,
     handler: Prng,
-    /// Handler runs the driver started: (lease, planned finish).
-    finishes: Vec<(Issuance, Ms)>,
+    progress: Option<std::sync::Arc<Progress>>,
 }
 
-/// Runs `setup` against `backend` (a fresh broker built from [`Setup::broker_config`]);
-/// keeps the timeline text when `keep_trace`.
-pub fn run<B: Backend>(setup: &Setup, backend: B, keep_trace: bool) -> RunOutcome {
-    let mut driver = Driver::new(setup, backend);
-    let (end, bound_hit) = driver.run();
-    driver.outcome(end, bound_hit, keep_trace)
+/// Runs `setup` against `backend` (a fresh broker built from [`Setup::broker_config`]).
+pub fn run<B: Backend>(setup: &Setup, backend: B, options: &RunOptions) -> RunOutcome {
+    let mut driver = Driver::new(setup, backend, options);
+    let (end, bound) = driver.run();
+    if let Some(progress) = &driver.progress {
+        progress.publish(&driver.engine);
+        progress.done.store(1, AtomicOrdering::Relaxed);
+    }
+    driver.outcome(end, bound)
 }
 
 /// The handler a healed worker runs in the liveness phase: a poison event still hangs past
@@ -136,7 +198,7 @@ fn healed_run(setup: &Setup, poison: bool) -> HandlerRun {
         Outcome::Ok
     };
     let handler_ms = if poison {
-        setup.lease_ms + setup.lease_ms / 2
+        setup.lease_ms.saturating_add(setup.lease_ms / 2)
     } else {
         (setup.workload.handler_ms_max / 2).max(1)
     };
@@ -147,13 +209,23 @@ fn healed_run(setup: &Setup, poison: bool) -> HandlerRun {
     }
 }
 
+fn is_poison(poison: &[u64], seq: u32) -> bool {
+    let index = seq as usize - 1;
+    poison
+        .get(index / 64)
+        .is_some_and(|word| word & (1 << (index % 64)) != 0)
+}
+
 impl<'a, B: Backend> Driver<'a, B> {
-    fn new(setup: &'a Setup, backend: B) -> Driver<'a, B> {
+    fn new(setup: &'a Setup, backend: B, options: &RunOptions) -> Driver<'a, B> {
         let seed = setup.seed;
         let mut workload = Prng::named(seed, "workload");
-        let poison: Vec<bool> = (0..setup.events)
-            .map(|_| workload.chance(setup.workload.poison))
-            .collect();
+        let mut poison = vec![0u64; (setup.events as usize).div_ceil(64)];
+        for index in 0..setup.events as usize {
+            if workload.chance(setup.workload.poison) {
+                poison[index / 64] |= 1 << (index % 64);
+            }
+        }
         let mut clocks = Prng::named(seed, "clocks");
         let f = &setup.faults;
         let workers: Vec<Worker> = (0..setup.worker_names.len())
@@ -188,7 +260,12 @@ impl<'a, B: Backend> Driver<'a, B> {
         };
         engine_setup.clock_offset_ms = workers.iter().map(|w| w.offset_ms).collect();
         engine_setup.expiry = setup.expiry;
-        let mut engine = Engine::new(backend, engine_setup);
+        engine_setup.audit_every_step = options.audit_every_step;
+        let mut engine = if options.record {
+            Engine::new(backend, engine_setup)
+        } else {
+            Engine::without_trace(backend, engine_setup)
+        };
         engine.publish_initial(setup.events);
         Driver {
             setup,
@@ -200,13 +277,22 @@ impl<'a, B: Backend> Driver<'a, B> {
             network: Prng::named(seed, "network"),
             faults: Prng::named(seed, "faults"),
             handler: Prng::named(seed, "handler"),
-            finishes: Vec::new(),
+            progress: options.progress.clone(),
         }
     }
 
-    fn run(&mut self) -> (String, Option<&'static str>) {
-        let setup = self.setup;
+    fn end_step(&mut self) {
         self.engine.end_step();
+        if let Some(progress) = &self.progress {
+            if self.engine.oracle().step() & (PROGRESS_EVERY_STEPS - 1) == 0 {
+                progress.publish(&self.engine);
+            }
+        }
+    }
+
+    fn run(&mut self) -> (String, Option<Bound>) {
+        let setup = self.setup;
+        self.end_step();
         for worker in 0..self.workers.len() {
             let at = self.network.below(setup.workload.poll_ms.max(1));
             self.schedule_wake(worker, at);
@@ -215,9 +301,10 @@ impl<'a, B: Backend> Driver<'a, B> {
         let safety_end_ms = setup.workload.safety_ms_max;
         loop {
             if self.engine.oracle().step() >= steps_max {
+                self.engine.audit();
                 return (
-                    format!("steps_max = {steps_max} reached"),
-                    Some("steps_max"),
+                    format!("{} = {steps_max} reached", Bound::StepsMax),
+                    Some(Bound::StepsMax),
                 );
             }
             let now = self.engine.now_ms();
@@ -244,17 +331,18 @@ impl<'a, B: Backend> Driver<'a, B> {
                     continue;
                 }
             }
-            self.engine.end_step();
+            self.end_step();
             if self.engine.all_settled() {
                 break;
             }
         }
+        self.engine.audit();
         self.heal_and_drain()
     }
 
     /// Ends the safety phase: clocks are fixed, the driver stops, what is in flight lands, and
     /// the engine's liveness phase runs within `liveness_ms_max`.
-    fn heal_and_drain(&mut self) -> (String, Option<&'static str>) {
+    fn heal_and_drain(&mut self) -> (String, Option<Bound>) {
         let setup = self.setup;
         for worker in 0..self.workers.len() {
             self.engine.set_clock_offset(worker, 0);
@@ -264,19 +352,23 @@ impl<'a, B: Backend> Driver<'a, B> {
         let end_ms = self.engine.now_ms().saturating_add(liveness_ms_max);
         // Let what is already in flight land (late settles of crashed or paused workers).
         while let Some(at) = self.engine.next_event_ms() {
-            if at > end_ms || self.engine.oracle().step() >= setup.workload.steps_max {
+            if at > end_ms {
                 break;
             }
+            if self.engine.oracle().step() >= setup.workload.steps_max {
+                let bound = Bound::StepsMax;
+                return (format!("{bound} reached"), Some(bound));
+            }
             self.engine.run_until(at);
-            self.engine.end_step();
+            self.end_step();
         }
-        let poison = self.poison.clone();
-        let handler = move |_group, seq: Seq, _attempt| healed_run(setup, poison[seq as usize - 1]);
+        let poison = &self.poison;
+        let handler = |_group, seq: u32, _attempt| healed_run(setup, is_poison(poison, seq));
         let report = self.engine.drain(liveness_ms_max, &handler);
-        (report.why, None)
+        (report.end.describe(), report.bound())
     }
 
-    fn outcome(self, end: String, bound_hit: Option<&'static str>, keep: bool) -> RunOutcome {
+    fn outcome(self, end: String, inconclusive: Option<Bound>) -> RunOutcome {
         let setup = self.setup;
         let oracle = self.engine.oracle();
         let violations = oracle.violations().to_vec();
@@ -287,51 +379,30 @@ impl<'a, B: Backend> Driver<'a, B> {
         } else {
             oracle.acked_unprocessed()
         };
+        let world = self.engine.world();
+        let (duplicate_writes, ghost_writes) = (world.duplicates(), world.ghost_writes());
         let sim_ms = self.engine.now_ms();
-        let trace = self.engine.into_trace();
-        let mut world = World::new(setup.group_names.len());
-        let mut finishes = self.finishes;
-        finishes.sort_unstable();
-        for line in &trace.lines {
-            let LineKind::Handle { issuance } = line.kind else {
-                continue;
-            };
-            let finished = line
-                .parts
-                .iter()
-                .any(|p| matches!(p, Part::HandlerFinished { success: true, .. }));
-            if !finished {
-                continue;
-            }
-            let info = trace.lease(issuance);
-            let finish_ms = match finishes.binary_search_by_key(&issuance, |&(i, _)| i) {
-                Ok(index) => finishes[index].1,
-                Err(_) => {
-                    let poison = self.poison[info.lease.seq as usize - 1];
-                    line.at_ms + healed_run(setup, poison).handler_ms
-                }
-            };
-            let current = finish_ms < info.lease.deadline_ms;
-            world.write(info.lease.group, info.lease.seq, current);
-        }
-        let (trace_hash, text) = if keep {
-            let text = timeline::text(&trace);
-            (crate::trace::fnv1a64(text.as_bytes()), Some(text))
-        } else {
-            (timeline::trace_hash(&trace), None)
-        };
+        let trace_hash = self.engine.trace_hash();
+        let hits = *self.engine.hits();
+        let recorded = self.engine.into_recorder().map(|recorder| {
+            let (trace, events) = recorder.finish(sim_ms);
+            Box::new(Recorded { trace, events })
+        });
+        let text = recorded.as_ref().map(|r| timeline::text(&r.trace));
         RunOutcome {
             seed: setup.seed,
             violations,
             end,
-            bound_hit,
+            inconclusive,
             steps,
             sim_ms,
             trace_hash,
             trace: text,
+            recorded,
+            hits,
             duplicate_runs,
-            duplicate_writes: world.duplicates(),
-            ghost_writes: world.ghost_writes(),
+            duplicate_writes,
+            ghost_writes,
             at_most_once_losses,
         }
     }
@@ -394,13 +465,15 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// How a settle from `worker` travels now.
     fn delivery(&mut self, worker: usize) -> Delivery {
         let f = &self.setup.faults;
-        let (unavailable, drop, lost_reply, duplicate) =
-            (f.unavailable, f.drop, f.lost_reply, f.duplicate);
+        let (unavailable, failed, drop, lost_reply, duplicate) =
+            (f.unavailable, f.failed, f.drop, f.lost_reply, f.duplicate);
         let partitioned = self.engine.now_ms() < self.workers[worker].partitioned_until_ms;
         let fault = if partitioned {
             WireFault::Dropped
         } else if self.fault(unavailable) {
             WireFault::Unavailable
+        } else if self.fault(failed) {
+            WireFault::Failed
         } else if self.net_fault(drop) {
             WireFault::Dropped
         } else if self.fault(lost_reply) {
@@ -447,6 +520,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         let (crash, restart, partition, partition_max) =
             (f.crash, f.broker_restart, f.partition, f.partition_ms_max);
         self.sync_clock(worker);
+        self.note_partition_healed(worker);
         if self.fault(crash) {
             let downtime_max = self.setup.faults.crash_downtime_ms_max.max(1);
             let downtime = self.faults.between(1, downtime_max);
@@ -455,7 +529,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             w.job = None;
             w.token += 1;
             self.engine.crash(worker);
-            self.push(now + downtime, Event::Restart { worker });
+            self.push(now.saturating_add(downtime), Event::Restart { worker });
             return true;
         }
         let mut acted = false;
@@ -465,7 +539,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         }
         if self.net_fault(partition) {
             let ms = self.network.between(1, partition_max.max(1));
-            self.workers[worker].partitioned_until_ms = now + ms;
+            self.workers[worker].partitioned_until_ms = now.saturating_add(ms);
         }
         if let Some(job) = &self.workers[worker].job {
             if now < job.end_ms {
@@ -474,6 +548,19 @@ impl<'a, B: Backend> Driver<'a, B> {
             self.workers[worker].job = None;
         }
         self.fetch(worker) || acted
+    }
+
+    /// The first wake after a partition ended: a coverage probe when the worker still holds
+    /// leases. (Clearing the end time changes nothing else: every use compares `now` with it.)
+    fn note_partition_healed(&mut self, worker: usize) {
+        let until = self.workers[worker].partitioned_until_ms;
+        if until == 0 || self.engine.now_ms() < until {
+            return;
+        }
+        self.workers[worker].partitioned_until_ms = 0;
+        if !self.engine.workers()[worker].held.is_empty() {
+            self.engine.hit(Probe::PartitionHealedWithLeases);
+        }
     }
 
     /// A running handler: renew its lease when due.
@@ -494,7 +581,7 @@ impl<'a, B: Backend> Driver<'a, B> {
                     self.engine.send(worker, issuance, None, op, delivery);
                     acted = true;
                     let every = self.worker_duration_ms(worker, self.setup.lease_ms / 2);
-                    next_renew = Some(now + every);
+                    next_renew = Some(now.saturating_add(every));
                 } else {
                     next_renew = None;
                 }
@@ -519,16 +606,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         let w = &mut self.workers[worker];
         let group = w.next_group;
         w.next_group = (group + 1) % setup.group_names.len();
-        let f = &setup.faults;
-        let fault = if self.fault(f.unavailable) {
-            WireFault::Unavailable
-        } else if self.net_fault(f.drop) {
-            WireFault::Dropped
-        } else if self.fault(f.lost_reply) {
-            WireFault::LostReply
-        } else {
-            WireFault::None
-        };
+        let fault = self.fetch_fault();
         let limit = setup.workload.fetch_limit.max(1) as usize;
         let got = self
             .engine
@@ -540,35 +618,58 @@ impl<'a, B: Backend> Driver<'a, B> {
                 let w = &mut self.workers[worker];
                 w.idle_polls = (w.idle_polls + 1).min(16);
                 let wait = (poll_ms << w.idle_polls.min(8)).min(setup.lease_ms.max(poll_ms));
-                self.schedule_wake(worker, now + wait);
+                self.schedule_wake(worker, now.saturating_add(wait));
                 return false;
             }
             Err(_) => {
-                self.schedule_wake(worker, now + poll_ms);
+                self.schedule_wake(worker, now.saturating_add(poll_ms));
                 return true;
             }
         };
         self.workers[worker].idle_polls = 0;
+        self.start_job(worker, &leases);
+        true
+    }
+
+    /// How a fetch travels now: refused by an unavailable broker, its reply dropped or lost.
+    fn fetch_fault(&mut self) -> WireFault {
+        let f = &self.setup.faults;
+        let (unavailable, drop, lost_reply) = (f.unavailable, f.drop, f.lost_reply);
+        if self.fault(unavailable) {
+            WireFault::Unavailable
+        } else if self.net_fault(drop) {
+            WireFault::Dropped
+        } else if self.fault(lost_reply) {
+            WireFault::LostReply
+        } else {
+            WireFault::None
+        }
+    }
+
+    /// The worker handles the leases it just fetched (maybe stalling first), renewing while
+    /// a long handler runs; it wakes when the job ends or a renewal is due.
+    fn start_job(&mut self, worker: usize, leases: &[Issuance]) {
+        let setup = self.setup;
+        let now = self.engine.now_ms();
         let mut end_ms = now;
         let mut next_renew_ms = None;
-        for &issuance in &leases {
+        for &issuance in leases {
             let (run, renews) = self.draw_handler(worker, issuance);
-            let mut finish = now + run.handler_ms;
+            let mut finish = now.saturating_add(run.handler_ms);
             if self.fault(setup.faults.pause) {
                 let lease_ms = setup.lease_ms;
                 let ms = self
                     .faults
                     .between(lease_ms, setup.faults.pause_ms_max.max(lease_ms));
                 self.engine.pause(worker, ms);
-                finish = finish.max(now + ms);
+                finish = finish.max(now.saturating_add(ms));
             }
             let delivery = self.delivery(worker);
             self.engine.handle(worker, issuance, run, delivery);
-            self.finishes.push((issuance, finish));
             end_ms = end_ms.max(finish);
             if renews {
                 let every = self.worker_duration_ms(worker, setup.lease_ms / 2);
-                next_renew_ms = Some(now + every);
+                next_renew_ms = Some(now.saturating_add(every));
             }
         }
         self.workers[worker].job = Some(Job {
@@ -578,7 +679,6 @@ impl<'a, B: Backend> Driver<'a, B> {
         });
         let wake = next_renew_ms.map_or(end_ms, |r| r.min(end_ms));
         self.schedule_wake(worker, wake);
-        true
     }
 
     /// The handler's behaviour for one delivery: poison, slow, long (renewing) or normal; its
@@ -587,8 +687,8 @@ impl<'a, B: Backend> Driver<'a, B> {
         let setup = self.setup;
         let (w, f) = (&setup.workload, &setup.faults);
         let lease_ms = setup.lease_ms;
-        let seq = self.engine.trace().lease(issuance).lease.seq;
-        let (handler_ms, renews) = if self.poison[seq as usize - 1] {
+        let seq = self.engine.lease(issuance).expect("just fetched").seq;
+        let (handler_ms, renews) = if is_poison(&self.poison, seq) {
             (lease_ms + self.handler.between(1, lease_ms.max(1)), false)
         } else if self.fault(f.slow_handler) {
             let max = f.slow_handler_ms_max.max(lease_ms);
@@ -600,7 +700,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         };
         let outcome = if self.fault(f.handler_error) {
             Outcome::Error {
-                kind: Reason::new("HandlerError"),
+                kind: Reason::from_static("HandlerError"),
                 text: Reason::EMPTY,
             }
         } else if self.handler.chance(w.outcome_ack) {
@@ -608,7 +708,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         } else if self.handler.chance(w.outcome_nack) {
             Outcome::Nack(Reason::EMPTY)
         } else if self.handler.chance(w.outcome_reject) {
-            Outcome::Reject(Reason::new("unprocessable"))
+            Outcome::Reject(Reason::from_static("unprocessable"))
         } else {
             Outcome::Ok
         };
@@ -620,11 +720,10 @@ impl<'a, B: Backend> Driver<'a, B> {
         } else {
             outcome
         };
-        let calls: Vec<HandleCall> = Vec::new();
         let handler_ms = self.worker_duration_ms(worker, handler_ms);
         let run = HandlerRun {
             outcome,
-            calls,
+            calls: Vec::new(),
             handler_ms,
         };
         (run, renews)

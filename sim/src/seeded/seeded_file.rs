@@ -1,8 +1,8 @@
 //! Seeded scenario files: a [`Setup`] from a scenario's `seed`, `[config]`, `[workload]` and
 //! `[faults]`, and back, so a failing seed is saved as a file that replays byte for byte.
 
-use super::run::{run, RunOutcome};
-use super::setup::Setup;
+use super::run::{run, RunOptions, RunOutcome};
+use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
 use crate::scenario::{Config, Expect, Scenario};
 use leasehold_model::{
@@ -86,6 +86,9 @@ impl BrokerView for BoxedBackend {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         self.0.dead_letter_reason_is(group, seq, reason)
     }
+    fn unsettled_count(&self) -> u64 {
+        self.0.unsettled_count()
+    }
 }
 
 impl Backend for BoxedBackend {
@@ -108,6 +111,24 @@ impl Backend for BoxedBackend {
     ) -> Result<Option<Lease>, SettleError> {
         self.0.settle(request, now_ms)
     }
+    fn fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        self.0.fetch_as(worker, group, limit, now_ms, lease_ms)
+    }
+    fn settle_as(
+        &mut self,
+        worker: &str,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        self.0.settle_as(worker, request, now_ms)
+    }
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         self.0.expire_due(now_ms)
     }
@@ -119,80 +140,81 @@ impl Backend for BoxedBackend {
     }
 }
 
-/// Runs `setup` on a fresh broker of `kind`; keeps the trace text when `keep_trace`.
+/// Runs `setup` on a fresh broker of `kind`; records the run (its timeline text and event log)
+/// when `record`.
 ///
 /// # Panics
 /// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
-pub fn run_setup(setup: &Setup, kind: BackendKind, keep_trace: bool) -> RunOutcome {
+pub fn run_setup(setup: &Setup, kind: BackendKind, record: bool) -> RunOutcome {
+    let options = RunOptions {
+        record,
+        ..RunOptions::default()
+    };
+    run_setup_with(setup, kind, &options)
+}
+
+/// Runs `setup` on a fresh broker of `kind` with `options`.
+///
+/// # Panics
+/// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
+pub fn run_setup_with(setup: &Setup, kind: BackendKind, options: &RunOptions) -> RunOutcome {
     match kind {
-        BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), keep_trace),
+        BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), options),
         BackendKind::Other { name, make } => {
             let backend = make(&setup.broker_config())
                 .unwrap_or_else(|e| panic!("backend {name} was checked first: {e}"));
-            run(setup, BoxedBackend(backend), keep_trace)
+            run(setup, BoxedBackend(backend), options)
         }
     }
 }
 
-/// Runs a seeded scenario (one with `seed = S`) on `kind`, with its trace kept. Errors name
-/// the field that is wrong.
+/// Runs a seeded scenario (one with `seed = S`) on `kind`, recorded. Errors name the field that
+/// is wrong.
 pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, String> {
-    let setup = setup_from_scenario(scenario)?;
+    let setup = setup_from_scenario(scenario).map_err(|e| e.to_string())?;
     kind.check(&setup)?;
     Ok(run_setup(&setup, kind, true))
 }
 
-/// The run a seeded scenario describes.
-pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
-    let seed = scenario
-        .seed
-        .ok_or("a seeded scenario needs 'seed = <number>'")?;
+/// The run a seeded scenario's text describes, validated; an error is one line with the file,
+/// the line and the field (`x.toml:7:12: field `config.lease_ms`: …`).
+pub fn load_seeded(text: &str, file: &str) -> Result<Setup, String> {
+    let scenario = parse_toml(text).map_err(|e| format!("{file}: {e}"))?;
+    setup_from_scenario(&scenario).map_err(|e| {
+        crate::parse::error_at_key(text, file, &e.path(), e.message.clone()).to_string()
+    })
+}
+
+/// The run a seeded scenario describes, validated ([`Setup::validate`]).
+pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
+    let seed = scenario.seed.ok_or_else(|| {
+        SetupError::new(
+            "",
+            "seed",
+            "a seeded scenario needs 'seed = <number>'".to_string(),
+        )
+    })?;
     if !scenario.steps.is_empty() {
-        return Err("a scenario has either 'seed' or '[[step]]', not both".to_string());
+        return Err(SetupError::new(
+            "",
+            "step",
+            "a scenario has either 'seed' or '[[step]]', not both".to_string(),
+        ));
     }
     let variant = Variant::from_name(&scenario.variant).ok_or_else(|| {
-        format!(
-            "variant: unknown '{}' (one of {})",
-            scenario.variant,
-            Variant::names()
+        SetupError::new(
+            "",
+            "variant",
+            format!(
+                "unknown '{}' (one of {})",
+                scenario.variant,
+                Variant::names()
+            ),
         )
     })?;
     let c = &scenario.config;
-    let policy = AckPolicy::from_name(&c.ack_policy).ok_or_else(|| {
-        format!(
-            "config.ack_policy: unknown '{}' (nack_on_error, ack_always, ack_first, manual)",
-            c.ack_policy
-        )
-    })?;
-    if c.groups.is_empty() {
-        return Err("config.groups: at least one group".to_string());
-    }
-    if c.workers.is_empty() {
-        return Err("config.workers: at least one worker".to_string());
-    }
-    if c.max_attempts == 0 {
-        return Err("config.max_attempts: at least 1".to_string());
-    }
-    if c.lease_ms == 0 {
-        return Err("config.lease_ms: at least 1".to_string());
-    }
-    for name in c.clock_offset_ms.keys() {
-        if !c.workers.contains(name) {
-            return Err(format!("config.clock_offset_ms: unknown worker '{name}'"));
-        }
-    }
-    let expiry = match c.expiry.as_deref() {
-        None => Expiry::default(),
-        Some(name) => Expiry::from_name(name).ok_or_else(|| {
-            format!("config.expiry: unknown '{name}' (expected one of at_deadline, on_fetch)")
-        })?,
-    };
-    let clock_offset_ms = c
-        .workers
-        .iter()
-        .map(|w| c.clock_offset_ms.get(w).copied())
-        .collect();
-    Ok(Setup {
+    let (policy, expiry, clock_offset_ms) = config_of(c)?;
+    let setup = Setup {
         seed,
         variant,
         group_names: c.groups.clone(),
@@ -205,7 +227,49 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, String> {
         expiry,
         workload: scenario.workload.clone().unwrap_or_default(),
         faults: scenario.faults.clone().unwrap_or_default(),
-    })
+    };
+    setup.validate()?;
+    Ok(setup)
+}
+
+/// The `[config]` fields a seeded run needs beyond sizes: the ack policy, the expiry mode, each
+/// worker's fixed clock offset.
+fn config_of(c: &Config) -> Result<(AckPolicy, Expiry, Vec<Option<i64>>), SetupError> {
+    let policy = AckPolicy::from_name(&c.ack_policy).ok_or_else(|| {
+        SetupError::new(
+            "config",
+            "ack_policy",
+            format!(
+                "unknown '{}' (nack_on_error, ack_always, ack_first, manual)",
+                c.ack_policy
+            ),
+        )
+    })?;
+    for name in c.clock_offset_ms.keys() {
+        if !c.workers.contains(name) {
+            return Err(SetupError::new(
+                "config",
+                &format!("clock_offset_ms.{name}"),
+                format!("unknown worker '{name}'"),
+            ));
+        }
+    }
+    let expiry = match c.expiry.as_deref() {
+        None => Expiry::default(),
+        Some(name) => Expiry::from_name(name).ok_or_else(|| {
+            SetupError::new(
+                "config",
+                "expiry",
+                format!("unknown '{name}' (expected one of at_deadline, on_fetch)"),
+            )
+        })?,
+    };
+    let clock_offset_ms = c
+        .workers
+        .iter()
+        .map(|w| c.clock_offset_ms.get(w).copied())
+        .collect();
+    Ok((policy, expiry, clock_offset_ms))
 }
 
 /// The seeded scenario of `setup`, expecting `violated` (or that every invariant holds).

@@ -1,8 +1,17 @@
-//! The effective configuration of one seeded run, and the bounds derived from it.
+//! The effective configuration of one seeded run, the bounds derived from it, and its
+//! validation.
+//!
+//! A run's every bound follows from its setup: the safety phase and the step budget scale with
+//! the workload (records per worker, attempts), the liveness phase with the deliveries it may
+//! need. [`Setup::validate`] checks every user-given size and duration with checked arithmetic
+//! before a run starts, so that no input can overflow virtual time: an error names the field
+//! (`config.lease_ms`, which the command line shows as `--lease-ms`).
 
 use super::faults::FaultPlan;
 use super::workload::Workload;
+use crate::engine::Expiry;
 use leasehold_model::{AckPolicy, BrokerConfig, Ms, OracleConfig, Variant};
+use std::fmt;
 
 /// Everything a seeded run depends on (with the seed, it determines the run byte for byte).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,14 +35,166 @@ pub struct Setup {
     /// Fixed clock offsets per worker (from `[config] clock_offset_ms`), over any drawn skew.
     pub clock_offset_ms: Vec<Option<i64>>,
     /// When the broker applies due expiries (`[config] expiry`).
-    pub expiry: crate::engine::Expiry,
+    pub expiry: Expiry,
     /// Handler timing, outcome rates, bounds.
     pub workload: Workload,
     /// The effective fault plan.
     pub faults: FaultPlan,
 }
 
+/// The last simulated millisecond a run may reach: every bound and every duration must keep a
+/// run's clock below it (so that no addition on virtual time can overflow).
+pub const TIME_MS_MAX: Ms = 1 << 62;
+/// The most consumer groups a run may have.
+pub const GROUPS_MAX: usize = 1_024;
+/// The most workers a run may have.
+pub const WORKERS_MAX: usize = 1_024;
+/// The largest `max_attempts`.
+pub const ATTEMPTS_MAX: u32 = 1 << 20;
+/// The most records (events × groups) a run may hold: about 80 bytes each between the broker
+/// and the oracle, so 2^28 records take some 20 GB.
+pub const RECORDS_MAX: u64 = 1 << 28;
+
+/// A setup that cannot run, naming the field at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetupError {
+    /// The field's table in a scenario file (`config`, `workload`, `faults`).
+    pub table: &'static str,
+    /// The field's key (`lease_ms`).
+    pub key: String,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+impl SetupError {
+    /// An error about `table.key` (`table` empty: a top-level key).
+    pub fn new(table: &'static str, key: &str, message: String) -> SetupError {
+        SetupError {
+            table,
+            key: key.to_string(),
+            message,
+        }
+    }
+
+    /// The field as a scenario file names it: `config.lease_ms`.
+    pub fn field(&self) -> String {
+        if self.table.is_empty() {
+            self.key.clone()
+        } else {
+            format!("{}.{}", self.table, self.key)
+        }
+    }
+
+    /// The field's path of keys in a scenario file: `["config", "lease_ms"]`.
+    pub fn path(&self) -> Vec<&str> {
+        let mut path: Vec<&str> = Vec::new();
+        if !self.table.is_empty() {
+            path.push(self.table);
+        }
+        path.extend(self.key.split('.'));
+        path
+    }
+
+    /// The message for a command line: the flag that sets the field, or the field.
+    pub fn for_flags(&self) -> String {
+        match self.flag() {
+            Some(flag) => format!("{flag}: {}", self.message),
+            None => self.to_string(),
+        }
+    }
+
+    /// The command-line flag that sets the field, when there is one: `--lease-ms`.
+    pub fn flag(&self) -> Option<String> {
+        let flagged = matches!(
+            (self.table, self.key.as_str()),
+            (
+                "config",
+                "events" | "groups" | "workers" | "lease_ms" | "max_attempts"
+            ) | ("workload", "safety_ms_max" | "steps_max")
+        );
+        flagged.then(|| format!("--{}", self.key.replace('_', "-")))
+    }
+}
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field(), self.message)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// The default names: groups `g0`, `g1`, …
+pub fn group_name(index: usize) -> String {
+    format!("g{index}")
+}
+
+/// The default names: workers `A` … `Z`, then `W26`, `W27`, …
+pub fn worker_name(index: usize) -> String {
+    if index < 26 {
+        char::from(b'A' + index as u8).to_string()
+    } else {
+        format!("W{index}")
+    }
+}
+
 impl Setup {
+    /// The default run of `variant` (seed 0): 20 events, groups `g0` and `g1`, workers `A`, `B`
+    /// and `C`, a 30 s lease, 3 attempts, `nack_on_error`, every fault on at its default
+    /// intensity, expiry at the deadline.
+    pub fn default_for(variant: Variant) -> Setup {
+        let lease_ms = super::faults::DEFAULT_LEASE_MS;
+        let mut setup = Setup {
+            seed: 0,
+            variant,
+            group_names: (0..2).map(group_name).collect(),
+            worker_names: (0..3).map(worker_name).collect(),
+            events: 20,
+            lease_ms,
+            max_attempts: 3,
+            policy: AckPolicy::NackOnError,
+            clock_offset_ms: vec![None; 3],
+            expiry: Expiry::AtDeadline,
+            workload: Workload::for_lease(lease_ms),
+            faults: FaultPlan::for_lease(lease_ms),
+        };
+        setup.derive_bounds(true, true);
+        setup
+    }
+
+    /// Sets the number of events, groups and workers, naming new groups and workers by
+    /// default ([`group_name`], [`worker_name`]).
+    pub fn resize(&mut self, events: u32, groups: usize, workers: usize) {
+        self.events = events;
+        self.group_names.truncate(groups);
+        while self.group_names.len() < groups {
+            self.group_names.push(group_name(self.group_names.len()));
+        }
+        self.worker_names.truncate(workers);
+        while self.worker_names.len() < workers {
+            self.worker_names.push(worker_name(self.worker_names.len()));
+        }
+        self.clock_offset_ms.resize(workers, None);
+    }
+
+    /// Recomputes the bounds that follow from the workload's size: `safety_ms_max` (when
+    /// `safety`) and `steps_max` (when `steps`); see [`Workload::safety_ms_for`] and
+    /// [`Workload::steps_for`].
+    pub fn derive_bounds(&mut self, safety: bool, steps: bool) {
+        let (records, workers) = (self.records(), self.worker_names.len() as u64);
+        if safety {
+            self.workload.safety_ms_max = Workload::safety_ms_for(self.lease_ms, records, workers);
+        }
+        if steps {
+            self.workload.steps_max = Workload::steps_for(records, self.max_attempts);
+        }
+    }
+
+    /// Records: events × groups.
+    pub fn records(&self) -> u64 {
+        u64::from(self.events) * self.group_names.len() as u64
+    }
+
     /// The broker's configuration.
     pub fn broker_config(&self) -> BrokerConfig {
         BrokerConfig {
@@ -57,21 +218,223 @@ impl Setup {
     /// (three leases), the handler itself, a round trip with the worst network delay, a poll
     /// and a request timeout.
     pub fn delivery_ms_max(&self) -> Ms {
+        self.delivery_ms_max_wide().min(u128::from(Ms::MAX)) as Ms
+    }
+
+    fn delivery_ms_max_wide(&self) -> u128 {
         let w = &self.workload;
         let f = &self.faults;
-        let network_ms = 2 * (1 + f.delay_ms_max + f.reorder_ms_max);
-        3 * self.lease_ms + w.handler_ms_max + network_ms + w.poll_ms + w.request_timeout_ms
+        let network_ms = 2 * (1 + u128::from(f.delay_ms_max) + u128::from(f.reorder_ms_max));
+        3 * u128::from(self.lease_ms)
+            + u128::from(w.handler_ms_max)
+            + network_ms
+            + u128::from(w.poll_ms)
+            + u128::from(w.request_timeout_ms)
     }
 
     /// `liveness_ms_max`: the bound on the healed phase. Every (group, event) needs at most
     /// `max_attempts` deliveries; the workers share them; a pause or slow handler that began
-    /// before the heal may still run out.
+    /// before the heal may still run out. (Saturates: [`Setup::validate`] rejects a setup
+    /// where it would overflow.)
     pub fn liveness_ms_max(&self) -> Ms {
-        let deliveries =
-            u64::from(self.events) * self.group_names.len() as u64 * u64::from(self.max_attempts);
-        let workers = self.worker_names.len().max(1) as u64;
+        self.liveness_ms_max_wide().min(u128::from(Ms::MAX)) as Ms
+    }
+
+    fn liveness_ms_max_wide(&self) -> u128 {
+        let deliveries = u128::from(self.records()) * u128::from(self.max_attempts);
+        let workers = self.worker_names.len().max(1) as u128;
         let rounds = deliveries.div_ceil(workers) + 2;
         let f = &self.faults;
-        rounds * self.delivery_ms_max() + f.pause_ms_max + f.slow_handler_ms_max
+        rounds.saturating_mul(self.delivery_ms_max_wide())
+            + u128::from(f.pause_ms_max)
+            + u128::from(f.slow_handler_ms_max)
+    }
+
+    /// Checks every size and duration, and that the run's bounds keep its clock below
+    /// [`TIME_MS_MAX`]. The first problem found is returned.
+    pub fn validate(&self) -> Result<(), SetupError> {
+        self.validate_sizes()?;
+        self.validate_durations()?;
+        let safety = u128::from(self.workload.safety_ms_max);
+        let delivery = self.delivery_ms_max_wide();
+        if delivery > u128::from(TIME_MS_MAX) / 4 {
+            return Err(SetupError::new(
+                "config",
+                "lease_ms",
+                format!(
+                    "{} ms is too long: one delivery could take {delivery} ms, past the end of simulated time ({TIME_MS_MAX} ms)",
+                    self.lease_ms
+                ),
+            ));
+        }
+        let liveness = self.liveness_ms_max_wide();
+        if safety + liveness > u128::from(TIME_MS_MAX) {
+            return Err(SetupError::new(
+                "config",
+                "events",
+                format!(
+                    "{} events × {} groups × {} attempts: the liveness phase could last {liveness} ms, past the end of simulated time ({TIME_MS_MAX} ms) after a {safety} ms safety phase; use fewer events or attempts, or a shorter lease",
+                    self.events,
+                    self.group_names.len(),
+                    self.max_attempts
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_sizes(&self) -> Result<(), SetupError> {
+        let count = |key: &str, value: usize, max: usize| {
+            if value == 0 {
+                Err(SetupError::new("config", key, "at least 1".to_string()))
+            } else if value > max {
+                Err(SetupError::new(
+                    "config",
+                    key,
+                    format!("{value} is more than the most a run may have, {max}"),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        count("groups", self.group_names.len(), GROUPS_MAX)?;
+        count("workers", self.worker_names.len(), WORKERS_MAX)?;
+        count(
+            "max_attempts",
+            self.max_attempts as usize,
+            ATTEMPTS_MAX as usize,
+        )?;
+        if self.records() > RECORDS_MAX {
+            return Err(SetupError::new(
+                "config",
+                "events",
+                format!(
+                    "{} events × {} groups = {} records, more than a run may hold ({RECORDS_MAX}, about 80 bytes each)",
+                    self.events,
+                    self.group_names.len(),
+                    self.records()
+                ),
+            ));
+        }
+        if self.lease_ms == 0 {
+            return Err(SetupError::new(
+                "config",
+                "lease_ms",
+                "at least 1".to_string(),
+            ));
+        }
+        if self.clock_offset_ms.len() != self.worker_names.len() {
+            return Err(SetupError::new(
+                "config",
+                "clock_offset_ms",
+                "one entry per worker".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_durations(&self) -> Result<(), SetupError> {
+        let w = &self.workload;
+        let f = &self.faults;
+        let fields: [(&'static str, &str, u64); 15] = [
+            ("config", "lease_ms", self.lease_ms),
+            // A long handler runs up to three leases.
+            ("config", "lease_ms", self.lease_ms.saturating_mul(3)),
+            // A poison handler runs a lease and a half.
+            (
+                "config",
+                "lease_ms",
+                self.lease_ms.saturating_add(self.lease_ms / 2),
+            ),
+            ("workload", "handler_ms_max", w.handler_ms_max),
+            ("workload", "poll_ms", w.poll_ms),
+            ("workload", "request_timeout_ms", w.request_timeout_ms),
+            ("workload", "safety_ms_max", w.safety_ms_max),
+            ("faults", "crash_downtime_ms_max", f.crash_downtime_ms_max),
+            ("faults", "pause_ms_max", f.pause_ms_max),
+            ("faults", "delay_ms_max", f.delay_ms_max),
+            ("faults", "reorder_ms_max", f.reorder_ms_max),
+            ("faults", "partition_ms_max", f.partition_ms_max),
+            ("faults", "clock_offset_ms_max", f.clock_offset_ms_max),
+            ("faults", "slow_handler_ms_max", f.slow_handler_ms_max),
+            // Drift is in parts per million: a worker's clock must still move forward.
+            (
+                "faults",
+                "clock_drift_ppm_max",
+                f.clock_drift_ppm_max.saturating_mul(1 << 40),
+            ),
+        ];
+        for (table, key, value) in fields {
+            if value > TIME_MS_MAX / 4 {
+                let shown = match (table, key) {
+                    ("faults", "clock_drift_ppm_max") => f.clock_drift_ppm_max,
+                    ("config", "lease_ms") => self.lease_ms,
+                    _ => value,
+                };
+                return Err(SetupError::new(
+                    table,
+                    key,
+                    format!(
+                        "{shown} is too large (a run's durations must stay below {} ms)",
+                        TIME_MS_MAX / 4
+                    ),
+                ));
+            }
+        }
+        if f.clock_drift_ppm_max >= 1_000_000 {
+            return Err(SetupError::new(
+                "faults",
+                "clock_drift_ppm_max",
+                format!(
+                    "{} ppm would stop or reverse a worker's clock (at most 999999)",
+                    f.clock_drift_ppm_max
+                ),
+            ));
+        }
+        for (index, offset) in self.clock_offset_ms.iter().enumerate() {
+            if offset.is_some_and(|o| o.unsigned_abs() > TIME_MS_MAX / 4) {
+                let key = format!("clock_offset_ms.{}", self.worker_names[index]);
+                return Err(SetupError::new("config", &key, "is too large".to_string()));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_setup_is_valid_and_keeps_the_historical_bounds() {
+        let setup = Setup::default_for(Variant::Fenced);
+        assert_eq!(setup.validate(), Ok(()));
+        assert_eq!(setup.workload.safety_ms_max, 60 * 30_000);
+        assert_eq!(setup.workload.steps_max, 1_000_000);
+    }
+
+    #[test]
+    fn a_huge_lease_is_refused_naming_the_field_and_its_flag() {
+        let mut setup = Setup::default_for(Variant::Fenced);
+        setup.lease_ms = 400_000_000_000_000_000;
+        let error = setup.validate().unwrap_err();
+        assert_eq!(error.field(), "config.lease_ms");
+        assert_eq!(error.flag().as_deref(), Some("--lease-ms"));
+        assert!(!error.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn bounds_scale_with_the_workload() {
+        let mut setup = Setup::default_for(Variant::Fenced);
+        setup.resize(1_000_000, 2, 3);
+        setup.derive_bounds(true, true);
+        assert_eq!(setup.validate(), Ok(()));
+        assert!(setup.workload.safety_ms_max > 600_000 * setup.lease_ms);
+        assert!(setup.workload.steps_max >= 20 * 2_000_000);
+        assert_eq!(setup.worker_names, ["A", "B", "C"]);
+        setup.resize(5, 4, 30);
+        assert_eq!(setup.group_names[3], "g3");
+        assert_eq!(setup.worker_names[27], "W27");
+        assert_eq!(setup.clock_offset_ms.len(), 30);
     }
 }

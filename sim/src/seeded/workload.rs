@@ -32,9 +32,9 @@ pub struct Workload {
     /// How long a worker waits for a reply before it gives the request up (`ambiguous`).
     pub request_timeout_ms: u64,
     /// Safety phase bound: faults are injected until every event is settled or this much
-    /// simulated time has passed.
+    /// simulated time has passed (the phase ends; the liveness phase follows).
     pub safety_ms_max: u64,
-    /// Bound on simulator steps in the whole run; hitting it ends the run with that reason.
+    /// Bound on simulator steps in the whole run; hitting it ends the run as inconclusive.
     pub steps_max: u64,
 }
 
@@ -46,6 +46,23 @@ impl Default for Workload {
 }
 
 impl Workload {
+    /// The default `safety_ms_max` of a run: sixty leases, or two leases per record a worker
+    /// has to handle when that is more (so that a large workload runs under faults, not only in
+    /// the healed liveness phase).
+    pub fn safety_ms_for(lease_ms: u64, records: u64, workers: u64) -> u64 {
+        let leases = records.div_ceil(workers.max(1)).saturating_mul(2).max(60);
+        lease_ms.max(1).saturating_mul(leases)
+    }
+
+    /// The default `steps_max` of a run: a million, or twenty steps per delivery a correct run
+    /// may need (records × max_attempts) when that is more.
+    pub fn steps_for(records: u64, max_attempts: u32) -> u64 {
+        records
+            .saturating_mul(u64::from(max_attempts))
+            .saturating_mul(20)
+            .max(1_000_000)
+    }
+
     /// The default workload with its durations scaled to `lease_ms`: handlers take up to a
     /// fifth of a lease, idle workers poll ten times a lease, a request times out after one
     /// lease, the safety phase lasts at most sixty leases.
@@ -62,7 +79,7 @@ impl Workload {
             poll_ms: (lease_ms / 10).max(1),
             fetch_limit: 1,
             request_timeout_ms: lease_ms,
-            safety_ms_max: 60 * lease_ms,
+            safety_ms_max: lease_ms.saturating_mul(60),
             steps_max: 1_000_000,
         }
     }

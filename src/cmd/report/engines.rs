@@ -7,7 +7,7 @@ use crate::cli::UserError;
 use crate::cmd::{check, sim};
 use crate::files;
 use clap::Parser;
-use leasehold_model::check::{shortest_counterexamples, LeaseModel, SAFETY};
+use leasehold_model::check::{LeaseModel, Limits, Options, Verdict};
 use leasehold_model::{Invariant, Variant};
 use leasehold_sim::seeded::campaign::{Campaign, FAILING_SEEDS_KEPT};
 use leasehold_sim::seeded::seeded_file::{check_expect, parse_toml, scenario_of, to_toml};
@@ -20,7 +20,7 @@ pub const SCENARIOS: &str = "scenarios";
 
 /// States the model checker may generate per variant, at either depth: the check command's
 /// own default (each variant's default bounds finish far below it).
-pub const CHECK_STATES_MAX: usize = check::STATES_MAX_DEFAULT;
+pub const CHECK_STATES_MAX: u64 = check::STATES_MAX_DEFAULT;
 /// Seeds per variant at most (full depth).
 pub const SIM_SEEDS_MAX_FULL: u64 = 10_000;
 /// Seeds per variant at most (quick depth).
@@ -50,14 +50,15 @@ pub fn bounds(depth: Depth) -> Vec<(Engine, String)> {
             Engine::Check,
             format!(
                 "each variant's default bounds (the same at both depths), depth-first with \
-                 symmetry reduction, at most {CHECK_STATES_MAX} states; counterexample depths \
-                 from a breadth-first search (shortest)"
+                 symmetry reduction, at most {CHECK_STATES_MAX} states, past the first \
+                 violation (`--all-violations`); counterexample depths from a breadth-first \
+                 search (shortest)"
             ),
         ),
         (
             Engine::Sim,
             format!(
-                "swarm campaigns from seed 0 (each seed draws its own fault subset), in chunks of \
+                "swarm campaigns from seed 0 (each seed draws its own fault subset and workload size), in chunks of \
                  {SIM_CHUNK_FIRST} seeds doubling; a variant expected to break an invariant stops \
                  after the chunk with {SIM_FAILURES_WANTED} failures of it, others run {seeds} seeds"
             ),
@@ -118,32 +119,32 @@ impl EngineRun for ModelChecker {
 
     fn run(&self, variant: Variant, _depth: Depth, out: &Path) -> Result<EngineResult, UserError> {
         let states_max = CHECK_STATES_MAX;
-        let flags = format!("--variant {variant}");
+        let flags = format!("--variant {variant} --all-violations");
         let args = CheckLine::try_parse_from(flags.split_whitespace())
             .map_err(|e| UserError(format!("report: check {flags}: {e}")))?
             .args;
         let config = check::config(&args)?;
-        let run = check::run_stateright(&config, false, true, self.threads, states_max, false);
+        let options = Options {
+            limits: Limits {
+                states_max,
+                threads: self.threads,
+            },
+            symmetry: true,
+            counterexample_states_max: states_max.min(check::COUNTEREXAMPLE_STATES_MAX),
+            beyond_first_violation: true,
+            ..Options::default()
+        };
+        let (report, _) = check::run_check(&config, &options, false);
         let model = LeaseModel::new(config.clone());
-        let violated: Vec<Invariant> = SAFETY
-            .iter()
-            .filter(|(_, name)| run.discovered.contains(name))
-            .map(|(inv, _)| *inv)
-            .collect();
-        let search =
-            (!violated.is_empty()).then(|| shortest_counterexamples(&model, &violated, states_max));
         let mut cells = BTreeMap::new();
         for invariant in Invariant::ALL {
-            let cell = if !SAFETY.iter().any(|(inv, _)| *inv == invariant) {
-                Cell::NotChecked
-            } else if violated.contains(&invariant) {
-                match search
-                    .as_ref()
-                    .and_then(|s| s.found.iter().find(|cx| cx.invariant == invariant))
-                {
+            let cell = match report.verdict(invariant) {
+                None => Cell::NotChecked,
+                Some(Verdict::Violated) => match report.counterexample(invariant) {
                     Some(cx) => {
                         let path = scenario_path(variant, Engine::Check, invariant);
-                        let body = toml::to_string(&check::scenario(&model, cx)).map_err(|e| {
+                        let scenario = leasehold_sim::counterexample::scenario(&model, cx);
+                        let body = toml::to_string(&scenario).map_err(|e| {
                             UserError(format!("cannot serialise the scenario: {e}"))
                         })?;
                         files::write_atomic(&out.join(&path), body.as_bytes())?;
@@ -155,25 +156,26 @@ impl EngineRun for ModelChecker {
                     }
                     None => Cell::Bounded {
                         bound: format!(
-                            "violated, but the shortest-counterexample search stopped at {states_max} states"
+                            "violated, but the shortest-counterexample search stopped at {} states",
+                            options.counterexample_states_max
                         ),
                     },
-                }
-            } else if let Some(bound) = run.bounded {
-                Cell::Bounded {
-                    bound: format!("max-states {bound}"),
-                }
-            } else {
-                Cell::Holds
+                },
+                Some(Verdict::Holds) => Cell::Holds,
+                Some(_) => Cell::Bounded {
+                    bound: match report.bounded {
+                        Some(bound) => format!("max-states {bound}"),
+                        None => "I6 unproven (the ranking function did not decrease)".to_string(),
+                    },
+                },
             };
             cells.insert(invariant, cell);
         }
-        let properties = check::verdicts(&run);
         Ok(EngineResult {
-            command: format!("leasehold check {config}"),
+            command: format!("leasehold check {config} --all-violations"),
             cells,
             seconds: 0.0,
-            stats: serde_json::json!({ "run": run, "properties": properties }),
+            stats: serde_json::json!({ "report": report }),
         })
     }
 }
@@ -206,7 +208,7 @@ impl EngineRun for Simulator {
             .args;
         let template = sim::template(&args)?;
         let mut found: BTreeMap<Invariant, Found> = BTreeMap::new();
-        let (mut seeds_run, mut bound_hits, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
+        let (mut seeds_run, mut inconclusive, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
         let mut end = 0u64;
         let mut chunks = 0u32;
         let target = variant.expected_violation();
@@ -219,6 +221,7 @@ impl EngineRun for Simulator {
             backend: BackendKind::Pure,
             stop_on_failure: false,
             expiry_mixed: args.expiry == "mixed",
+            pinned: Default::default(),
         };
         while end < seeds_max {
             let start = end;
@@ -231,7 +234,7 @@ impl EngineRun for Simulator {
             chunks += 1;
             let summary = campaign_of(start..end).run(&|_| {});
             seeds_run += summary.seeds_run;
-            bound_hits += summary.bound_hits;
+            inconclusive += summary.seeds_inconclusive;
             steps += summary.steps;
             sim_ms += summary.sim_ms;
             for (invariant, failures) in summary.failures {
@@ -271,9 +274,9 @@ impl EngineRun for Simulator {
                     seeds_run,
                     scenario: Some(path),
                 })
-            } else if seeds_run > 0 && bound_hits == seeds_run {
+            } else if seeds_run > 0 && inconclusive == seeds_run {
                 Cell::Bounded {
-                    bound: "steps_max on every seed".to_string(),
+                    bound: "a named bound on every seed (inconclusive)".to_string(),
                 }
             } else {
                 Cell::Holds
@@ -287,7 +290,7 @@ impl EngineRun for Simulator {
             stats: serde_json::json!({
                 "seeds_run": seeds_run,
                 "chunks": chunks,
-                "bound_hits": bound_hits,
+                "seeds_inconclusive": inconclusive,
                 "steps": steps,
                 "sim_ms": sim_ms,
                 "faults": template.faults.summary(),

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Benchmark of `leasehold sim` (issue 11): the default campaign's speed, the per-step cost and
+# peak memory as the workload grows, large seeds of the protocols that hold, the mutants'
+# seeds to first failure, determinism of the campaign hash, the coverage table. Prints
+# markdown sections; every figure comes with the command that produced it.
+#
+#   cargo build --release && bash benches/sim.sh > /tmp/sim-bench.md
+#
+# Timed runs are repeated RUNS times and the best (fastest) is kept: on a shared machine the
+# others measure the neighbours. Not a test: timings depend on the machine and its load.
+set -euo pipefail
+BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/leasehold}
+RUNS=${RUNS:-3}
+SIZES=${SIZES:-"100:1000 1000:100 10000:10 100000:1 1000000:1"}
+WINDOWS=${WINDOWS:-21}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+# best_of CMD...: runs CMD RUNS times under /usr/bin/time -v; leaves the fastest run's stdout
+# in $OUT/best.out and its time report in $OUT/best.time.
+best_of() {
+  local best=""
+  for _ in $(seq "$RUNS"); do
+    /usr/bin/time -v "$@" > "$OUT/run.out" 2> "$OUT/run.time" || true
+    local wall
+    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$OUT/run.time" |
+      awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
+    if [ -z "$best" ] || awk -v a="$wall" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+      best=$wall
+      cp "$OUT/run.out" "$OUT/best.out"
+      cp "$OUT/run.time" "$OUT/best.time"
+    fi
+  done
+}
+
+field() { sed -n "s/.*$1: //p" "$OUT/best.time" | head -1; }
+
+echo "## The default 10,000-seed campaign, one thread"
+echo
+echo '```'
+echo "/usr/bin/time -v $BIN sim --seeds 0..10000 --threads 1 --no-save --json   # best of $RUNS"
+echo '```'
+echo
+best_of "$BIN" sim --seeds 0..10000 --threads 1 --no-save --json
+python3 - "$OUT/best.out" "$(field 'Elapsed (wall clock) time (h:mm:ss or m:ss)')" \
+  "$(field 'User time (seconds)')" "$(field 'Maximum resident set size (kbytes)')" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+wall = d["wall_ms"] / 1000
+user = float(sys.argv[3])
+print("| steps | simulated time | wall (in-process) | user CPU | steps/s (wall) | steps/s (CPU) | peak RSS | campaign hash |")
+print("|---|---|---|---|---|---|---|---|")
+print(f"| {d['steps']:,} | {d['sim_ms'] / 1000:,.0f} s | {wall:.2f} s | {user:.2f} s | "
+      f"{d['steps'] / wall:,.0f} | {d['steps'] / user:,.0f} | {int(sys.argv[4]):,} KB | `{d['campaign_hash']}` |")
+PY
+echo
+
+echo "## Per-step cost and memory as the workload grows (default faults)"
+echo
+echo "Each row runs about 1.5 million steps or more: small workloads as a campaign of many seeds,"
+echo "large ones as one seed (\`--seed 1\`), so that every row is timed with the same resolution."
+echo
+echo "| --events | command | records per seed | steps | every event settled | violations | wall | user CPU | steps/s (wall) | steps/s (CPU) | peak RSS |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for spec in $SIZES; do
+  n=${spec%%:*}; k=${spec##*:}
+  if [ "$k" = 1 ]; then
+    args=(sim --events "$n" --seed 1 --no-save --json)
+  else
+    args=(sim --events "$n" --seeds "1..$((k + 1))" --threads 1 --no-save --json)
+  fi
+  best_of "$BIN" "${args[@]}"
+  python3 - "$OUT/best.out" "$n" "$(field 'User time (seconds)')" \
+    "$(field 'Maximum resident set size (kbytes)')" "leasehold ${args[*]}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = int(sys.argv[2]); user = float(sys.argv[3]); wall = d["wall_ms"] / 1000
+if "seeds_run" in d:
+    settled = "yes" if d["seeds_inconclusive"] == 0 else f"{d['seeds_inconclusive']} inconclusive"
+    violations = d["seeds_failed"]
+else:
+    settled = "yes" if d["end"] == "every event settled" else d["end"]
+    violations = len(d["violations"])
+command = sys.argv[5].replace(" --json", "")
+print(f"| {n:,} | `{command}` | {2 * n:,} | {d['steps']:,} | {settled} | {violations} | {wall:.2f} s | "
+      f"{user:.2f} s | {d['steps'] / max(wall, 1e-3):,.0f} | {d['steps'] / max(user, 1e-2):,.0f} | "
+      f"{int(sys.argv[4]) / 1024:,.1f} MB |")
+PY
+done
+echo
+
+echo "## Large seeds of the protocols that hold"
+echo
+echo '```'
+echo "$BIN sim --variant V --events N --seeds 0..20 --threads 2 --no-save --json   # N in 5000 100000"
+echo '```'
+echo
+echo "| variant | --events | seeds | failed | inconclusive | steps | wall |"
+echo "|---|---|---|---|---|---|---|"
+for v in fenced redis-streams-fenced; do
+  for n in 5000 100000; do
+    "$BIN" sim --variant "$v" --events "$n" --seeds 0..20 --threads 2 --no-save --json \
+      > "$OUT/large.json" || true
+    python3 - "$OUT/large.json" "$v" "$n" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"| {sys.argv[2]} | {int(sys.argv[3]):,} | {d['seeds_run']} | {d['seeds_failed']} | "
+      f"{d['seeds_inconclusive']} | {d['steps']:,} | {d['wall_ms'] / 1000:.1f} s |")
+PY
+  done
+done
+echo
+
+echo "## Every mutant and redis-streams caught: seeds to the first failure"
+echo
+echo "For each variant, $WINDOWS campaigns over disjoint windows of 10,000 seeds, each stopping at"
+echo "the first seed that breaks the variant's expected invariant; the figure is that seed's"
+echo "position in its window (1 = the first seed)."
+echo
+echo '```'
+echo "$BIN sim --variant V --seeds S..S+10000 --stop-on-failure --json --no-save --threads 2 [--swarm]"
+echo '```'
+echo
+echo "| variant | expected | median (default mix) | min–max | median (--swarm) | min–max |"
+echo "|---|---|---|---|---|---|"
+for v in redis-streams unfenced-settle renew-revives lease-id-reuse max-seen-frontier \
+  no-dead-letter volatile-ack nack-on-ambiguous worker-clock-expiry dlq-drop only-ack-fenced \
+  attempts-reset stuck-lease; do
+  for mode in default swarm; do
+    flag=""; [ "$mode" = swarm ] && flag="--swarm"
+    : > "$OUT/positions.$mode"
+    for k in $(seq 0 $((WINDOWS - 1))); do
+      s=$((k * 10000))
+      # shellcheck disable=SC2086
+      "$BIN" sim --variant "$v" --seeds "$s..$((s + 10000))" --stop-on-failure --json --no-save \
+        --threads 2 $flag > "$OUT/window.json" || true
+      python3 - "$OUT/window.json" "$s" >> "$OUT/positions.$mode" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["failures"].get(d["expected"])
+print(f"{d['expected']} {f['seeds'][0] - int(sys.argv[2]) + 1 if f else 'none'}")
+PY
+    done
+  done
+  python3 - "$v" "$OUT/positions.default" "$OUT/positions.swarm" <<'PY'
+import statistics, sys
+cells, expected = [], "?"
+for path in sys.argv[2:]:
+    rows = [line.split() for line in open(path)]
+    expected = rows[0][0]
+    found = [int(p) for _, p in rows if p != "none"]
+    missed = sum(1 for _, p in rows if p == "none")
+    median = statistics.median(found) if found else "none"
+    span = f"{min(found)}–{max(found)}" if found else "—"
+    if missed:
+        span += f" ({missed} windows missed)"
+    cells += [f"{median:g}" if found else "none", span]
+print(f"| {sys.argv[1]} | {expected} | " + " | ".join(cells) + " |")
+PY
+done
+echo
+
+echo "## The campaign hash: threads and backends"
+echo
+echo '```'
+echo "$BIN sim --seeds 0..2000 --json --no-save --threads T --backend B   # T in 1 2, B in pure embedded"
+echo '```'
+echo
+echo "| threads | backend | campaign hash |"
+echo "|---|---|---|"
+for t in 1 2; do
+  for b in pure embedded; do
+    hash=$("$BIN" sim --seeds 0..2000 --json --no-save --threads "$t" --backend "$b" |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["campaign_hash"])')
+    echo "| $t | $b | \`$hash\` |"
+  done
+done
+echo
+
+echo "## Coverage of the default 10,000-seed campaign"
+echo
+echo '```'
+echo "$BIN sim --seeds 0..10000 --threads 2 --no-save"
+echo '```'
+echo
+echo "| probe | seeds that reached it | occurrences | first seed |"
+echo "|---|---|---|---|"
+"$BIN" sim --seeds 0..10000 --threads 2 --no-save --json > "$OUT/coverage.json"
+python3 - "$OUT/coverage.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for probe, t in d["coverage"].items():
+    first = t["first_seed"] if t["first_seed"] is not None else "— (never reached)"
+    print(f"| `{probe}` | {t['seeds']:,} of {d['seeds_run']:,} | {t['hits']:,} | {first} |")
+PY

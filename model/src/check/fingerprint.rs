@@ -1,0 +1,149 @@
+//! 64-bit state fingerprints.
+//!
+//! The `Hash` of a state feeds a [`Fingerprinter`]: word `i` goes to lane `i mod 4`, mixed with
+//! a folded 64×64→128-bit multiply (the mixing step of wyhash and foldhash), so the dependent
+//! chain is a quarter of the words long; [`Fingerprinter::finish`] folds the lanes and the
+//! length together. The result
+//! is a well-mixed 64-bit value: the collision estimate n²/2⁶⁵ assumes as much.
+//! Deterministic: no per-process seed.
+
+use std::hash::{Hash, Hasher};
+
+const SEEDS: [u64; 4] = [
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+];
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+const MULTIPLIER_2: u64 = 0x4528_21e6_38d0_1377;
+
+#[inline(always)]
+fn fold_mul(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// A [`Hasher`] for fingerprints (see the module documentation).
+#[derive(Clone, Copy)]
+pub struct Fingerprinter {
+    /// The lanes; the next word goes to `lanes[0]`, then the lanes rotate.
+    lanes: [u64; 4],
+    /// Words written.
+    count: u64,
+}
+
+impl Default for Fingerprinter {
+    fn default() -> Self {
+        Fingerprinter {
+            lanes: SEEDS,
+            count: 0,
+        }
+    }
+}
+
+impl Fingerprinter {
+    #[inline(always)]
+    fn push(&mut self, word: u64) {
+        // One lane read and written per word: the hasher lives in memory between the
+        // (not always inlined) `Hash` impls that feed it.
+        let lane = &mut self.lanes[(self.count & 3) as usize];
+        *lane = fold_mul(*lane ^ word, MULTIPLIER);
+        self.count += 1;
+    }
+
+    /// The fingerprint of `value` (never 0: the fingerprint table's empty slot).
+    #[inline]
+    pub fn of<T: Hash + ?Sized>(&mut self, value: &T) -> u64 {
+        *self = Fingerprinter::default();
+        value.hash(self);
+        self.finish().max(1)
+    }
+}
+
+impl Hasher for Fingerprinter {
+    fn finish(&self) -> u64 {
+        let [a, b, c, d] = self.lanes;
+        let left = fold_mul(a ^ MULTIPLIER_2, b ^ self.count);
+        let right = fold_mul(c ^ SEEDS[1], d ^ MULTIPLIER);
+        fold_mul(left ^ SEEDS[2], right ^ MULTIPLIER_2)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.push(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.push(u64::from_le_bytes(word) ^ (rest.len() as u64) << 59);
+        }
+    }
+
+    #[inline(always)]
+    fn write_u8(&mut self, i: u8) {
+        self.push(u64::from(i));
+    }
+
+    #[inline(always)]
+    fn write_u16(&mut self, i: u16) {
+        self.push(u64::from(i));
+    }
+
+    #[inline(always)]
+    fn write_u32(&mut self, i: u32) {
+        self.push(u64::from(i));
+    }
+
+    #[inline(always)]
+    fn write_u64(&mut self, i: u64) {
+        self.push(i);
+    }
+
+    #[inline(always)]
+    fn write_usize(&mut self, i: usize) {
+        self.push(i as u64);
+    }
+}
+
+/// The fingerprint of `value`: never 0 (the fingerprint table's empty slot).
+pub fn fingerprint<T: Hash + ?Sized>(value: &T) -> u64 {
+    Fingerprinter::default().of(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_values_have_equal_fingerprints_and_a_changed_word_changes_it() {
+        let a: Vec<u32> = (0..300).collect();
+        let mut b = a.clone();
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        b[250] += 1;
+        assert_ne!(fingerprint(&a), fingerprint(&b));
+        // Order matters (lanes are position-dependent).
+        assert_ne!(fingerprint(&(1u32, 2u32)), fingerprint(&(2u32, 1u32)));
+        assert_ne!(fingerprint(&[0u64; 4][..]), fingerprint(&[0u64; 5][..]));
+    }
+
+    #[test]
+    fn small_inputs_spread_over_the_whole_word() {
+        // 2^16 consecutive inputs: no collision, and every output bit is set about half the
+        // time.
+        let mut seen = std::collections::BTreeSet::new();
+        let mut ones = [0u32; 64];
+        for i in 0u32..1 << 16 {
+            let f = fingerprint(&i);
+            assert!(seen.insert(f));
+            for (bit, count) in ones.iter_mut().enumerate() {
+                *count += (f >> bit & 1) as u32;
+            }
+        }
+        for count in ones {
+            assert!((30_000..35_500).contains(&count), "{count}");
+        }
+    }
+}

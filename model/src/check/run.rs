@@ -1,0 +1,450 @@
+//! `check` as a library call: [`run`] a configuration under [`Options`], get a [`Report`] a
+//! test can assert on.
+//!
+//! # The verdict rule
+//! * A safety invariant (I1–I5) is **violated** when some reachable state breaks it, else it
+//!   **holds** if the search was exhaustive, else it is **bounded** (nothing proven).
+//! * I6 with finite budgets: **holds** when the search was exhaustive, the ranking function
+//!   decreased on every transition taken (so every behaviour is finite) and every terminal
+//!   state is settled; **violated** when a terminal state is not settled; **unproven** when the
+//!   ranking function failed to decrease somewhere (the argument does not apply).
+//!   With unbounded renews: **violated** by a terminal unsettled state or by a cycle among
+//!   unsettled states that is fair under the chosen assumption (a lasso), **holds** otherwise.
+//! * A `sometimes` property is **reached** when some transition witnessed it, **not
+//!   applicable** when the configuration cannot reach it by construction (no lost-reply or
+//!   drop budget ⇒ no ambiguous result, …), else **not reached** (or **bounded**).
+//! * The outcome: **violated** if any invariant is; else **bounded** if the search was cut
+//!   short or I6 is unproven; else **vacuous** if an applicable `sometimes` property was not
+//!   reached; else **holds**.
+
+use crate::check::config::{CheckConfig, Fairness};
+use crate::check::liveness;
+use crate::check::model::{LeaseModel, SAFETY, SOMETIMES};
+use crate::check::search::{explore, Counts, Exploration, Limits, Progress};
+use crate::check::shortest::{shortest_counterexamples, Counterexample};
+use crate::invariant::Invariant;
+use serde::Serialize;
+
+/// How I6 is argued.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// A ranking function with finite budgets, cycles (SCC) with unbounded renews.
+    #[default]
+    Auto,
+    /// The ranking function, whatever the budgets (a test of the ranking assertion).
+    Ranking,
+    /// The explored graph's cycles, whatever the budgets.
+    Cycles,
+}
+
+/// How to run a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Bounds and threads of the proof search.
+    pub limits: Limits,
+    /// Symmetry reduction over workers (proof search with finite budgets only).
+    pub symmetry: bool,
+    /// The bound on the shortest-counterexample search (generated states).
+    pub counterexample_states_max: u64,
+    /// How I6 is argued.
+    pub method: Method,
+    /// When an invariant is violated, search again past the first violation (as far as I5,
+    /// which stays a leaf) to report every invariant the configuration can break, with a
+    /// shortest counterexample for those only reachable after another broke.
+    pub beyond_first_violation: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            limits: Limits::default(),
+            symmetry: true,
+            counterexample_states_max: 50_000_000,
+            method: Method::Auto,
+            beyond_first_violation: false,
+        }
+    }
+}
+
+/// The verdict on one property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No reachable state breaks it (the search was exhaustive).
+    Holds,
+    /// A reachable state (or cycle) breaks it.
+    Violated,
+    /// The search was cut short before finding it: nothing is proven.
+    Bounded,
+    /// The argument for it did not apply (I6: the ranking function did not decrease).
+    Unproven,
+    /// A transition witnessed it (`sometimes`).
+    Reached,
+    /// No transition witnessed it, though the configuration allows it.
+    NotReached,
+    /// The configuration cannot reach it by construction.
+    NotApplicable,
+}
+
+impl Verdict {
+    /// The word printed for it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds",
+            Verdict::Violated => "violated",
+            Verdict::Bounded => "bounded",
+            Verdict::Unproven => "unproven",
+            Verdict::Reached => "reached",
+            Verdict::NotReached => "not reached",
+            Verdict::NotApplicable => "not applicable",
+        }
+    }
+}
+
+/// One property's verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PropertyVerdict {
+    /// `always`, `eventually` or `sometimes`.
+    pub kind: &'static str,
+    /// The invariant, for `always` and `eventually`.
+    pub invariant: Option<Invariant>,
+    /// `I1 stale-never-counts`, …, or the `sometimes` property's text.
+    pub name: String,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// The outcome of a whole check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Every invariant holds and every applicable `sometimes` property is reached.
+    Holds,
+    /// An invariant is violated.
+    Violated,
+    /// The search was cut short (or I6 is unproven): nothing unviolated is proven.
+    Bounded,
+    /// Every invariant holds but an applicable `sometimes` property was not reached.
+    Vacuous,
+}
+
+impl Outcome {
+    /// `holds`, `violated`, `bounded` or `vacuous`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Holds => "holds",
+            Outcome::Violated => "violated",
+            Outcome::Bounded => "bounded",
+            Outcome::Vacuous => "vacuous",
+        }
+    }
+}
+
+/// How I6 was argued and what the argument needed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Liveness {
+    /// `ranking` (finite budgets) or `cycles` (unbounded renews).
+    pub method: &'static str,
+    /// The fairness assumption of the cycle search (`none` or `weak`), if one was made.
+    pub fairness: Option<Fairness>,
+    /// The transition on which the ranking function did not decrease, if any.
+    pub rank_failure: Option<String>,
+    /// Non-trivial strongly connected components among unsettled states (cycle search).
+    pub cycles: u64,
+    /// How many of them are fair under the assumption.
+    pub fair_cycles: u64,
+}
+
+impl Liveness {
+    /// The assumption I6's verdict rests on, in one line.
+    pub fn assumption(&self) -> String {
+        match (self.method, self.fairness) {
+            ("ranking", _) => "finite budgets: a ranking function decreases on every transition, so every behaviour ends in a state with no action enabled".to_string(),
+            (_, Some(Fairness::Weak)) => "weak fairness on each worker, each lease's expiry and each request in flight".to_string(),
+            _ => "no fairness: any cycle through unsettled states counts".to_string(),
+        }
+    }
+}
+
+/// The report of a check.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The configuration.
+    pub config: CheckConfig,
+    /// Whether symmetry reduction was used.
+    pub symmetry: bool,
+    /// Search threads.
+    pub threads: usize,
+    /// Generated and unique states.
+    pub counts: Counts,
+    /// Longest path of the search (depth-first tree, or breadth-first levels).
+    pub max_depth: u32,
+    /// Reachable terminal states that break no invariant.
+    pub terminal: u64,
+    /// `Some(bound)` when the search stopped at its bound.
+    pub bounded: Option<u64>,
+    /// Per property.
+    pub properties: Vec<PropertyVerdict>,
+    /// How I6 was argued.
+    pub liveness: Liveness,
+    /// One shortest counterexample per violated invariant (a lasso for a fair cycle).
+    #[serde(skip)]
+    pub counterexamples: Vec<Counterexample>,
+    /// `Some(bound)` when the shortest-counterexample search stopped before finding a path
+    /// for every violated invariant.
+    pub counterexample_search_bounded: Option<u64>,
+    /// Bytes of the fingerprint table at the end.
+    pub table_bytes: usize,
+    /// The counts of the second search past the first violation, when there was one.
+    pub beyond_first_violation: Option<Counts>,
+    /// States generated by each search thread (how evenly the work was shared).
+    pub per_thread: Vec<u64>,
+    /// The outcome.
+    pub outcome: Outcome,
+}
+
+impl Report {
+    /// The verdict on `invariant` (`None` for I7, which the checker does not evaluate).
+    pub fn verdict(&self, invariant: Invariant) -> Option<Verdict> {
+        self.properties
+            .iter()
+            .find(|p| p.invariant == Some(invariant))
+            .map(|p| p.verdict)
+    }
+
+    /// The invariants violated.
+    pub fn violated(&self) -> Vec<Invariant> {
+        Invariant::ALL
+            .into_iter()
+            .filter(|&i| self.verdict(i) == Some(Verdict::Violated))
+            .collect()
+    }
+
+    /// The shortest counterexample found for `invariant`.
+    pub fn counterexample(&self, invariant: Invariant) -> Option<&Counterexample> {
+        self.counterexamples
+            .iter()
+            .find(|c| c.invariant == invariant)
+    }
+
+    /// The fingerprint-collision estimate for the unique states: n²/2⁶⁵.
+    pub fn collision_estimate(&self) -> f64 {
+        let n = self.counts.unique as f64;
+        n * n / 2f64.powi(65)
+    }
+}
+
+/// What one of the searches found.
+struct Found {
+    exploration: Exploration,
+    liveness: Liveness,
+    counterexamples: Vec<Counterexample>,
+    counterexample_search_bounded: Option<u64>,
+    symmetry: bool,
+}
+
+/// Checks `config` (validated) under `options`; `progress` sees the counts now and then.
+pub fn run(config: &CheckConfig, options: &Options, progress: Option<Progress<'_>>) -> Report {
+    let model = LeaseModel::new(config.clone());
+    let cycles = match options.method {
+        Method::Auto => config.cyclic(),
+        Method::Ranking => false,
+        Method::Cycles => true,
+    };
+    let mut found = if cycles {
+        by_cycles(&model, config, options, progress)
+    } else {
+        by_ranking(
+            &model.clone().with_symmetry(options.symmetry),
+            options,
+            progress,
+        )
+    };
+    let mut beyond = None;
+    if options.beyond_first_violation && found.exploration.violated != 0 {
+        beyond = Some(past_first_violation(&model, options, &mut found));
+    }
+    let properties = properties(&model, &found.exploration, &found.liveness, cycles);
+    let outcome = outcome(&properties, found.exploration.bounded);
+    let exploration = found.exploration;
+    Report {
+        config: config.clone(),
+        symmetry: found.symmetry,
+        threads: if cycles {
+            1
+        } else {
+            options.limits.threads.max(1)
+        },
+        counts: exploration.counts,
+        max_depth: exploration.max_depth,
+        terminal: exploration.terminal,
+        bounded: exploration.bounded,
+        properties,
+        liveness: found.liveness,
+        counterexamples: found.counterexamples,
+        counterexample_search_bounded: found.counterexample_search_bounded,
+        table_bytes: exploration.table_bytes,
+        per_thread: exploration.per_thread,
+        beyond_first_violation: beyond,
+        outcome,
+    }
+}
+
+fn by_cycles(
+    model: &LeaseModel,
+    config: &CheckConfig,
+    options: &Options,
+    progress: Option<Progress<'_>>,
+) -> Found {
+    let found = liveness::check(model, &options.limits, config.fairness, progress);
+    Found {
+        exploration: found.exploration,
+        liveness: Liveness {
+            method: "cycles",
+            fairness: Some(config.fairness),
+            rank_failure: None,
+            cycles: found.cycles,
+            fair_cycles: found.fair_cycles,
+        },
+        counterexamples: found.found,
+        counterexample_search_bounded: None,
+        symmetry: false,
+    }
+}
+
+fn by_ranking(model: &LeaseModel, options: &Options, progress: Option<Progress<'_>>) -> Found {
+    let exploration = explore(model, &options.limits, true, progress);
+    let liveness = Liveness {
+        method: "ranking",
+        fairness: None,
+        rank_failure: exploration.rank_failure.as_ref().map(|f| {
+            format!(
+                "{:?} from a state of rank {:?} leads to rank {:?}",
+                f.action, f.from_rank, f.to_rank
+            )
+        }),
+        cycles: 0,
+        fair_cycles: 0,
+    };
+    let mut targets = targets(exploration.violated);
+    if exploration.unsettled_terminal {
+        targets.push(Invariant::I6);
+    }
+    let (counterexamples, bounded) = if targets.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let search = shortest_counterexamples(model, &targets, options.counterexample_states_max);
+        (search.found, search.bounded)
+    };
+    Found {
+        exploration,
+        liveness,
+        counterexamples,
+        counterexample_search_bounded: bounded,
+        symmetry: model.symmetry(),
+    }
+}
+
+/// The safety invariants of `bits`.
+fn targets(bits: u8) -> Vec<Invariant> {
+    SAFETY
+        .into_iter()
+        .filter(|&i| bits & 1 << i as u8 != 0)
+        .collect()
+}
+
+/// The second search, past the first violation: adds what it finds to `found`; returns its
+/// counts.
+fn past_first_violation(model: &LeaseModel, options: &Options, found: &mut Found) -> Counts {
+    let model = model.clone().beyond_first_violation();
+    let model = model.with_symmetry(options.symmetry && !found.liveness.method.eq("cycles"));
+    let second = explore(&model, &options.limits, false, None);
+    let new = targets(second.violated & !found.exploration.violated);
+    found.exploration.violated |= second.violated;
+    found.exploration.witnessed |= second.witnessed;
+    if second.bounded.is_some() {
+        found.exploration.bounded = second.bounded;
+    }
+    if !new.is_empty() {
+        let search = shortest_counterexamples(&model, &new, options.counterexample_states_max);
+        found.counterexamples.extend(search.found);
+        found
+            .counterexamples
+            .sort_by_key(|cx| Invariant::ALL.iter().position(|&i| i == cx.invariant));
+        found.counterexample_search_bounded =
+            found.counterexample_search_bounded.or(search.bounded);
+    }
+    second.counts
+}
+
+fn properties(
+    model: &LeaseModel,
+    exploration: &Exploration,
+    liveness: &Liveness,
+    cycles: bool,
+) -> Vec<PropertyVerdict> {
+    let bounded = exploration.bounded.is_some();
+    let mut out = Vec::new();
+    for invariant in SAFETY {
+        let verdict = if exploration.violated & 1 << invariant as u8 != 0 {
+            Verdict::Violated
+        } else if bounded {
+            Verdict::Bounded
+        } else {
+            Verdict::Holds
+        };
+        out.push(PropertyVerdict {
+            kind: "always",
+            invariant: Some(invariant),
+            name: invariant.to_string(),
+            verdict,
+        });
+    }
+    let i6 = if exploration.unsettled_terminal || (cycles && liveness.fair_cycles > 0) {
+        Verdict::Violated
+    } else if bounded {
+        Verdict::Bounded
+    } else if liveness.rank_failure.is_some() {
+        Verdict::Unproven
+    } else {
+        Verdict::Holds
+    };
+    out.push(PropertyVerdict {
+        kind: "eventually",
+        invariant: Some(Invariant::I6),
+        name: Invariant::I6.to_string(),
+        verdict: i6,
+    });
+    for (bit, name) in SOMETIMES {
+        let verdict = if exploration.witnessed & bit != 0 {
+            Verdict::Reached
+        } else if !model.applicable(bit) {
+            Verdict::NotApplicable
+        } else if bounded {
+            Verdict::Bounded
+        } else {
+            Verdict::NotReached
+        };
+        out.push(PropertyVerdict {
+            kind: "sometimes",
+            invariant: None,
+            name: name.to_string(),
+            verdict,
+        });
+    }
+    out
+}
+
+fn outcome(properties: &[PropertyVerdict], bounded: Option<u64>) -> Outcome {
+    let any = |v: Verdict| properties.iter().any(|p| p.verdict == v);
+    if any(Verdict::Violated) {
+        Outcome::Violated
+    } else if bounded.is_some() || any(Verdict::Unproven) {
+        Outcome::Bounded
+    } else if any(Verdict::NotReached) {
+        Outcome::Vacuous
+    } else {
+        Outcome::Holds
+    }
+}

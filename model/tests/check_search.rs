@@ -1,0 +1,138 @@
+//! The search against stateright's on the same `Model` (same unique counts), and the
+//! counterexample replay against the search (the replayed states, put in canonical form, are
+//! the states the search saw).
+
+use leasehold_model::check::path::replay;
+use leasehold_model::check::{
+    run, Budgets, CheckConfig, Fairness, LeaseModel, Options, Renews, State,
+};
+use leasehold_model::{AckPolicy, Variant};
+use stateright::{Checker, Model};
+
+fn small(variant: Variant, events: u32, workers: usize, budgets: Budgets) -> CheckConfig {
+    CheckConfig {
+        variant,
+        group_count: 1,
+        event_count: events,
+        worker_count: workers,
+        max_attempts: 2,
+        policy: AckPolicy::NackOnError,
+        budgets,
+        renews: Renews::Budget,
+        fairness: Fairness::Weak,
+    }
+}
+
+fn crash_and_loss() -> Budgets {
+    Budgets {
+        crashes: 1,
+        lost_replies: 1,
+        ..Budgets::default()
+    }
+}
+
+#[test]
+fn the_search_and_stateright_count_the_same_unique_states() {
+    let configs = [
+        small(Variant::Fenced, 1, 2, crash_and_loss()),
+        small(Variant::Fenced, 2, 2, crash_and_loss()),
+        small(Variant::RedisStreams, 1, 2, crash_and_loss()),
+        small(
+            Variant::LeaseIdReuse,
+            1,
+            2,
+            Budgets {
+                broker_restarts: 1,
+                dups: 1,
+                ..Budgets::default()
+            },
+        ),
+        small(
+            Variant::VolatileAck,
+            2,
+            1,
+            Budgets {
+                broker_restarts: 1,
+                drops: 1,
+                ..Budgets::default()
+            },
+        ),
+    ];
+    for config in configs {
+        for symmetry in [false, true] {
+            let ours = run(
+                &config,
+                &Options {
+                    symmetry,
+                    ..Options::default()
+                },
+                None,
+            );
+            let model = LeaseModel::new(config.clone()).with_symmetry(symmetry);
+            let theirs = if symmetry {
+                // stateright's own representative mechanism (depth-first only).
+                model
+                    .checker()
+                    .symmetry()
+                    .spawn_dfs()
+                    .join()
+                    .unique_state_count()
+            } else {
+                model.checker().spawn_bfs().join().unique_state_count()
+            };
+            assert_eq!(
+                ours.counts.unique, theirs as u64,
+                "{config} symmetry {symmetry}"
+            );
+        }
+    }
+}
+
+fn same_up_to_the_oracle_log(model: &LeaseModel, full: &State, lean: &State) {
+    let mut full = full.clone();
+    model.canonicalize(&mut full);
+    assert_eq!(full.broker, lean.broker);
+    assert_eq!(full.workers, lean.workers);
+    assert_eq!(full.in_flight, lean.in_flight);
+    assert_eq!(full.used, lean.used);
+    let invariants: Vec<_> = full.oracle.violated_invariants().collect();
+    let lean_invariants: Vec<_> = lean.oracle.violated_invariants().collect();
+    assert_eq!(invariants, lean_invariants);
+    let mut issuances = (Vec::new(), Vec::new());
+    full.oracle.for_each_issuance(|i| issuances.0.push(i));
+    lean.oracle.for_each_issuance(|i| issuances.1.push(i));
+    assert_eq!(issuances.0, issuances.1);
+}
+
+#[test]
+fn a_replayed_counterexample_is_the_path_the_search_saw() {
+    for &variant in Variant::ALL {
+        if variant.expected_violation().is_none() {
+            continue; // no counterexample to replay
+        }
+        let config = CheckConfig::default_for(variant);
+        let report = run(&config, &Options::default(), None);
+        let model = LeaseModel::new(config.clone());
+        for cx in &report.counterexamples {
+            let full = replay(&model, &cx.actions);
+            let mut lean = model.init_state(true);
+            same_up_to_the_oracle_log(&model, &full[0], &lean);
+            for (i, &action) in cx.actions.iter().enumerate() {
+                lean = model.successor(&lean, action).0;
+                same_up_to_the_oracle_log(&model, &full[i + 1], &lean);
+            }
+            // The full oracle names the violation the lean one only flags.
+            let last = full.last().expect("non-empty");
+            if cx.invariant != leasehold_model::Invariant::I6 {
+                assert!(
+                    last.oracle
+                        .violations()
+                        .iter()
+                        .any(|v| v.invariant == cx.invariant),
+                    "{variant}: {:?}",
+                    last.oracle.violations()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! How tests find a Redis server.
+//!
+//! * `LEASEHOLD_REDIS_URL` set (`.ci/run` starts a server and sets it): that server, for tests
+//!   that never restart it.
+//! * Otherwise, or for a test that restarts the server: a private `redis-server` started by
+//!   the test ([`crate::RedisServer`], AOF on), when the program can be run.
+//! * Neither: with `CI=true` the test fails; locally it prints why and skips.
+
+use crate::conn::{ping, Target};
+use crate::server::RedisServer;
+use std::sync::Arc;
+
+/// The environment variable naming a running server.
+pub const URL_VAR: &str = "LEASEHOLD_REDIS_URL";
+
+/// Whether this is a CI run (`CI=true`), where a missing server is a failure.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A server for a test that does not restart it, or `None` (after printing why) when there
+/// is none and this is not CI.
+///
+/// # Panics
+/// Under `CI=true` when no server can be had.
+pub fn shared_target(test: &str) -> Option<Target> {
+    if let Ok(url) = std::env::var(URL_VAR) {
+        return match ping(&url) {
+            Ok(()) => Some(Target::Url(url)),
+            Err(e) => unavailable(test, &format!("{URL_VAR}={url}: {e}")),
+        };
+    }
+    owned_server(test).map(Target::Owned)
+}
+
+/// A private server this test may restart, or `None` (after printing why) when
+/// `redis-server` cannot be run and this is not CI.
+///
+/// # Panics
+/// Under `CI=true` when the server cannot be started.
+pub fn owned_server(test: &str) -> Option<Arc<RedisServer>> {
+    match RedisServer::start() {
+        Ok(server) => Some(Arc::new(server)),
+        Err(e) => unavailable(test, &e),
+    }
+}
+
+fn unavailable<T>(test: &str, why: &str) -> Option<T> {
+    let message = format!(
+        "{test}: no Redis server: {why} (set {URL_VAR}, or install redis-server; see README, \
+         'The Redis Streams backend')"
+    );
+    if in_ci() {
+        panic!("{message} — CI=true: a Redis test never skips");
+    }
+    eprintln!("SKIPPED {message}");
+    None
+}

@@ -1,0 +1,303 @@
+//! The engine's live state: leases a future step can name, requests in flight, handler runs
+//! in progress. Each table holds what is live now and frees an entry as soon as nothing can
+//! name it again, so memory follows the live set, not the run's length.
+
+use crate::engine::Delivery;
+use crate::event::{Origin, RunId};
+use crate::trace::{Fault, RequestId, WorkerIx};
+use leasehold_model::{Issuance, Lease, Ms, Outcome, SettleError, SettleOp};
+use smallvec::SmallVec;
+
+/// A lease the engine still tracks: the holder's copy, and whether the broker still has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveLease {
+    /// The oracle's name for it.
+    pub issuance: Issuance,
+    /// The holder's copy (updated by an accepted renew's reply).
+    pub lease: Lease,
+    /// The worker that fetched it.
+    pub holder: WorkerIx,
+    /// The holder's incarnation when it fetched.
+    pub holder_incarnation: u32,
+    /// Its deadline when issued (renewals move the copy's).
+    pub first_deadline_ms: Ms,
+    /// How it ended at the broker, once it did.
+    pub ended: Option<End>,
+    /// What still names it: the holder's hand, a handler run, requests in flight, a pin.
+    pub refs: u32,
+}
+
+/// How a lease ended at the broker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum End {
+    /// The broker expired it.
+    Expired,
+    /// The broker accepted a settle of it.
+    Settled,
+}
+
+/// Live leases, in issuance order. A lease leaves the table when nothing names it any more and
+/// the broker can no longer expire it (it ended, or a later lease of its record was issued).
+#[derive(Clone, Debug, Default)]
+pub struct LiveLeases {
+    leases: Vec<LiveLease>,
+}
+
+impl LiveLeases {
+    fn position(&self, issuance: Issuance) -> Option<usize> {
+        self.leases
+            .binary_search_by_key(&issuance, |l| l.issuance)
+            .ok()
+    }
+
+    /// The lease `issuance`, if it is live.
+    #[inline]
+    pub fn get(&self, issuance: Issuance) -> Option<&LiveLease> {
+        self.position(issuance).map(|i| &self.leases[i])
+    }
+
+    /// The lease `issuance`, to change it.
+    #[inline]
+    pub fn get_mut(&mut self, issuance: Issuance) -> Option<&mut LiveLease> {
+        self.position(issuance).map(|i| &mut self.leases[i])
+    }
+
+    /// Adds a newly issued lease (issuances grow), forgetting the earlier leases of its record
+    /// that nothing names: the broker re-leased the record, so it will not expire them.
+    pub fn issue(&mut self, lease: LiveLease) {
+        let record = (lease.lease.group, lease.lease.seq);
+        self.leases
+            .retain(|l| l.refs > 0 || (l.lease.group, l.lease.seq) != record);
+        debug_assert!(self
+            .leases
+            .last()
+            .is_none_or(|l| l.issuance < lease.issuance));
+        self.leases.push(lease);
+    }
+
+    /// Tracks again a lease the table had let go (an engine with a recorder can name any lease
+    /// it ever issued).
+    pub fn reinsert(&mut self, lease: LiveLease) {
+        match self
+            .leases
+            .binary_search_by_key(&lease.issuance, |l| l.issuance)
+        {
+            Ok(i) => self.leases[i] = lease,
+            Err(i) => self.leases.insert(i, lease),
+        }
+    }
+
+    /// One more thing names `issuance`.
+    #[inline]
+    pub fn retain(&mut self, issuance: Issuance) {
+        if let Some(lease) = self.get_mut(issuance) {
+            lease.refs += 1;
+        }
+    }
+
+    /// One thing fewer names `issuance`; the lease leaves when nothing does and it ended.
+    #[inline]
+    pub fn release(&mut self, issuance: Issuance) {
+        if let Some(i) = self.position(issuance) {
+            let lease = &mut self.leases[i];
+            lease.refs = lease.refs.saturating_sub(1);
+            if lease.refs == 0 && lease.ended.is_some() {
+                self.leases.remove(i);
+            }
+        }
+    }
+
+    /// Marks `issuance` ended (`how`); it leaves when nothing names it.
+    pub fn end_as(&mut self, issuance: Issuance, how: End) {
+        if let Some(i) = self.position(issuance) {
+            self.leases[i].ended = Some(how);
+            if self.leases[i].refs == 0 {
+                self.leases.remove(i);
+            }
+        }
+    }
+
+    /// The newest unended lease of (group, seq) with the broker's `lease_id`: the one an
+    /// expiry of that record ended.
+    pub fn find_unended(
+        &self,
+        group: usize,
+        seq: u32,
+        lease_id: leasehold_model::LeaseId,
+    ) -> Option<Issuance> {
+        self.leases
+            .iter()
+            .rev()
+            .find(|l| {
+                l.ended.is_none()
+                    && l.lease.group == group
+                    && l.lease.seq == seq
+                    && l.lease.lease_id == lease_id
+            })
+            .map(|l| l.issuance)
+    }
+
+    /// Whether any lease is outstanding at the broker (issued and not ended).
+    pub fn any_outstanding(&self) -> bool {
+        self.leases.iter().any(|l| l.ended.is_none())
+    }
+
+    /// How many leases the table holds.
+    pub fn len(&self) -> usize {
+        self.leases.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.leases.is_empty()
+    }
+}
+
+/// A table whose entries are addressed by a slot that is reused once freed (a last-in
+/// first-out free list: deterministic).
+#[derive(Clone, Debug)]
+pub struct Slab<T> {
+    slots: Vec<Option<T>>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Slab<T> {
+        Slab {
+            slots: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    /// Stores `value`; returns its slot.
+    pub fn insert(&mut self, value: T) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = Some(value);
+                slot
+            }
+            None => {
+                self.slots.push(Some(value));
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    /// The value in `slot`.
+    ///
+    /// # Panics
+    /// When the slot is free: only a bug in the engine's bookkeeping gets there.
+    #[inline]
+    pub fn get(&self, slot: u32) -> &T {
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("a queued event names a live slot")
+    }
+
+    /// The value in `slot`, to change it.
+    #[inline]
+    pub fn get_mut(&mut self, slot: u32) -> &mut T {
+        self.slots[slot as usize]
+            .as_mut()
+            .expect("a queued event names a live slot")
+    }
+
+    /// Frees `slot`; returns its value.
+    pub fn remove(&mut self, slot: u32) -> T {
+        let value = self.slots[slot as usize]
+            .take()
+            .expect("a slot is freed once");
+        self.free.push(slot);
+        value
+    }
+
+    /// Frees `slot`, dropping its value where it lies.
+    #[inline]
+    pub fn free(&mut self, slot: u32) {
+        debug_assert!(self.slots[slot as usize].is_some(), "a slot is freed once");
+        self.slots[slot as usize] = None;
+        self.free.push(slot);
+    }
+
+    /// Entries in use.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Whether no entry is in use.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A settle or renew request between its sending and the end of its reply.
+#[derive(Clone, Debug)]
+pub struct Flight {
+    /// Its sequential id.
+    pub id: RequestId,
+    /// The sender.
+    pub worker: WorkerIx,
+    /// The sender's incarnation (a reply to an older one is discarded).
+    pub incarnation: u32,
+    /// The lease it names.
+    pub issuance: Issuance,
+    /// What it asks.
+    pub op: SettleOp,
+    /// The lease as sent.
+    pub lease: Lease,
+    /// The sender's clock when sending.
+    pub worker_clock_ms: Ms,
+    /// How it travels.
+    pub delivery: Delivery,
+    /// Whether the runtime may nack after it fails.
+    pub nack_on_failure: bool,
+    /// What the worker will see (set when it lands or is lost).
+    pub seen: Option<Result<(), SettleError>>,
+    /// The renewed lease its reply carries.
+    pub renewed: Option<Lease>,
+    /// Queued events that still name it (deliveries and the reply).
+    pub pending: u8,
+}
+
+impl Flight {
+    /// The injected fault.
+    pub fn fault(&self) -> Fault {
+        self.delivery.fault
+    }
+}
+
+/// A handler run between its start and its end.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Its sequential id.
+    pub id: RunId,
+    /// The worker.
+    pub worker: WorkerIx,
+    /// The worker's incarnation when it started (a crash kills the run).
+    pub incarnation: u32,
+    /// The lease.
+    pub issuance: Issuance,
+    /// Its record's group.
+    pub group: usize,
+    /// Its record's event.
+    pub seq: u32,
+    /// Whether the lease was live and current when it started (for I7).
+    pub started_current: bool,
+    /// How the handler leaves.
+    pub outcome: Outcome,
+    /// The settles the runtime sends when it finishes.
+    pub after: SmallVec<[SettleOp; 2]>,
+    /// How those settles travel.
+    pub delivery: Delivery,
+}
+
+/// Why a request is sent, with what the engine needs to attach it.
+#[derive(Clone, Copy, Debug)]
+pub struct SendFrom {
+    /// Why.
+    pub origin: Origin,
+    /// Whether the runtime may nack after it fails.
+    pub nack_on_failure: bool,
+}

@@ -1,0 +1,402 @@
+//! The deterministic executor: a broker under test and N workers on virtual time.
+//!
+//! The engine is an interpreter of the protocol's effects. A *driver* — the scenario runner
+//! ([`crate::script`]) or the seeded simulator ([`crate::seeded::run`]) — tells it what the
+//! actors do; the engine does it, feeds the [`Oracle`] the truth, and emits every happening as
+//! an [`Event`]: into the trace hash always, into a [`Recorder`] when one is attached.
+//!
+//! # Live state only
+//! The engine keeps what a future step can observe — the workers, the leases something still
+//! names ([`live::LiveLeases`]), the requests in flight and the handler runs in progress (slabs
+//! whose slots are freed when their last queued event has run) — and nothing of the past: a
+//! step costs what it changes, and memory follows the live set, whatever the run's length.
+//! The story of the run is the recorder's business, and only when one is attached.
+//!
+//! # Time and the event queue
+//! Time is virtual milliseconds owned by the engine. Messages in flight and handler runs sit in
+//! an event queue ordered by `(time_ms, insertion sequence)`; nothing reads a clock. The driver
+//! moves time with [`Engine::run_until`], which processes, in order, every broker expiry
+//! (`Backend::next_deadline`) and every queued event due at or before the target time. An
+//! expiry due at the same time as an event runs first: a lease is valid while
+//! `now < deadline`. With [`Expiry::OnFetch`] the broker expires leases only when it next
+//! fetches instead.
+//!
+//! # Nodes
+//! * The **broker** is any [`Backend`], owned by the engine (`Engine<B: Backend>`); the pure
+//!   `Broker` and an embedded broker run the same drivers.
+//! * **Workers** have a name, are up or crashed, may be paused until a time (a stalled worker
+//!   acts on replies and handler completions only when the pause ends), have a clock offset
+//!   (their clock reads `now + offset`, sent with each settle), and hold leases by
+//!   [`Issuance`]. A crash starts a new *incarnation*: the worker forgets its leases and its
+//!   running handler, and replies addressed to the old incarnation are discarded — but requests
+//!   it already sent stay in flight and may land late.
+//!
+//! # Requests
+//! [`Engine::send`] puts a settle or renew on the wire with a [`Delivery`]: a delay, a reply
+//! delay, a [`Fault`] (lost reply → applied but the worker sees `Ambiguous`; dropped → not
+//! applied, `Ambiguous`; unavailable → not applied, `BackendUnavailable`; failed → not applied,
+//! `Failed`) and an optional duplicate. On delivery the engine calls `Backend::settle` and
+//! reports the broker's **true** answer to the oracle ([`Oracle::settled`]), whatever the worker
+//! later sees. On the reply the worker runs the consumer runtime: a failed settle is classified
+//! by [`runtime::classify`] — `Drop`, `LeaveToExpire`, or `Nack` (sent once).
+//!
+//! # The handler
+//! [`Engine::handle`] runs the consumer runtime on a held lease: [`runtime::decide`] turns the
+//! ack policy, the handler's handle calls and its outcome into settles, sent in order (before
+//! the handler for `ack_first`, during it for handle calls, after it otherwise). The handler
+//! takes `handler_ms`; a crash before it finishes kills it. A handler that completes writes its
+//! event to the simulated [`World`] (duplicates and ghost writes are counted there).
+//!
+//! # Checking
+//! The driver calls [`Engine::end_step`] after each step; the oracle then checks what the step
+//! touched ([`Oracle::end_step`]). A broker restart may change records the step did not name:
+//! a small broker (at most [`RESTART_AUDIT_RECORDS_MAX`] records) is audited in full at that
+//! step, a large one in slices of [`ROLLING_AUDIT_SLICE`] records per step until every record
+//! was read again. [`Engine::audit`] reads every record: drivers run it at the end of each
+//! phase. [`Engine::drain`] is the liveness phase: faults heal, the workers run until every
+//! event is settled (I6 holds), nothing is left to happen (I6 is violated), or a named bound is
+//! hit (the run is inconclusive).
+//!
+//! # A driver's loop
+//! ```
+//! use leasehold_model::{AckPolicy, Broker, BrokerConfig, Variant};
+//! use leasehold_sim::engine::{Delivery, Engine, HandlerRun, Setup};
+//!
+//! let setup = Setup::new(Variant::Fenced, &["g"], &["A", "B"], 30_000, 3, AckPolicy::NackOnError);
+//! let broker = Broker::new(setup.broker_config());
+//! let mut engine = Engine::new(broker, setup);
+//! engine.publish_initial(1);
+//! let leases = engine.fetch(0, 0, 1, None, &["L1".to_string()], Default::default()).unwrap();
+//! engine.end_step();
+//! engine.handle(0, leases[0], HandlerRun::ok(), Delivery::INSTANT);
+//! engine.run_until(engine.now_ms());
+//! engine.end_step();
+//! assert!(engine.oracle().violations().is_empty());
+//! assert_eq!(engine.trace().lines.len(), 2);
+//! ```
+
+mod actions;
+mod checks;
+mod drain;
+pub mod live;
+pub mod queue;
+mod setup;
+mod time;
+mod wire;
+
+pub use drain::DrainReport;
+pub use setup::{Delivery, Expiry, HandlerRun, Setup, Worker};
+
+use crate::coverage::{Hits, Probe};
+use crate::event::Event;
+use crate::hash::TraceHasher;
+use crate::recorder::Recorder;
+use crate::trace::{Trace, WorkerIx};
+use crate::world::World;
+use leasehold_model::{Backend, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq};
+use live::{Flight, LiveLease, LiveLeases, Run, Slab};
+use queue::Queue;
+use smallvec::SmallVec;
+
+/// A broker with at most this many records is audited in full at the step it restarts.
+pub const RESTART_AUDIT_RECORDS_MAX: u64 = 4_096;
+
+/// Records a larger broker's rolling audit reads per step after a restart.
+pub const ROLLING_AUDIT_SLICE: u32 = 16;
+
+/// Where a rolling audit after a broker restart stands.
+#[derive(Clone, Copy, Debug, Default)]
+struct RollingAudit {
+    group: usize,
+    next_seq: Seq,
+    /// Records still to read before every record was read since the last restart.
+    remaining: u64,
+}
+
+/// Leases of a fetch, in issuance order.
+pub type Issued = SmallVec<[Issuance; 2]>;
+
+/// The executor: one backend, the workers, the event queue, the oracle, the trace hash and an
+/// optional recorder.
+pub struct Engine<B: Backend> {
+    backend: B,
+    setup: Setup,
+    oracle: Oracle,
+    now_ms: Ms,
+    queue: Queue,
+    workers: Vec<Worker>,
+    leases: LiveLeases,
+    flights: Slab<Flight>,
+    runs: Slab<Run>,
+    requests_sent: u32,
+    runs_started: u32,
+    hasher: TraceHasher,
+    recorder: Option<Box<Recorder>>,
+    hits: Hits,
+    world: World,
+    /// Records returned to the available pool by an expiry or a nack, waiting to be
+    /// redelivered (for the coverage probes), in (group, seq) order.
+    returned: SmallVec<[(u32, Seq, Probe); 4]>,
+    violations_seen: usize,
+    rolling_audit: RollingAudit,
+    /// The time the oracle was last advanced to (advancing again to it changes nothing).
+    advanced_ms: Option<Ms>,
+    /// Follow-up nacks the runtime sends travel this way.
+    pub follow_up_delivery: Delivery,
+    /// Reused buffer: the frontiers before an expiry.
+    frontier_scratch: Vec<Seq>,
+}
+
+impl<B: Backend> Engine<B> {
+    /// An engine at time 0 driving `backend` (which must have no events yet), with a recorder:
+    /// [`Engine::trace`] tells the whole run.
+    pub fn new(backend: B, setup: Setup) -> Engine<B> {
+        Engine::build(backend, setup, true)
+    }
+
+    /// An engine without a recorder: the run keeps its trace hash only (campaign seeds).
+    pub fn without_trace(backend: B, setup: Setup) -> Engine<B> {
+        Engine::build(backend, setup, false)
+    }
+
+    fn build(backend: B, setup: Setup, record: bool) -> Engine<B> {
+        let mut config = OracleConfig::new(
+            setup.groups.len(),
+            setup.max_attempts,
+            setup.check_at_least_once,
+        );
+        config.audit_every_step = setup.audit_every_step;
+        let workers = setup
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(index, name)| Worker {
+                name: name.clone(),
+                up: true,
+                incarnation: 0,
+                paused_until_ms: 0,
+                clock_offset_ms: setup.clock_offset_ms.get(index).copied().unwrap_or(0),
+                held: Vec::new(),
+                running: 0,
+            })
+            .collect();
+        let recorder = record.then(|| Box::new(Recorder::new(&setup.workers, &setup.groups)));
+        Engine {
+            backend,
+            oracle: Oracle::new(config),
+            now_ms: 0,
+            queue: Queue::default(),
+            workers,
+            leases: LiveLeases::default(),
+            flights: Slab::default(),
+            runs: Slab::default(),
+            requests_sent: 0,
+            runs_started: 0,
+            hasher: TraceHasher::new(),
+            recorder,
+            hits: Hits::default(),
+            world: World::new(setup.groups.len()),
+            returned: SmallVec::new(),
+            violations_seen: 0,
+            rolling_audit: RollingAudit::default(),
+            advanced_ms: None,
+            follow_up_delivery: Delivery::INSTANT,
+            frontier_scratch: Vec::new(),
+            setup,
+        }
+    }
+
+    /// Current virtual time.
+    pub fn now_ms(&self) -> Ms {
+        self.now_ms
+    }
+
+    /// The configuration.
+    pub fn setup(&self) -> &Setup {
+        &self.setup
+    }
+
+    /// The broker under test.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The oracle (violations, duplicate runs, delivery counts).
+    pub fn oracle(&self) -> &Oracle {
+        &self.oracle
+    }
+
+    /// The recorder, when one is attached.
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.recorder.as_deref()
+    }
+
+    /// The trace so far.
+    ///
+    /// # Panics
+    /// On an engine built [`Engine::without_trace`]: asking it for a story it did not keep is
+    /// a bug in the driver.
+    pub fn trace(&self) -> &Trace {
+        self.recorder
+            .as_ref()
+            .expect("the engine was built without a recorder")
+            .trace()
+    }
+
+    /// The trace hash of the run so far: a rolling hash of every event's binary encoding.
+    pub fn trace_hash(&self) -> u64 {
+        self.hasher.finish()
+    }
+
+    /// The coverage probes' counts so far.
+    pub fn hits(&self) -> &Hits {
+        &self.hits
+    }
+
+    /// Counts one occurrence of a probe the driver observed.
+    pub fn hit(&mut self, probe: Probe) {
+        self.hits.hit(probe);
+    }
+
+    /// The simulated world the handlers write to.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The workers.
+    pub fn workers(&self) -> &[Worker] {
+        &self.workers
+    }
+
+    /// The holder's copy of lease `issuance`, while the engine tracks it (something names it,
+    /// or the broker may still expire it).
+    pub fn lease(&self, issuance: Issuance) -> Option<&Lease> {
+        self.leases.get(issuance).map(|l| &l.lease)
+    }
+
+    /// Leases the engine tracks (the live set).
+    pub fn live_lease_count(&self) -> usize {
+        self.leases.len()
+    }
+
+    /// Requests in flight and handler runs in progress.
+    pub fn in_flight_count(&self) -> usize {
+        self.flights.len() + self.runs.len()
+    }
+
+    /// Keeps lease `issuance` nameable for the rest of the run (a scenario binds leases by
+    /// name and may send a request naming one long after it ended).
+    pub fn pin(&mut self, issuance: Issuance) {
+        self.leases.retain(issuance);
+    }
+
+    /// Ends the run: the trace (empty without a recorder) and the final trace hash.
+    pub fn into_trace(self) -> Trace {
+        let end_ms = self.now_ms;
+        self.recorder
+            .map(|r| r.finish(end_ms).0)
+            .unwrap_or_default()
+    }
+
+    /// Ends the run: the recorder (if any), with the trace's end time set.
+    pub fn into_recorder(self) -> Option<Recorder> {
+        self.recorder.map(|r| *r)
+    }
+
+    /// Sets the driver's step index recorded with the following lines and violations.
+    pub fn set_step(&mut self, step: Option<usize>) {
+        if let Some(recorder) = &mut self.recorder {
+            recorder.set_step(step);
+        }
+    }
+
+    /// The time of the next queued event, if any.
+    pub fn next_event_ms(&self) -> Option<Ms> {
+        self.queue.next_ms()
+    }
+
+    /// Whether nothing is in flight (no queued message, reply or running handler).
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Lets time pass to `now_ms` for the oracle (its leases expire by contract); once per
+    /// time point.
+    #[inline]
+    fn advance_oracle(&mut self, now_ms: Ms) {
+        if self.advanced_ms != Some(now_ms) {
+            self.oracle.advance(now_ms);
+            self.advanced_ms = Some(now_ms);
+        }
+    }
+
+    /// Emits `event`, which happened at `at_ms`: into the trace hash, and to the recorder.
+    #[inline]
+    fn emit(&mut self, at_ms: Ms, event: Event) {
+        event.hash_into(at_ms, &mut self.hasher);
+        if let Some(recorder) = &mut self.recorder {
+            recorder.record(at_ms, &event);
+        }
+    }
+
+    /// Records published at time 0 and since (every group's).
+    pub fn record_count(&self) -> u64 {
+        u64::from(self.backend.event_count()) * self.setup.groups.len() as u64
+    }
+
+    /// The engine's record of lease `issuance`. A lease nothing named any more has left the
+    /// live table; an engine with a recorder brings it back from the recording (so a scenario
+    /// may name any lease it bound, at any time).
+    ///
+    /// # Panics
+    /// When the lease left the table and there is no recorder: a driver without a recorder
+    /// names only leases its workers hold (or that it pinned).
+    fn tracked(&mut self, issuance: Issuance) -> LiveLease {
+        if let Some(lease) = self.leases.get(issuance) {
+            return *lease;
+        }
+        let info = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.trace().leases.get(issuance.0 as usize))
+            .expect("a request or handler names a lease the engine tracks");
+        let lease = LiveLease {
+            issuance,
+            lease: info.lease,
+            holder: info.holder,
+            holder_incarnation: info.holder_incarnation,
+            first_deadline_ms: info.lease.deadline_ms,
+            ended: info.ended.as_ref().map(|(_, end)| match end {
+                crate::trace::LeaseEnd::Expired { .. } => live::End::Expired,
+                crate::trace::LeaseEnd::Settled { .. } => live::End::Settled,
+            }),
+            refs: 0,
+        };
+        self.leases.reinsert(lease);
+        lease
+    }
+
+    /// `worker` drops lease `issuance` from its hand.
+    fn forget(&mut self, worker: WorkerIx, issuance: Issuance) {
+        let held = &mut self.workers[worker].held;
+        let before = held.len();
+        held.retain(|&h| h != issuance);
+        for _ in held.len()..before {
+            self.leases.release(issuance);
+        }
+    }
+}
+
+/// How a handler's outcome reads in a timeline.
+pub fn describe_outcome(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Ok => "returns".to_string(),
+        Outcome::Ack => "raises AckMessage".to_string(),
+        Outcome::Error { kind, text } if text.is_empty() => format!("raises {kind}"),
+        Outcome::Error { kind, text } => format!("raises {kind} ({text})"),
+        Outcome::Nack(text) if text.is_empty() => "raises NackMessage".to_string(),
+        Outcome::Nack(text) => format!("raises NackMessage ({text})"),
+        Outcome::Reject(text) if text.is_empty() => "raises RejectMessage".to_string(),
+        Outcome::Reject(text) => format!("raises RejectMessage ({text})"),
+    }
+}

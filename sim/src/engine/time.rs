@@ -1,0 +1,151 @@
+//! Virtual time: the event queue and the broker's expiries, in order.
+
+use super::live::{End, SendFrom};
+use super::queue::Due;
+use super::{Engine, Expiry};
+use crate::coverage::Probe;
+use crate::event::{Event, Origin};
+use leasehold_model::{Backend, Ms};
+
+impl<B: Backend> Engine<B> {
+    /// Advances time to `until_ms` (never backwards), processing in order every broker expiry
+    /// and every queued event due at or before it.
+    pub fn run_until(&mut self, until_ms: Ms) {
+        let until_ms = until_ms.max(self.now_ms);
+        // A backend whose next_deadline does not expire anything must not loop forever.
+        let mut exhausted_deadline: Option<Ms> = None;
+        let eager = self.setup.expiry == Expiry::AtDeadline;
+        loop {
+            let deadline = self
+                .backend
+                .next_deadline()
+                .filter(|_| eager)
+                .filter(|&d| d <= until_ms && exhausted_deadline.filter(|&x| d <= x).is_none());
+            let event = self.next_event_ms().filter(|&e| e <= until_ms);
+            match (deadline, event) {
+                (Some(d), e) if e.filter(|&e| d > e).is_none() => {
+                    if !self.expire_at(d.max(self.now_ms)) {
+                        exhausted_deadline = Some(d);
+                    }
+                }
+                (_, Some(_)) => {
+                    let (at_ms, due) = self.queue.pop().expect("peeked");
+                    self.now_ms = self.now_ms.max(at_ms);
+                    self.advance_oracle(self.now_ms);
+                    self.process(due);
+                }
+                _ => break,
+            }
+        }
+        self.now_ms = until_ms;
+        if eager {
+            self.expire_at(until_ms);
+        } else {
+            self.advance_oracle(until_ms);
+        }
+    }
+
+    /// Expires due leases at `at_ms`; returns whether the broker expired any.
+    pub(super) fn expire_at(&mut self, at_ms: Ms) -> bool {
+        self.now_ms = self.now_ms.max(at_ms);
+        let now_ms = self.now_ms;
+        if self.backend.next_deadline().is_none_or(|d| d > now_ms) {
+            // Nothing is due: the broker would expire nothing.
+            self.advance_oracle(now_ms);
+            return false;
+        }
+        let mut before = std::mem::take(&mut self.frontier_scratch);
+        before.clear();
+        before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
+        let expired = self.backend.expire_due(now_ms);
+        self.advance_oracle(now_ms);
+        for item in &expired {
+            self.oracle.observe(item.group, item.seq);
+        }
+        for item in &expired {
+            if item.dead_lettered {
+                self.hits.hit(Probe::DeadLetterByAttempts);
+            } else {
+                self.mark_returned(item.group, item.seq, Probe::RedeliveryAfterExpiry);
+            }
+            let found = self
+                .leases
+                .find_unended(item.group, item.seq, item.lease_id);
+            let Some(issuance) = found else { continue };
+            self.leases.end_as(issuance, End::Expired);
+            for worker in 0..self.workers.len() {
+                self.forget(worker, issuance);
+            }
+            let after = self.backend.frontier(item.group);
+            let frontier = (after != before[item.group]).then_some((before[item.group], after));
+            let at = item.deadline_ms.min(now_ms);
+            self.emit(
+                at,
+                Event::Expired {
+                    issuance,
+                    at_ms: at,
+                    dead_lettered: item.dead_lettered,
+                    frontier,
+                },
+            );
+        }
+        self.frontier_scratch = before;
+        !expired.is_empty()
+    }
+
+    pub(super) fn process(&mut self, due: Due) {
+        match due {
+            Due::Deliver { slot, duplicate } => self.deliver(slot, duplicate),
+            Due::Reply { slot } => self.reply(slot),
+            Due::HandlerDone { slot } => self.handler_done(slot),
+        }
+    }
+
+    fn handler_done(&mut self, slot: u32) {
+        let (worker, incarnation) = {
+            let run = self.runs.get(slot);
+            (run.worker, run.incarnation)
+        };
+        let w = &self.workers[worker];
+        let alive = w.up && w.incarnation == incarnation;
+        if alive && w.paused_until_ms > self.now_ms {
+            // A handler that finishes while its worker is paused finishes when the pause ends.
+            let at = w.paused_until_ms;
+            self.queue.push(at, Due::HandlerDone { slot });
+            return;
+        }
+        let run = self.runs.remove(slot);
+        if alive {
+            self.workers[worker].running -= 1;
+        }
+        if !alive {
+            self.hits.hit(Probe::HandlerKilledByCrash);
+            self.emit(self.now_ms, Event::HandlerKilled { run: run.id });
+            self.leases.release(run.issuance);
+            return;
+        }
+        let success = run.outcome.is_success();
+        self.oracle
+            .handler_finished(run.group, run.seq, run.started_current, success);
+        if success {
+            let current = self.oracle.is_current(run.issuance);
+            if !current {
+                self.hits.hit(Probe::GhostWrite);
+            }
+            self.world.write(run.group, run.seq, current);
+        }
+        let event = Event::HandlerFinished {
+            run: run.id,
+            outcome: run.outcome.clone(),
+        };
+        self.emit(self.now_ms, event);
+        let from = SendFrom {
+            origin: Origin::Handler(run.id),
+            nack_on_failure: true,
+        };
+        for &op in &run.after {
+            self.send_on(worker, run.issuance, None, op, run.delivery, from);
+        }
+        self.leases.release(run.issuance);
+    }
+}

@@ -1,0 +1,73 @@
+//! Progress on a terminal (stderr, and only when it is a terminal): seeds done for a campaign;
+//! records settled of the total, simulated time and steps/s for a single seed. The bars read
+//! what the run publishes and never feed anything back into it.
+
+use leasehold_sim::seeded::campaign::Campaign;
+use leasehold_sim::seeded::run::{Progress, RunOptions};
+use leasehold_sim::seeded::seeded_file::run_setup_with;
+use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup, Summary};
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often a single seed's bar is redrawn.
+const REDRAW: Duration = Duration::from_millis(200);
+
+fn bars_wanted(json: bool) -> bool {
+    !json && std::io::stderr().is_terminal()
+}
+
+/// Runs one seed (recorded when `record`), with a progress bar on a terminal.
+pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: bool) -> RunOutcome {
+    let mut options = RunOptions {
+        record,
+        ..RunOptions::default()
+    };
+    if !bars_wanted(json) {
+        return run_setup_with(setup, backend, &options);
+    }
+    let progress = Arc::new(Progress::default());
+    options.progress = Some(Arc::clone(&progress));
+    let bar = indicatif::ProgressBar::new(setup.records().max(1));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} records settled · {msg}")
+            .expect("a valid template"),
+    );
+    let outcome = std::thread::scope(|scope| {
+        let drawer = scope.spawn(|| {
+            let started = Instant::now();
+            while progress.done.load(Ordering::Relaxed) == 0 {
+                std::thread::sleep(REDRAW);
+                let steps = progress.steps.load(Ordering::Relaxed);
+                let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
+                let rate = steps as f64 / started.elapsed().as_secs_f64().max(1e-3);
+                bar.set_position(progress.settled.load(Ordering::Relaxed));
+                bar.set_message(format!(
+                    "simulated {sim_s} s · {steps} steps · {rate:.0} steps/s"
+                ));
+            }
+        });
+        let outcome = run_setup_with(setup, backend, &options);
+        progress.done.store(1, Ordering::Relaxed);
+        let _ = drawer.join();
+        outcome
+    });
+    bar.finish_and_clear();
+    outcome
+}
+
+/// Runs a campaign, with a bar of seeds done on a terminal.
+pub fn run_campaign(campaign: &Campaign, json: bool) -> Summary {
+    if !bars_wanted(json) {
+        return campaign.run(&|_| {});
+    }
+    let bar = indicatif::ProgressBar::new(campaign.shard_len());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
+            .expect("a valid template"),
+    );
+    let summary = campaign.run(&|done| bar.set_position(done));
+    bar.finish_and_clear();
+    summary
+}

@@ -1,0 +1,269 @@
+//! `--backend redis` as a user runs it: the Redis variants' scenarios replay with the pure
+//! broker's output, campaigns print the pure broker's campaign hash (the late XACK found and
+//! replayed on Redis, the fenced variant clean), and every refusal is one line with exit 2:
+//! no server, a variant the backend does not run, a broker restart on a server leasehold did
+//! not start.
+
+use leasehold_redis::{testing, Target};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
+
+fn leasehold(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+/// A server URL for the test, and what keeps a private server alive.
+fn server(test: &str) -> Option<(String, Option<Arc<leasehold_redis::RedisServer>>)> {
+    match testing::shared_target(test)? {
+        Target::Url(url) => Some((url, None)),
+        Target::Owned(server) => Some((server.url().to_string(), Some(server))),
+        Target::Pooled(_) => unreachable!("not lent by a pool"),
+    }
+}
+
+/// Whether `--redis-spawn` can start redis-server here (a failure under CI=true).
+fn can_spawn(test: &str) -> bool {
+    testing::owned_server(test).is_some()
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("leasehold-redis-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn one_line_error(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(out), stderr(out));
+    let err = stderr(out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
+#[test]
+fn no_server_answering_is_one_line_and_exit_2() {
+    for command in ["replay", "timeline"] {
+        let out = leasehold(&[
+            command,
+            "scenarios/redis-streams-late-xack.toml",
+            "--backend",
+            "redis",
+            "--redis-url",
+            "redis://127.0.0.1:1",
+        ]);
+        let err = one_line_error(&out);
+        assert!(
+            err.contains("no Redis server answers at redis://127.0.0.1:1"),
+            "{err}"
+        );
+    }
+    let out = leasehold(&[
+        "sim",
+        "--backend",
+        "redis",
+        "--variant",
+        "redis-streams",
+        "--redis-url",
+        "redis://127.0.0.1:1",
+    ]);
+    one_line_error(&out);
+}
+
+#[test]
+fn redis_scenarios_replay_on_redis_with_the_pure_output() {
+    let Some((url, _server)) = server("replay --backend redis") else {
+        return;
+    };
+    for file in [
+        "scenarios/redis-streams-late-xack.toml",
+        "scenarios/redis-streams-fenced-late-xack.toml",
+        "scenarios/policy-nack-on-error.toml",
+        "scenarios/policy-ack-always.toml",
+        "scenarios/policy-ack-first.toml",
+        "scenarios/policy-manual.toml",
+        "scenarios/ackmessage-nackmessage.toml",
+    ] {
+        for command in ["replay", "timeline"] {
+            let pure = leasehold(&[command, file]);
+            let redis = leasehold(&[command, file, "--backend", "redis", "--redis-url", &url]);
+            assert_eq!(redis.status.code(), Some(0), "{file}: {}", stderr(&redis));
+            assert_eq!(stdout(&redis), stdout(&pure), "{command} {file}");
+        }
+    }
+    let late = leasehold(&[
+        "replay",
+        "scenarios/redis-streams-late-xack.toml",
+        "--backend",
+        "redis",
+        "--redis-url",
+        &url,
+    ]);
+    assert!(
+        stdout(&late).contains("violated: I1 stale-never-counts"),
+        "{}",
+        stdout(&late)
+    );
+}
+
+#[test]
+fn other_variants_and_restarts_on_a_server_we_did_not_start_are_refused() {
+    let Some((url, _server)) = server("refusals") else {
+        return;
+    };
+    let out = leasehold(&[
+        "replay",
+        "scenarios/t0-t5-stale-ack.toml",
+        "--backend",
+        "redis",
+        "--redis-url",
+        &url,
+    ]);
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("runs redis-streams and redis-streams-fenced only, not 'fenced'"),
+        "{err}"
+    );
+    let out = leasehold(&[
+        "sim",
+        "--backend",
+        "redis",
+        "--redis-url",
+        &url,
+        "--variant",
+        "fenced",
+    ]);
+    one_line_error(&out);
+    // The default fault plan restarts the broker.
+    let out = leasehold(&[
+        "sim",
+        "--backend",
+        "redis",
+        "--redis-url",
+        &url,
+        "--variant",
+        "redis-streams",
+        "--seeds",
+        "0..3",
+    ]);
+    let err = one_line_error(&out);
+    assert!(err.contains("was not started by leasehold"), "{err}");
+    // Without restarts the same server runs the campaign, with the pure broker's hash.
+    let args = [
+        "sim",
+        "--variant",
+        "redis-streams",
+        "--seeds",
+        "0..20",
+        "--broker-restart",
+        "0",
+        "--json",
+        "--no-save",
+    ];
+    let pure = leasehold(&args);
+    let mut on_redis = args.to_vec();
+    on_redis.extend(["--backend", "redis", "--redis-url", &url]);
+    let redis = leasehold(&on_redis);
+    let hash = |out: &Output| {
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        value["trace_hash"].clone()
+    };
+    assert_eq!(hash(&redis), hash(&pure), "{}", stderr(&redis));
+}
+
+fn campaign_hash(text: &str) -> &str {
+    text.lines()
+        .find_map(|line| line.strip_prefix("campaign hash "))
+        .expect("a campaign hash line")
+}
+
+#[test]
+fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
+    if !can_spawn("sim --backend redis --redis-spawn") {
+        return;
+    }
+    let (pure_dir, redis_dir) = (scratch_dir("pure"), scratch_dir("redis"));
+    let args = ["sim", "--variant", "redis-streams", "--seeds", "0..50"];
+    let with_out = |dir: &PathBuf, extra: &[&'static str]| {
+        let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        all.extend(["--out".to_string(), dir.display().to_string()]);
+        all.extend(extra.iter().map(|s| s.to_string()));
+        all
+    };
+    let run = |all: Vec<String>| {
+        let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        leasehold(&refs)
+    };
+    let pure = run(with_out(&pure_dir, &[]));
+    let redis = run(with_out(
+        &redis_dir,
+        &["--backend", "redis", "--redis-spawn"],
+    ));
+    assert_eq!(redis.status.code(), Some(1), "{}", stderr(&redis));
+    let (pure_text, redis_text) = (stdout(&pure), stdout(&redis));
+    assert_eq!(campaign_hash(&redis_text), campaign_hash(&pure_text));
+    assert!(
+        redis_text.contains("expected: redis-streams breaks I1 stale-never-counts: caught"),
+        "{redis_text}"
+    );
+    assert!(
+        redis_text.contains("broker restarts (SIGKILL + restart)"),
+        "{redis_text}"
+    );
+    let saved = std::fs::read_dir(&redis_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "toml"))
+        .expect("the failing seed is saved");
+    let saved = saved.display().to_string();
+    let replay = leasehold(&["replay", &saved, "--backend", "redis", "--redis-spawn"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    assert!(
+        stdout(&replay).contains("I1 stale-never-counts violated"),
+        "{}",
+        stdout(&replay)
+    );
+    let pure_replay = leasehold(&["replay", &saved]);
+    assert_eq!(stdout(&replay), stdout(&pure_replay));
+    let _ = std::fs::remove_dir_all(&pure_dir);
+    let _ = std::fs::remove_dir_all(&redis_dir);
+}
+
+#[test]
+fn redis_streams_fenced_swarm_is_clean_on_redis() {
+    if !can_spawn("sim --backend redis --redis-spawn (fenced)") {
+        return;
+    }
+    let args = [
+        "sim",
+        "--variant",
+        "redis-streams-fenced",
+        "--swarm",
+        "--seeds",
+        "0..50",
+        "--no-save",
+    ];
+    let pure = leasehold(&args);
+    let mut on_redis = args.to_vec();
+    on_redis.extend(["--backend", "redis", "--redis-spawn"]);
+    let redis = leasehold(&on_redis);
+    assert_eq!(redis.status.code(), Some(0), "{}", stdout(&redis));
+    let text = stdout(&redis);
+    assert!(text.contains("failures: none"), "{text}");
+    assert_eq!(campaign_hash(&text), campaign_hash(&stdout(&pure)));
+}
