@@ -894,31 +894,38 @@ impl Broker {
         })
     }
 
-    /// The untimed model's passage of time over one lease: the deadline of the armed lease on
-    /// (group, seq) becomes `now_ms`, so the lease is no longer valid (valid while
-    /// `now < deadline`) and the broker expires it at its next `expire_due` (lazily, on the next
-    /// fetch). Returns whether there was such a lease.
-    pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> bool {
-        let Some(position) = self
+    /// The untimed model's passage of time up to the deadline of the first pending timer on
+    /// (group, seq) that is not due yet: its deadline becomes `now_ms`, and so does the
+    /// deadline of the lease it was armed for if that lease still holds the record. The lease
+    /// is then no longer valid (valid while `now < deadline`, so a request landing now lands
+    /// exactly at its deadline) and the broker expires it when the timer fires, at its next
+    /// `expire_due` (lazily, on the next fetch). Returns `None` when no such timer is pending,
+    /// else whether the lease it was armed for held the record (`false`: a timer that outlived
+    /// its lease, `stale-timer`).
+    pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> Option<bool> {
+        let position = self
             .timers
             .iter()
-            .position(|t| t.group == group as u32 && t.seq == seq)
-        else {
-            return false;
-        };
-        let Some(Record::Leased { deadline_ms, .. }) = self.groups[group]
-            .records
-            .get_mut((seq as usize).wrapping_sub(1))
-        else {
-            return false;
-        };
-        *deadline_ms = (*deadline_ms).min(now_ms);
-        let deadline_ms = *deadline_ms;
+            .position(|t| t.group == group as u32 && t.seq == seq && t.deadline_ms > now_ms)?;
         let mut timer = self.timers.remove(position);
-        timer.deadline_ms = timer.deadline_ms.min(deadline_ms);
+        timer.deadline_ms = now_ms;
+        let record = self.groups[group]
+            .records
+            .get_mut((seq as usize).wrapping_sub(1));
+        let held = match record {
+            Some(Record::Leased {
+                lease_id,
+                deadline_ms,
+                ..
+            }) if *lease_id == timer.lease_id => {
+                *deadline_ms = (*deadline_ms).min(now_ms);
+                true
+            }
+            _ => false,
+        };
         let position = self.timers.partition_point(|t| *t < timer);
         self.timers.insert(position, timer);
-        true
+        Some(held)
     }
 
     /// The untimed model's "time may pass before a fetch": every delayed available record
