@@ -286,7 +286,10 @@ fn pinned_unique_state_counts() {
     for (config, symmetry, unique) in pinned {
         let report = run(&config, &options(symmetry), None);
         if report.counts.unique != unique {
-            differ.push(format!("{config} symmetry {symmetry}: {}", report.counts.unique));
+            differ.push(format!(
+                "{config} symmetry {symmetry}: {}",
+                report.counts.unique
+            ));
         }
     }
     assert!(differ.is_empty(), "{differ:#?}");

@@ -242,11 +242,9 @@ fn describe(
             let (group, seq) = (group as usize, Seq::from(seq));
             // The lease whose timer time reaches: the record's latest, or an earlier one whose
             // timer outlived it (`stale-timer`).
-            let timer = before
-                .broker
-                .timers()
-                .iter()
-                .find(|t| t.group as usize == group && t.seq == seq && t.deadline_ms > MODEL_NOW_MS);
+            let timer = before.broker.timers().iter().find(|t| {
+                t.group as usize == group && t.seq == seq && t.deadline_ms > MODEL_NOW_MS
+            });
             let held = matches!(before.broker.record(group, seq),
                 Some(Record::Leased { lease_id, .. }) if timer.is_some_and(|t| t.lease_id == *lease_id));
             let lease = if held {
