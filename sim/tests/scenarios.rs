@@ -41,6 +41,7 @@ const RUN: &[&str] = &[
     "mutant-inclusive-deadline.toml",
     "mutant-stale-timer.toml",
     "mutant-volatile-publish.toml",
+    "inclusive-deadline-before-timer.toml",
 ];
 
 /// Files under `scenarios/` deliberately not run here, each with the reason.
@@ -291,4 +292,32 @@ fn the_blind_spot_scenarios_hold_on_fenced_under_both_expiry_modes() {
             assert!(replay.matched, "{file} {expiry}:\n{}", replay.text());
         }
     }
+}
+
+/// `before_timer` on a settle at exactly the deadline under `expiry = "at_deadline"`: the ack
+/// meets the lease the broker has not expired yet. The mutant accepts it (I1); `fenced`
+/// refuses it (`stale_lease`, nothing broken); without the flag the broker's timer runs
+/// first and the mutant refuses it too (the lease expired at 1000).
+#[test]
+fn an_ack_before_the_timer_at_the_deadline_counts_only_on_the_inclusive_mutant() {
+    let file = "inclusive-deadline-before-timer.toml";
+    let mutant = replay_matched(file);
+    assert!(mutant.violated(leasehold_model::Invariant::I1));
+    let src = std::fs::read_to_string(scenarios_dir().join(file)).unwrap();
+    let run = |src: &str| {
+        let script = parse(src, file).unwrap_or_else(|e| panic!("{e}"));
+        script::run(&script, Broker::new(script.setup.broker_config()))
+    };
+    let fenced = run(&src
+        .replace("variant = \"inclusive-deadline\"", "variant = \"fenced\"")
+        .replace("expect = \"ok\"", "expect = \"stale_lease\"")
+        .replace("violated = \"I1\"", "invariants = \"hold\""));
+    assert!(fenced.matched, "{}", fenced.text());
+    assert!(fenced.violations.is_empty());
+    let timer_first = run(&src
+        .replace("before_timer = true\n", "")
+        .replace("expect = \"ok\"", "expect = \"stale_lease\"")
+        .replace("violated = \"I1\"", "invariants = \"hold\""));
+    assert!(timer_first.matched, "{}", timer_first.text());
+    assert!(timer_first.violations.is_empty());
 }
