@@ -227,7 +227,12 @@ fn a_request_sent_before_the_timer_lands_at_the_deadline_before_the_expiry() {
             // Accepted: nothing is left to expire, and the stale ack counted.
             Ok(()) => {
                 assert_eq!(expired, None, "{kinds:?} {ack}");
-                let broken: Vec<_> = e.oracle().violations().iter().map(|v| v.invariant).collect();
+                let broken: Vec<_> = e
+                    .oracle()
+                    .violations()
+                    .iter()
+                    .map(|v| v.invariant)
+                    .collect();
                 assert!(broken.contains(&Invariant::I1), "{broken:?}");
             }
         }

@@ -530,10 +530,18 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     /// A handler run aimed at its lease's deadline when the boundary fault strikes: it ends
     /// 1 ms before the target and its settles take 1 ms (it does not renew).
-    fn aim_handler(&mut self, issuance: Issuance, run: &mut HandlerRun, renews: &mut bool) -> Option<Delivery> {
+    fn aim_handler(
+        &mut self,
+        issuance: Issuance,
+        run: &mut HandlerRun,
+        renews: &mut bool,
+    ) -> Option<Delivery> {
         let now = self.engine.now_ms();
         let (target, before_timer) = self.boundary_target(issuance)?;
-        let handler_ms = target.checked_sub(now)?.checked_sub(1).filter(|&ms| ms > 0)?;
+        let handler_ms = target
+            .checked_sub(now)?
+            .checked_sub(1)
+            .filter(|&ms| ms > 0)?;
         run.handler_ms = handler_ms;
         *renews = false;
         Some(Delivery {
