@@ -307,7 +307,9 @@ fn the_plain_fault_set_proves_with_a_not_applicable_sometimes_property_and_exits
     assert_eq!(output.status.code(), Some(0), "{text}");
     let ambiguous = text.lines().find(|l| l.contains("ambiguous")).unwrap();
     assert!(ambiguous.ends_with("not applicable"), "{ambiguous}");
-    assert!(text.contains(" 7763 unique states"), "{text}");
+    // 7763 before the broker's clock could reach a deadline (requests at now == deadline,
+    // timers that outlive their lease): the boundary semantics cost the rest.
+    assert!(text.contains(" 11935 unique states"), "{text}");
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// SPEC section 2, written out: a variant missing from `Variant::ALL` fails here.
 const SPEC_PROTOCOLS: [&str; 3] = ["fenced", "redis-streams", "redis-streams-fenced"];
-const SPEC_MUTANTS: [(&str, &str); 12] = [
+const SPEC_MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),
     ("renew-revives", "I2"),
     ("lease-id-reuse", "I1"),
@@ -29,6 +29,9 @@ const SPEC_MUTANTS: [(&str, &str); 12] = [
     ("only-ack-fenced", "I1"),
     ("attempts-reset", "I5"),
     ("stuck-lease", "I6"),
+    ("inclusive-deadline", "I1"),
+    ("stale-timer", "I2"),
+    ("volatile-publish", "I3"),
 ];
 
 /// The line `protocols` prints for `name` (names are unique and no name ends another's

@@ -324,6 +324,9 @@ pub struct Broker {
     /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`), in
     /// (group, seq) order (insertion order among entries of one record).
     unflushed: SmallVec<[(u32, Seq, Record); 1]>,
+    /// Events published but not yet durable, the last ones of the stream
+    /// (`volatile-publish`).
+    unflushed_events: u32,
     /// Pending expiry timers, in firing order (as many inline as records).
     timers: SmallVec<[Timer; 4]>,
     /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
@@ -343,6 +346,7 @@ impl Clone for Broker {
             groups,
             next_lease_id: self.next_lease_id,
             unflushed: SmallVec::from_slice(&self.unflushed),
+            unflushed_events: self.unflushed_events,
             timers: SmallVec::from_slice(&self.timers),
             unsettled: self.unsettled,
         }
@@ -359,6 +363,7 @@ impl Clone for Broker {
         }
         self.next_lease_id = source.next_lease_id;
         copy_from(&mut self.unflushed, &source.unflushed);
+        self.unflushed_events = source.unflushed_events;
         copy_from(&mut self.timers, &source.timers);
         self.unsettled = source.unsettled;
     }
@@ -370,6 +375,7 @@ impl PartialEq for Broker {
             && self.groups == other.groups
             && self.next_lease_id == other.next_lease_id
             && self.unflushed == other.unflushed
+            && self.unflushed_events == other.unflushed_events
             && self.timers == other.timers
     }
 }
@@ -391,6 +397,10 @@ impl Hash for Broker {
             state.write_u64(u64::from(*group) | u64::from(*seq) << 32);
             prior.hash(state);
         }
+        if self.unflushed_events != 0 {
+            // Only `volatile-publish` has any: the other variants' fingerprints stay as pinned.
+            state.write_u32(self.unflushed_events);
+        }
         self.timers.hash(state);
     }
 }
@@ -410,6 +420,7 @@ impl Broker {
             groups: (0..config.group_count).map(|_| Group::new()).collect(),
             next_lease_id: 1,
             unflushed: SmallVec::new(),
+            unflushed_events: 0,
             timers: SmallVec::new(),
             unsettled: 0,
             config,
@@ -463,6 +474,9 @@ impl Broker {
             });
         }
         self.unsettled += self.groups.len() as u64;
+        if !self.config.variant.publishes_durable() {
+            self.unflushed_events += 1;
+        }
         self.event_count()
     }
 
@@ -515,7 +529,9 @@ impl Broker {
     /// deadline of the leases it hands out.
     fn begin_fetch(&mut self, now_ms: Ms, lease_ms: Option<Ms>) -> Ms {
         self.expire_due_each(now_ms, |_| {});
-        self.unflushed.clear(); // The periodic flush rides on fetch.
+        // The periodic flush rides on fetch.
+        self.unflushed.clear();
+        self.unflushed_events = 0;
         let lease_ms = lease_ms.unwrap_or(self.config.lease_ms);
         now_ms.saturating_add(lease_ms)
     }
@@ -611,12 +627,12 @@ impl Broker {
             }
             (_, Err(error)) => Err(error),
             (SettleOp::Ack, Ok(())) => {
-                self.disarm(lease.group, lease.seq);
+                self.cancel_timer(lease.group, lease.seq);
                 self.apply_ack(lease.group, lease.seq, record);
                 Ok(None)
             }
             (SettleOp::Nack { delay_ms, reason }, Ok(())) => {
-                self.disarm(lease.group, lease.seq);
+                self.cancel_timer(lease.group, lease.seq);
                 let attempts = record.attempts().unwrap_or(lease.attempt);
                 if attempts >= self.config.max_attempts {
                     let reason = reason.unwrap_or(Reason::MAX_ATTEMPTS);
@@ -639,7 +655,7 @@ impl Broker {
                 Ok(None)
             }
             (SettleOp::Reject { reason }, Ok(())) => {
-                self.disarm(lease.group, lease.seq);
+                self.cancel_timer(lease.group, lease.seq);
                 self.dead_letter(lease.group, lease.seq, reason);
                 Ok(None)
             }
@@ -667,7 +683,11 @@ impl Broker {
                     lease_id,
                     deadline_ms,
                     ..
-                } if *lease_id == lease.lease_id && clock_ms < *deadline_ms => {
+                } if *lease_id == lease.lease_id
+                    && (clock_ms < *deadline_ms
+                        || self.config.variant.deadline_inclusive()
+                            && clock_ms == *deadline_ms) =>
+                {
                     if self.receipt(lease.seq) != lease.receipt {
                         return Err(SettleError::ReceiptMismatch);
                     }
@@ -748,7 +768,15 @@ impl Broker {
         self.timers.insert(position, timer);
     }
 
-    /// Cancels the expiry timers of (group, seq): its lease ended.
+    /// A settle ended the lease on (group, seq): its timer is cancelled (not in
+    /// `stale-timer`).
+    fn cancel_timer(&mut self, group: GroupIx, seq: Seq) {
+        if self.config.variant.cancels_timers() {
+            self.disarm(group, seq);
+        }
+    }
+
+    /// Removes the expiry timers of (group, seq).
     fn disarm(&mut self, group: GroupIx, seq: Seq) {
         let group = group as u32;
         self.timers.retain(|t| !(t.group == group && t.seq == seq));
@@ -820,24 +848,28 @@ impl Broker {
                 break;
             }
             self.timers.remove(0);
-            if let Some(expired) = self.fire(timer, now_ms) {
+            if let Some(expired) = self.fire(timer) {
                 f(expired);
             }
         }
     }
 
-    /// A timer fires: the lease it was armed for expires if it still holds the record and its
-    /// deadline has passed.
-    fn fire(&mut self, timer: Timer, now_ms: Ms) -> Option<Expired> {
+    /// Fires one pending timer now, whatever its deadline — the untimed model's "the broker's
+    /// clock reaches this timer". Returns `None` when no such timer is pending or the record
+    /// holds no lease.
+    pub fn fire_timer(&mut self, timer: &Timer) -> Option<Expired> {
+        let position = self.timers.iter().position(|t| t == timer)?;
+        let timer = self.timers.remove(position);
+        self.fire(timer)
+    }
+
+    /// A timer fires: the broker expires the lease that holds the record. It trusts its
+    /// timers: it cancels a lease's timer when the lease is settled and replaces it when the
+    /// lease is renewed, so the timer that fires is the record's lease's, at its deadline.
+    fn fire(&mut self, timer: Timer) -> Option<Expired> {
         let (group, seq) = (timer.group as GroupIx, timer.seq);
         match self.record(group, seq) {
-            Some(Record::Leased {
-                lease_id,
-                deadline_ms,
-                ..
-            }) if *lease_id == timer.lease_id && *deadline_ms <= now_ms => {
-                self.expire_record(group, seq, *deadline_ms)
-            }
+            Some(Record::Leased { .. }) => self.expire_record(group, seq, timer.deadline_ms),
             _ => None,
         }
     }
@@ -893,31 +925,38 @@ impl Broker {
         })
     }
 
-    /// The untimed model's passage of time over one lease: the deadline of the armed lease on
-    /// (group, seq) becomes `now_ms`, so the lease is no longer valid (valid while
-    /// `now < deadline`) and the broker expires it at its next `expire_due` (lazily, on the next
-    /// fetch). Returns whether there was such a lease.
-    pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> bool {
-        let Some(position) = self
+    /// The untimed model's passage of time up to the deadline of the first pending timer on
+    /// (group, seq) that is not due yet: its deadline becomes `now_ms`, and so does the
+    /// deadline of the lease it was armed for if that lease still holds the record. The lease
+    /// is then no longer valid (valid while `now < deadline`, so a request landing now lands
+    /// exactly at its deadline) and the broker expires it when the timer fires, at its next
+    /// `expire_due` (lazily, on the next fetch). Returns `None` when no such timer is pending,
+    /// else whether the lease it was armed for held the record (`false`: a timer that outlived
+    /// its lease, `stale-timer`).
+    pub fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> Option<bool> {
+        let position = self
             .timers
             .iter()
-            .position(|t| t.group == group as u32 && t.seq == seq)
-        else {
-            return false;
-        };
-        let Some(Record::Leased { deadline_ms, .. }) = self.groups[group]
-            .records
-            .get_mut((seq as usize).wrapping_sub(1))
-        else {
-            return false;
-        };
-        *deadline_ms = (*deadline_ms).min(now_ms);
-        let deadline_ms = *deadline_ms;
+            .position(|t| t.group == group as u32 && t.seq == seq && t.deadline_ms > now_ms)?;
         let mut timer = self.timers.remove(position);
-        timer.deadline_ms = timer.deadline_ms.min(deadline_ms);
+        timer.deadline_ms = now_ms;
+        let record = self.groups[group]
+            .records
+            .get_mut((seq as usize).wrapping_sub(1));
+        let held = match record {
+            Some(Record::Leased {
+                lease_id,
+                deadline_ms,
+                ..
+            }) if *lease_id == timer.lease_id => {
+                *deadline_ms = (*deadline_ms).min(now_ms);
+                true
+            }
+            _ => false,
+        };
         let position = self.timers.partition_point(|t| *t < timer);
         self.timers.insert(position, timer);
-        true
+        Some(held)
     }
 
     /// The untimed model's "time may pass before a fetch": every delayed available record
@@ -950,12 +989,17 @@ impl Broker {
             // The ack never became durable: the record is what it was before it.
             self.set(group as GroupIx, seq, prior);
         }
+        self.lose_unflushed_events();
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }
         // Timers live in memory: a correct broker re-arms one per lease from its records. Every
         // leased record still has its timer (a timer is disarmed only when its lease ends),
-        // except the records an undone ack leased again: those are armed here.
+        // except the records an undone ack leased again: those are armed here. A timer that
+        // outlived its lease (`stale-timer`) is not re-armed.
+        if !variant.cancels_timers() {
+            self.drop_stale_timers();
+        }
         if variant.rearms_expiry_on_restart() {
             for &(group, seq, _) in &reverted {
                 let group = group as GroupIx;
@@ -975,6 +1019,34 @@ impl Broker {
         for group in 0..self.config.group_count {
             self.rederive_frontier(group);
         }
+    }
+
+    /// A restart loses the events published since the last flush (`volatile-publish`): the
+    /// last ones of every group's stream, never delivered (a fetch flushes).
+    fn lose_unflushed_events(&mut self) {
+        let lost = std::mem::take(&mut self.unflushed_events) as usize;
+        if lost == 0 {
+            return;
+        }
+        for g in &mut self.groups {
+            let kept = g.records.len() - lost;
+            let unsettled = g.records[kept..].iter().filter(|r| !r.is_settled()).count();
+            self.unsettled -= unsettled as u64;
+            g.records.truncate(kept);
+            g.fresh_from = g.fresh_from.min(kept as Seq + 1);
+            g.returned.retain(|seq| *seq as usize <= kept);
+        }
+    }
+
+    /// Keeps only the timers of the leases that hold their records (a restart re-arms timers
+    /// from the records).
+    fn drop_stale_timers(&mut self) {
+        let groups = &self.groups;
+        self.timers.retain(|t| {
+            let record = groups[t.group as usize].records.get(t.seq as usize - 1);
+            matches!(record, Some(Record::Leased { lease_id, deadline_ms, .. })
+                if *lease_id == t.lease_id && *deadline_ms == t.deadline_ms)
+        });
     }
 
     /// The frontier (and the highest acked seq) as a restart derives them from the durable
@@ -1010,6 +1082,7 @@ impl Broker {
                 _ => {}
             }
         }
+        self.lose_unflushed_events();
         if !variant.lease_ids_durable() {
             self.next_lease_id = 1;
         }

@@ -96,6 +96,12 @@ variants! {
         "the attempt counter restarts when an expired event is redelivered, so a poison event never dead-letters";
     StuckLease => "stuck-lease", Mutant, Some(Invariant::I6),
         "leases that exist when the broker restarts never expire afterwards";
+    InclusiveDeadline => "inclusive-deadline", Mutant, Some(Invariant::I1),
+        "a settle that lands exactly at its lease's deadline is accepted (the fence compares now <= deadline)";
+    StaleTimer => "stale-timer", Mutant, Some(Invariant::I2),
+        "a lease's expiry timer is not cancelled when the lease is settled; when it fires it expires whatever lease then holds the record";
+    VolatilePublish => "volatile-publish", Mutant, Some(Invariant::I3),
+        "a publish is acknowledged before it is durable; a broker restart loses the events published since the last flush";
 }
 
 impl Variant {
@@ -182,6 +188,25 @@ impl Variant {
     /// Whether leases that exist at a broker restart are re-armed to expire.
     pub fn rearms_expiry_on_restart(self) -> bool {
         self != Variant::StuckLease
+    }
+
+    /// Whether a lease is still valid at exactly its deadline (`now <= deadline` instead of
+    /// `now < deadline`): the `inclusive-deadline` mutant.
+    pub fn deadline_inclusive(self) -> bool {
+        self == Variant::InclusiveDeadline
+    }
+
+    /// Whether the broker cancels a lease's expiry timer when the lease is settled. The timer
+    /// handler trusts its timers (it expires the lease that holds the record), so a timer that
+    /// outlives its lease expires the next one (`stale-timer`).
+    pub fn cancels_timers(self) -> bool {
+        self != Variant::StaleTimer
+    }
+
+    /// Whether a publish is durable before it is acknowledged (else it is flushed with the next
+    /// fetch, and a broker restart before that loses it: `volatile-publish`).
+    pub fn publishes_durable(self) -> bool {
+        self != Variant::VolatilePublish
     }
 }
 

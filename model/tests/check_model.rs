@@ -51,7 +51,7 @@ fn fenced_holds_and_every_applicable_sometimes_property_is_reached() {
         assert_eq!(report.outcome, Outcome::Holds, "{variant}: {report:?}");
         assert!(report.violated().is_empty());
         // Pinned: the default configuration's unique states (with symmetry).
-        assert_eq!(report.counts.unique, 2_354_300, "{variant}");
+        assert_eq!(report.counts.unique, 6_012_407, "{variant}");
         for p in &report.properties {
             let ok = [Verdict::Holds, Verdict::Reached].contains(&p.verdict);
             assert!(ok, "{variant}: {} {:?}", p.name, p.verdict);
@@ -91,20 +91,22 @@ fn counterexamples_are_no_longer_than_before_the_reduction() {
         (Variant::VolatileAck, Invariant::I4, 4),
         (Variant::NackOnAmbiguous, Invariant::I4, 4),
         (Variant::WorkerClockExpiry, Invariant::I1, 4),
-        (Variant::DlqDrop, Invariant::I3, 2),
+        // An expiry is two model steps since the boundary semantics: time reaches the
+        // deadline, then the broker's timer fires (at its next fetch).
+        (Variant::DlqDrop, Invariant::I3, 3),
         (Variant::OnlyAckFenced, Invariant::I1, 4),
         (Variant::AttemptsReset, Invariant::I5, 8),
         (Variant::StuckLease, Invariant::I6, 4),
     ];
+    let mut longer = Vec::new();
     for (variant, invariant, steps) in before {
         let report = run(&CheckConfig::default_for(variant), &options(true), None);
         let cx = report.counterexample(invariant).expect("found");
-        assert!(
-            cx.len() <= steps,
-            "{variant} {invariant}: {} > {steps}",
-            cx.len()
-        );
+        if cx.len() > steps {
+            longer.push(format!("{variant} {invariant}: {} > {steps}", cx.len()));
+        }
     }
+    assert!(longer.is_empty(), "{longer:?}");
 }
 
 fn shortest_len(config: CheckConfig, invariant: Invariant) -> usize {
@@ -261,11 +263,11 @@ fn a_search_cut_by_its_bound_is_bounded_never_holds() {
 #[test]
 fn pinned_unique_state_counts() {
     let pinned = [
-        (plain(1, 1, 1), false, 18),
-        (plain(1, 2, 2), false, 175),
-        (plain(2, 2, 2), false, 7_763),
-        (plain(2, 2, 2), true, 3_989),
-        (plain(2, 3, 2), true, 9_446),
+        (plain(1, 1, 1), false, 22),
+        (plain(1, 2, 2), false, 231),
+        (plain(2, 2, 2), false, 11_935),
+        (plain(2, 2, 2), true, 6_181),
+        (plain(2, 3, 2), true, 17_524),
         (
             CheckConfig {
                 budgets: Budgets {
@@ -276,12 +278,19 @@ fn pinned_unique_state_counts() {
                 ..plain(2, 2, 2)
             },
             true,
-            7_085,
+            11_219,
         ),
-        (CheckConfig::default_for(Variant::LeaseIdReuse), false, 288),
+        (CheckConfig::default_for(Variant::LeaseIdReuse), false, 330),
     ];
+    let mut differ = Vec::new();
     for (config, symmetry, unique) in pinned {
         let report = run(&config, &options(symmetry), None);
-        assert_eq!(report.counts.unique, unique, "{config} symmetry {symmetry}");
+        if report.counts.unique != unique {
+            differ.push(format!(
+                "{config} symmetry {symmetry}: {}",
+                report.counts.unique
+            ));
+        }
     }
+    assert!(differ.is_empty(), "{differ:#?}");
 }

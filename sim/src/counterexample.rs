@@ -3,10 +3,13 @@
 //! this scenario through the scenario executor and printing its timeline ([`replay`]): one
 //! renderer for both engines.
 //!
-//! Model step `i` happens at `at_ms = STEP_MS × i`. The model is untimed; time is chosen so
-//! that the replay sees the same interleaving: a lease the model expires at step `k` gets a
+//! Model step `i` happens `STEP_MS` after step `i - 1`, except the step after a model expiry,
+//! which happens at the same time. The model is untimed; time is chosen so that the replay sees
+//! the same interleaving: a lease whose timer the model lets time reach at step `k` gets a
 //! duration (on its fetch, or its last accepted renew) that puts its deadline at step `k`'s
-//! time, so it expires before the next step; every other lease outlives the run. A lost reply
+//! time, so a request the next step delivers lands exactly at the deadline, as in the model;
+//! every other lease outlives the run. The broker expires leases lazily (`expiry =
+//! "on_fetch"`), as the model's broker does: at its next fetch. A lost reply
 //! is a settle step with `fault = "lost_reply"`; a dropped request sends nothing; a duplicated
 //! request is the same settle step twice; a crash is a `crash` step and a `restart` step at the
 //! same time (the model's crashed worker is idle at once); the `worker-clock-expiry` mutant
@@ -76,6 +79,16 @@ fn unroll(model: &LeaseModel, cx: &Counterexample) -> Unrolled {
     let states = path::replay(model, &actions);
     let told = path::steps(model, &actions, &states);
     let mut at_ms: Vec<u64> = (0..told.len()).map(|i| STEP_MS * i as u64).collect();
+    if cx.loop_start.is_none() {
+        // The step after an expiry lands at the expiry's time: at the lease's deadline.
+        let mut time_ms = 0;
+        for (index, step) in told.iter().enumerate() {
+            at_ms[index] = time_ms;
+            if !matches!(step, Told::Expire { .. }) {
+                time_ms += STEP_MS;
+            }
+        }
+    }
     if let Some(start) = cx.loop_start {
         // The replay's period is the loop block's span plus the gap before it: shift the
         // block so that it equals the model loop's length (see the module documentation).
@@ -222,8 +235,8 @@ fn frame(config: &CheckConfig, cx: &Counterexample, end_ms: u64) -> Scenario {
             max_attempts: config.max_attempts,
             ack_policy: config.policy.name().to_string(),
             clock_offset_ms,
-            // The model expired this variant's leases lazily (at the broker's next fetch).
-            expiry: config.lazy_expiry().then(|| "on_fetch".to_string()),
+            // The model's broker expires leases lazily (at its next fetch).
+            expiry: Some("on_fetch".to_string()),
         },
         seed: None,
         faults: None,
@@ -278,9 +291,9 @@ fn steps_of(told: &Told, base: Step, duration: Option<u64>, groups: usize) -> Ve
             op: "broker_restart".to_string(),
             ..base
         }],
-        // The lease's deadline is this step's time: the replay expires it before this step
-        // and the oracle observes the expiry on its own, as the model did. A zero-length
-        // pause changes nothing else.
+        // The lease's deadline is this step's time: the oracle's lease ends before this
+        // step, as in the model; the broker expires it at its next fetch. A zero-length pause
+        // changes nothing else.
         Told::Expire { .. } => vec![Step {
             for_ms: Some(0),
             expect: None,

@@ -67,9 +67,23 @@ fn fields_of(op: &str) -> &'static [&'static str] {
         "fetch" => &[
             "worker*", "bind", "group", "limit", "lease_ms", "fault", "expect",
         ],
-        "ack" => &["worker*", "lease*", "fault", "receipt", "expect"],
+        "ack" => &[
+            "worker*",
+            "lease*",
+            "fault",
+            "receipt",
+            "before_timer",
+            "expect",
+        ],
         "nack" => &[
-            "worker*", "lease*", "delay_ms", "reason", "fault", "receipt", "expect",
+            "worker*",
+            "lease*",
+            "delay_ms",
+            "reason",
+            "fault",
+            "receipt",
+            "before_timer",
+            "expect",
         ],
         "renew" => &[
             "worker*",
@@ -77,9 +91,18 @@ fn fields_of(op: &str) -> &'static [&'static str] {
             "extend_ms",
             "fault",
             "receipt",
+            "before_timer",
             "expect",
         ],
-        "reject" => &["worker*", "lease*", "reason", "fault", "receipt", "expect"],
+        "reject" => &[
+            "worker*",
+            "lease*",
+            "reason",
+            "fault",
+            "receipt",
+            "before_timer",
+            "expect",
+        ],
         "handle" => &[
             "worker*",
             "lease*",
@@ -639,6 +662,7 @@ impl<'a> Validator<'a> {
                 fault,
                 expect: step.expect.clone(),
                 repeat: step.repeat,
+                before_timer: step.before_timer,
                 line: position(
                     self.at.src,
                     self.at
@@ -695,7 +719,7 @@ impl<'a> Validator<'a> {
     }
 
     fn check_fields(&self, index: usize, step: &Step) -> Checked<()> {
-        let present: [(&str, bool); 17] = [
+        let present: [(&str, bool); 18] = [
             ("worker", step.worker.is_some()),
             ("bind", step.bind.is_some()),
             ("lease", step.lease.is_some()),
@@ -713,6 +737,7 @@ impl<'a> Validator<'a> {
             ("error_kind", step.error_kind.is_some()),
             ("outcomes", !step.outcomes.is_empty()),
             ("liveness_ms_max", step.liveness_ms_max.is_some()),
+            ("before_timer", step.before_timer),
         ];
         let allowed = fields_of(&step.op);
         let takes: Vec<&str> = allowed.iter().map(|f| f.trim_end_matches('*')).collect();

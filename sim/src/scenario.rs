@@ -10,6 +10,8 @@
 //! * `fault = "lost_reply" | "dropped" | "unavailable" | "failed"` on a settle, `handle` or
 //!   `fetch` step (for `handle`: on the settles that handler run sends, not on the runtime's follow-up nack);
 //! * `receipt = N` on a settle: send this receipt instead of the lease's own;
+//! * `before_timer = true` on a settle: it lands before the broker's expiries due at its
+//!   `at_ms` (a settle at exactly the deadline under `expiry = "at_deadline"`);
 //! * `calls = ["ack", "nack", "reject"]` on `handle`: the handler's calls on its message handle;
 //! * `error_kind = "RuntimeError"` on `handle` / `drain` with `outcome = "error"`: the error's
 //!   type name (the dead-letter reason when `reason` is empty; default `RuntimeError`);
@@ -210,6 +212,11 @@ pub struct Step {
     /// The step belongs to the loop of a lasso (see the module documentation).
     #[serde(default, skip_serializing_if = "is_false")]
     pub repeat: bool,
+    /// Settles: the request lands before the broker's expiries due at `at_ms` (default: they
+    /// run first). With `expiry = "at_deadline"`, a settle at exactly its lease's deadline
+    /// then meets the lease the broker has not expired yet.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub before_timer: bool,
 }
 
 fn is_false(value: &bool) -> bool {

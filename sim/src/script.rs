@@ -58,6 +58,8 @@ pub struct ScriptStep {
     pub line: usize,
     /// It belongs to a lasso's loop (see [`crate::scenario`]).
     pub repeat: bool,
+    /// Its requests land before the broker's expiries due at `at_ms`.
+    pub before_timer: bool,
 }
 
 /// What a step does.
@@ -337,7 +339,11 @@ fn run_one<B: Backend>(
     names: &mut BTreeMap<String, Issuance>,
 ) -> Ran {
     engine.set_step(Some(step.index));
-    engine.run_until(step.at_ms);
+    if step.before_timer {
+        engine.run_before(step.at_ms);
+    } else {
+        engine.run_until(step.at_ms);
+    }
     let first_line = engine.trace().lines.len();
     let actual = run_step(engine, step, names);
     engine.end_step();
@@ -601,7 +607,10 @@ fn settle_step<B: Backend>(
     names: &BTreeMap<String, Issuance>,
 ) -> String {
     let (now, worker) = (step.at_ms, step.worker.unwrap_or(0));
-    let delivery = Delivery::with_fault(step.fault);
+    let delivery = Delivery {
+        before_timer: step.before_timer,
+        ..Delivery::with_fault(step.fault)
+    };
     let (Op::Settle { lease, .. } | Op::Handle { lease, .. }) = &step.op else {
         unreachable!("a settle or handle step")
     };

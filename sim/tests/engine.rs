@@ -191,6 +191,55 @@ fn an_expiry_due_at_the_same_time_as_a_delivery_runs_first() {
 }
 
 #[test]
+fn a_request_sent_before_the_timer_lands_at_the_deadline_before_the_expiry() {
+    // The same ack at the same millisecond, sent to land before the broker's timer: the broker
+    // still holds the lease at now == deadline, and a correct fence refuses it (now < deadline
+    // is false); the inclusive-deadline mutant accepts it, and the oracle (whose lease lapsed
+    // at the deadline) reports I1.
+    for (variant, answer) in [
+        (Variant::Fenced, Err(SettleError::StaleLease)),
+        (Variant::InclusiveDeadline, Ok(())),
+    ] {
+        let mut e = engine(variant);
+        let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];
+        e.run_until(29_000);
+        let delivery = Delivery {
+            delay_ms: 1_000,
+            before_timer: true,
+            ..Delivery::INSTANT
+        };
+        let id = e.send(0, l1, None, SettleOp::Ack, delivery);
+        e.run_until(30_000);
+        e.end_step();
+        let trace = e.trace();
+        assert_eq!(trace.request(id).answer, Some(answer.clone()), "{variant}");
+        let kinds: Vec<_> = trace.lines.iter().map(|l| &l.kind).collect();
+        let expired = kinds
+            .iter()
+            .position(|k| matches!(k, leasehold_sim::trace::LineKind::Expired { .. }));
+        let ack = trace.lines.len() - 1;
+        match answer {
+            // Refused: the broker's timer fires after the landing, at the same millisecond.
+            Err(_) => {
+                assert!(expired.is_some_and(|x| x > 0), "{kinds:?}");
+                assert!(e.oracle().violations().is_empty());
+            }
+            // Accepted: nothing is left to expire, and the stale ack counted.
+            Ok(()) => {
+                assert_eq!(expired, None, "{kinds:?} {ack}");
+                let broken: Vec<_> = e
+                    .oracle()
+                    .violations()
+                    .iter()
+                    .map(|v| v.invariant)
+                    .collect();
+                assert!(broken.contains(&Invariant::I1), "{broken:?}");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_dropped_request_is_not_applied_and_a_duplicate_is_answered_again() {
     let mut e = engine(Variant::Fenced);
     let l1 = e.fetch(0, 0, 1, None, &[], Fault::None).unwrap()[0];

@@ -77,6 +77,7 @@ fn memory_follows_the_live_set_not_the_run() {
         reply_delay_ms: 5,
         fault: Fault::None,
         duplicate_after_ms: Some(3),
+        before_timer: false,
     };
     let (mut early, mut late) = (0, 0);
     for round in 0..10_000u64 {

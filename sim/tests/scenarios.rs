@@ -38,6 +38,10 @@ const RUN: &[&str] = &[
     "mutant-only-ack-fenced.toml",
     "mutant-attempts-reset.toml",
     "mutant-stuck-lease.toml",
+    "mutant-inclusive-deadline.toml",
+    "mutant-stale-timer.toml",
+    "mutant-volatile-publish.toml",
+    "inclusive-deadline-before-timer.toml",
 ];
 
 /// Files under `scenarios/` deliberately not run here, each with the reason.
@@ -256,4 +260,64 @@ fn the_late_xack_counts_on_redis_streams_and_not_when_fenced() {
     assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
     let fenced = replay_matched("redis-streams-fenced-late-xack.toml");
     assert!(fenced.violations.is_empty());
+}
+
+/// SPEC section 1: a lease is valid while `now < deadline`. The boundary files, replayed on
+/// `fenced`, break nothing: the ack at exactly the deadline is refused under both expiry modes,
+/// the nack's timer is cancelled, and a published event survives the restart.
+#[test]
+fn the_blind_spot_scenarios_hold_on_fenced_under_both_expiry_modes() {
+    for file in [
+        "mutant-inclusive-deadline.toml",
+        "mutant-stale-timer.toml",
+        "mutant-volatile-publish.toml",
+    ] {
+        for expiry in ["at_deadline", "on_fetch"] {
+            let src = std::fs::read_to_string(scenarios_dir().join(file)).unwrap();
+            let src = src
+                .lines()
+                .filter(|l| !l.starts_with("variant") && !l.starts_with("expiry"))
+                .filter(|l| !l.starts_with("violated") && !l.starts_with("expect = \"ok\""))
+                .map(|l| match l {
+                    "[config]" => format!("[config]\nexpiry = \"{expiry}\""),
+                    "[expect]" => "[expect]\ninvariants = \"hold\"".to_string(),
+                    l => l.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let src = format!("variant = \"fenced\"\n{src}\n");
+            let script = parse(&src, file).unwrap_or_else(|e| panic!("{e}"));
+            let replay = script::run(&script, Broker::new(script.setup.broker_config()));
+            assert!(replay.violations.is_empty(), "{file} {expiry}");
+            assert!(replay.matched, "{file} {expiry}:\n{}", replay.text());
+        }
+    }
+}
+
+/// `before_timer` on a settle at exactly the deadline under `expiry = "at_deadline"`: the ack
+/// meets the lease the broker has not expired yet. The mutant accepts it (I1); `fenced`
+/// refuses it (`stale_lease`, nothing broken); without the flag the broker's timer runs
+/// first and the mutant refuses it too (the lease expired at 1000).
+#[test]
+fn an_ack_before_the_timer_at_the_deadline_counts_only_on_the_inclusive_mutant() {
+    let file = "inclusive-deadline-before-timer.toml";
+    let mutant = replay_matched(file);
+    assert!(mutant.violated(leasehold_model::Invariant::I1));
+    let src = std::fs::read_to_string(scenarios_dir().join(file)).unwrap();
+    let run = |src: &str| {
+        let script = parse(src, file).unwrap_or_else(|e| panic!("{e}"));
+        script::run(&script, Broker::new(script.setup.broker_config()))
+    };
+    let fenced = run(&src
+        .replace("variant = \"inclusive-deadline\"", "variant = \"fenced\"")
+        .replace("expect = \"ok\"", "expect = \"stale_lease\"")
+        .replace("violated = \"I1\"", "invariants = \"hold\""));
+    assert!(fenced.matched, "{}", fenced.text());
+    assert!(fenced.violations.is_empty());
+    let timer_first = run(&src
+        .replace("before_timer = true\n", "")
+        .replace("expect = \"ok\"", "expect = \"stale_lease\"")
+        .replace("violated = \"I1\"", "invariants = \"hold\""));
+    assert!(timer_first.matched, "{}", timer_first.text());
+    assert!(timer_first.violations.is_empty());
 }

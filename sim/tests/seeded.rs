@@ -251,3 +251,78 @@ fn every_saved_finding_replays_to_its_expected_violation() {
         assert_eq!(first.trace_hash, again.trace_hash);
     }
 }
+
+/// Landings at (deadline − 1, deadline, deadline + 1) of the request's own lease, and events
+/// published after time 0, in a recorded run of `setup`.
+fn boundary_landings_and_publishes(setup: &Setup) -> ([u64; 3], u64) {
+    use leasehold_sim::event::Event;
+    let outcome = run_setup(setup, BackendKind::Pure, true);
+    let recorded = outcome.recorded.expect("recorded");
+    let mut deadline_of = Vec::new();
+    let (mut landings, mut published) = ([0u64; 3], 0);
+    for stamped in &recorded.events {
+        match &stamped.event {
+            Event::Sent { request, lease, .. } => {
+                let index = request.0 as usize;
+                deadline_of.resize(deadline_of.len().max(index + 1), 0);
+                deadline_of[index] = lease.deadline_ms;
+            }
+            Event::Landed {
+                request,
+                duplicate: false,
+                ..
+            } => {
+                let deadline = deadline_of[request.0 as usize];
+                let offset = stamped.at_ms as i64 - deadline as i64;
+                if (-1..=1).contains(&offset) {
+                    landings[(offset + 1) as usize] += 1;
+                }
+            }
+            Event::Published { .. } => published += 1,
+            _ => {}
+        }
+    }
+    (landings, published)
+}
+
+/// The boundary fault aims settles and renews at their lease's deadline − 1, exactly, and + 1
+/// ms, under both expiry modes; the workload publishes during the run. With both off (as in a
+/// file written before they existed), nothing lands at a deadline by aim and nothing is
+/// published after time 0.
+#[test]
+fn the_boundary_fault_lands_requests_at_the_deadline_and_the_workload_publishes() {
+    use leasehold_sim::engine::Expiry;
+    for expiry in [Expiry::AtDeadline, Expiry::OnFetch] {
+        let mut setup = template(Variant::Fenced);
+        setup.expiry = expiry;
+        setup.faults = FaultPlan::none();
+        setup.workload.publish = Ratio::zero();
+        let (off, published_off) = boundary_landings_and_publishes(&setup);
+        assert_eq!(published_off, 0, "{expiry:?}");
+        setup.faults.boundary = Ratio::new(1, 2);
+        setup.workload.publish = Ratio::new(1, 4);
+        let (on, published_on) = boundary_landings_and_publishes(&setup);
+        assert!(on.iter().all(|&n| n > 0), "{expiry:?}: {on:?}");
+        assert!(on[1] > off[1], "{expiry:?}: {on:?} vs {off:?}");
+        assert!(
+            (1..=u64::from(setup.events)).contains(&published_on),
+            "{expiry:?}: {published_on}"
+        );
+    }
+}
+
+/// A plan or workload written before the boundary fault and the publishes existed has them
+/// off: the files under `scenarios/found/` replay as recorded.
+#[test]
+fn a_plan_without_the_new_fields_has_them_off() {
+    let mut plan = toml::Value::try_from(FaultPlan::default()).unwrap();
+    plan.as_table_mut().unwrap().remove("boundary");
+    let plan: FaultPlan = plan.try_into().unwrap();
+    assert!(plan.boundary.is_zero());
+    assert!(!FaultPlan::default().boundary.is_zero());
+    let mut workload = toml::Value::try_from(Workload::default()).unwrap();
+    workload.as_table_mut().unwrap().remove("publish");
+    let workload: Workload = workload.try_into().unwrap();
+    assert!(workload.publish.is_zero());
+    assert!(!Workload::default().publish.is_zero());
+}

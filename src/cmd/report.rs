@@ -465,12 +465,13 @@ mod tests {
         };
         assert_eq!(run_stand_in(&args), Status::Ok);
         let md = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
-        assert!(md.contains("**Result: every cell as expected** (15 variants"));
-        // SPEC section 2: two protocols hold, thirteen variants each break one invariant.
+        assert!(md.contains("**Result: every cell as expected** (18 variants"));
+        // SPEC section 2: two protocols hold, sixteen variants each break one invariant
+        // (redis-streams, and fifteen mutants: twelve, then one per blind spot).
         assert!(md.contains(
             "**Headline**: 2 of 2 variants expected to hold hold in every cell the engines \
-             evaluate; 13 of 13 expected violations are caught by both engines (check 13, sim \
-             13); 0 unexpected cells."
+             evaluate; 16 of 16 expected violations are caught by both engines (check 16, sim \
+             16); 0 unexpected cells."
         ));
         // The expected violation is bold and linked to its scenario; the extra one is informational.
         assert!(md.contains("**[violated (depth 3)](scenarios/dlq-drop-check-I3.toml)**"));

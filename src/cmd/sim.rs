@@ -97,6 +97,9 @@ pub struct Options {
     /// Handler error, per handler run.
     #[arg(long)]
     pub handler_error: Option<Ratio>,
+    /// Requests aimed at their lease's deadline (± 1 ms), per settle or renew.
+    #[arg(long)]
+    pub boundary: Option<Ratio>,
     /// Events published at time 0.
     #[arg(long, default_value_t = 20)]
     pub events: u32,
@@ -304,7 +307,7 @@ pub fn template_pinned(args: &Options) -> Result<(Setup, Pinned), UserError> {
     Ok((setup, pinned))
 }
 
-fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 14] {
+fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 15] {
     [
         (Fault::Crash, args.crash),
         (Fault::Pause, args.pause),
@@ -320,6 +323,7 @@ fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 14] {
         (Fault::ClockSkew, args.clock_skew),
         (Fault::SlowHandler, args.slow_handler),
         (Fault::HandlerError, args.handler_error),
+        (Fault::Boundary, args.boundary),
     ]
 }
 

@@ -178,6 +178,19 @@ impl CheckConfig {
                 },
             ),
             Variant::DlqDrop => base(1, 1, 1, none),
+            Variant::InclusiveDeadline => base(1, 1, 2, none),
+            // A third attempt: the stale timer's expiry returns the event instead of
+            // dead-lettering it, so it is leased again while its holder's lease is unexpired.
+            Variant::StaleTimer => base(1, 2, 3, none),
+            Variant::VolatilePublish => base(
+                1,
+                1,
+                1,
+                Budgets {
+                    broker_restarts: 1,
+                    ..none
+                },
+            ),
             Variant::StuckLease => base(
                 1,
                 1,
@@ -210,15 +223,6 @@ impl CheckConfig {
             renews: Renews::Budget,
             fairness: Fairness::Weak,
         }
-    }
-
-    /// Whether the model expires leases lazily: the `Expire` action only makes the lease's
-    /// deadline pass, and the broker expires it at its next fetch (as it does on Redis). This
-    /// matters only for a broker whose fence is not its own clock (`worker-clock-expiry`): for
-    /// every other variant a lapsed lease is refused exactly like an expired one, so the
-    /// model keeps the smaller eager schedule.
-    pub fn lazy_expiry(&self) -> bool {
-        self.variant.fence(&crate::types::SettleOp::Ack) == crate::variant::Fence::WorkerClock
     }
 
     /// Checks the sizes; the error is one line naming the field.

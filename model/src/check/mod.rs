@@ -16,8 +16,11 @@
 //! * [`mod@run`] — `check` as a library call: the verdict rule and the report.
 //!
 //! The model is untimed: the broker's clock reads a constant and its leases are practically
-//! endless; expiry is the action `Expire`, enabled whenever a record holds an armed lease, so
-//! it covers every timing and every clock skew.
+//! endless; the passage of time is the action `Expire`, enabled for every pending timer of the
+//! broker (a lease's, or one that outlived its lease), so it covers every timing and every
+//! clock skew. `Expire` brings the clock to the timer's deadline exactly: requests may land at
+//! `now == deadline` before the broker's timer fires, which it does at its next fetch (as a
+//! Redis claim does).
 
 pub mod config;
 pub mod fingerprint;

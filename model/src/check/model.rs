@@ -2,7 +2,7 @@
 //! the properties, and the stateright [`Model`] (for the Explorer and for cross-checking the
 //! search against stateright's).
 
-use crate::broker::{Broker, BrokerConfig, SettleRequest};
+use crate::broker::{Broker, BrokerConfig, SettleRequest, Timer};
 use crate::check::config::{CheckConfig, Renews};
 use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
 use crate::invariant::Invariant;
@@ -316,8 +316,13 @@ impl LeaseModel {
             }
         }
         self.message_actions(state, actions);
-        for timer in state.broker.timers() {
-            if timer.deadline_ms > MODEL_NOW_MS {
+        // Time may reach the deadline of any pending timer — a lease's, or one that outlived
+        // its lease (`stale-timer`) — one per record, in firing order.
+        let timers = state.broker.timers();
+        for (index, timer) in timers.iter().enumerate() {
+            let pending = |t: &Timer| t.deadline_ms > MODEL_NOW_MS;
+            let record = |t: &Timer| (t.group, t.seq) == (timer.group, timer.seq);
+            if pending(timer) && !timers[..index].iter().any(|t| pending(t) && record(t)) {
                 actions.push(Action::Expire {
                     group: timer.group as u8,
                     seq: timer.seq as u8,
@@ -532,15 +537,14 @@ impl LeaseModel {
                 reply_lost,
             } => self.deliver(state, message as usize, reply_lost),
             Action::Expire { group, seq } => {
+                // The clock reaches the timer's deadline; the lease it was armed for, if it
+                // still holds the record, ends now (the broker expires it when the timer
+                // fires, at its next fetch). A timer that outlived its lease ends nothing.
                 let (group, seq) = (group as usize, u32::from(seq));
-                let mut seen = 0;
-                if self.config.lazy_expiry() {
-                    state.broker.lapse(group, seq, MODEL_NOW_MS);
-                } else if state.broker.expire(group, seq, 0).is_some() {
-                    seen = Self::dead_lettered(state, group, seq);
+                if state.broker.lapse(group, seq, MODEL_NOW_MS) == Some(true) {
+                    state.oracle.expired(group, seq);
                 }
-                state.oracle.expired(group, seq);
-                seen
+                0
             }
             Action::Crash { worker } => {
                 state.workers[worker as usize] = Worker::Idle;

@@ -13,7 +13,7 @@ use crate::check::shortest::Counterexample;
 use crate::check::state::{Action, Msg, State, Worker};
 use crate::invariant::Invariant;
 use crate::oracle::Issuance;
-use crate::types::{GroupIx, Seq, SettleError, SettleOp};
+use crate::types::{GroupIx, Record, Seq, SettleError, SettleOp};
 use std::collections::BTreeMap;
 
 /// What the sender of a request learnt about it.
@@ -144,6 +144,8 @@ pub fn replay(model: &LeaseModel, actions: &[Action]) -> Vec<State> {
 struct Seen {
     owner: BTreeMap<Issuance, usize>,
     current: BTreeMap<(GroupIx, Seq), Issuance>,
+    /// Each broker lease id's latest issuance (the replay's states are not renumbered).
+    by_id: BTreeMap<u64, Issuance>,
     crashed_since: BTreeMap<usize, bool>,
 }
 
@@ -164,6 +166,9 @@ pub fn steps(model: &LeaseModel, actions: &[Action], states: &[State]) -> Vec<St
                 seen.owner.insert(*lease, *worker);
                 seen.crashed_since.insert(*worker, false);
                 seen.current.insert((*group, *seq), *lease);
+                if let Some(Record::Leased { lease_id, .. }) = after.broker.record(*group, *seq) {
+                    seen.by_id.insert(lease_id.0, *lease);
+                }
             }
             Step::Deliver {
                 lease,
@@ -235,14 +240,30 @@ fn describe(
         } => describe_delivery(model, before, after, message, reply_lost, seen),
         Action::Expire { group, seq } => {
             let (group, seq) = (group as usize, Seq::from(seq));
+            // The lease whose timer time reaches: the record's latest, or an earlier one whose
+            // timer outlived it (`stale-timer`).
+            let timer = before.broker.timers().iter().find(|t| {
+                t.group as usize == group && t.seq == seq && t.deadline_ms > MODEL_NOW_MS
+            });
+            let held = matches!(before.broker.record(group, seq),
+                Some(Record::Leased { lease_id, .. }) if timer.is_some_and(|t| t.lease_id == *lease_id));
+            let lease = if held {
+                seen.current.get(&(group, seq)).copied()
+            } else {
+                timer.and_then(|t| seen.by_id.get(&t.lease_id.0).copied())
+            };
             Step::Expire {
                 group,
                 seq,
-                lease: seen.current.get(&(group, seq)).copied(),
-                dead_lettered: after
+                lease,
+                dead_lettered: !before
                     .broker
                     .record(group, seq)
-                    .is_some_and(|r| r.is_settled()),
+                    .is_some_and(|r| r.is_settled())
+                    && after
+                        .broker
+                        .record(group, seq)
+                        .is_some_and(|r| r.is_settled()),
             }
         }
         Action::Crash { worker } => Step::Crash {

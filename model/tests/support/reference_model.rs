@@ -360,7 +360,7 @@ impl ReferenceModel {
                 .any(|t| t.group as usize == group && t.deadline_ms <= MODEL_NOW_MS)
     }
 
-    /// Whether the lease on (group, seq) can still run out: it is armed and has not lapsed.
+    /// Whether time can still reach a timer on (group, seq): one is pending and not due.
     fn expirable(state: &State, group: usize, seq: u32) -> bool {
         state
             .broker
@@ -565,12 +565,9 @@ impl ReferenceModel {
                 reply_lost,
             } => self.deliver(state, message as usize, reply_lost),
             Action::Expire { group, seq } => {
-                if self.config.lazy_expiry() {
-                    state.broker.lapse(group as usize, seq, MODEL_NOW_MS);
-                } else {
-                    state.broker.expire(group as usize, seq, 0);
+                if state.broker.lapse(group as usize, seq, MODEL_NOW_MS) == Some(true) {
+                    state.oracle.expired(group as usize, seq);
                 }
-                state.oracle.expired(group as usize, seq);
             }
             Action::Crash { worker } => {
                 state.workers[worker as usize] = Worker::Crashed;

@@ -18,7 +18,9 @@
 //! moves time with [`Engine::run_until`], which processes, in order, every broker expiry
 //! (`Backend::next_deadline`) and every queued event due at or before the target time. An
 //! expiry due at the same time as an event runs first: a lease is valid while
-//! `now < deadline`. With [`Expiry::OnFetch`] the broker expires leases only when it next
+//! `now < deadline` — except a request sent with [`Delivery::before_timer`], which lands before
+//! the broker's timers of its millisecond (a settle at exactly the deadline meets a lease the
+//! broker has not expired yet; [`Engine::run_before`] lets a driver send one at that instant). With [`Expiry::OnFetch`] the broker expires leases only when it next
 //! fetches instead.
 //!
 //! # Nodes

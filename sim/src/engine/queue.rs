@@ -1,5 +1,7 @@
-//! The engine's event queue: what is scheduled, ordered by (virtual time, insertion sequence).
-//! Entries are small (a kind and a slot); the payload lives in the engine's live tables.
+//! The engine's event queue: what is scheduled, ordered by (virtual time, rank, insertion
+//! sequence). Entries are small (a kind, a slot and a rank); the payload lives in the engine's
+//! live tables. An entry pushed [`Queue::push_first`] ranks before the others due at its
+//! millisecond, and before the broker's expiries due then (see [`Queue::next_is_first`]).
 
 use leasehold_model::Ms;
 
@@ -28,18 +30,20 @@ pub enum Due {
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     at_ms: Ms,
+    /// 0: lands before the timers and the other entries of its millisecond; 1: after them.
+    rank: u8,
     seq: u64,
     due: Due,
 }
 
 impl Entry {
     #[inline]
-    fn key(&self) -> (Ms, u64) {
-        (self.at_ms, self.seq)
+    fn key(&self) -> (Ms, u8, u64) {
+        (self.at_ms, self.rank, self.seq)
     }
 }
 
-/// A min-queue of [`Due`] by (time, insertion sequence): ties go in insertion order.
+/// A min-queue of [`Due`] by (time, rank, insertion sequence): ties go in insertion order.
 ///
 /// The queue holds what is in flight (a few entries per worker), so a vector kept sorted
 /// latest first beats a heap: the earliest entry pops from the end, and an insertion moves the
@@ -52,17 +56,34 @@ pub struct Queue {
 }
 
 impl Queue {
-    /// Schedules `due` at `at_ms`.
+    /// Schedules `due` at `at_ms`, after the broker's expiries due then.
     #[inline]
     pub fn push(&mut self, at_ms: Ms, due: Due) {
+        self.push_ranked(at_ms, 1, due);
+    }
+
+    /// Schedules `due` at `at_ms`, before the broker's expiries due then and before every
+    /// entry of that millisecond pushed with [`Queue::push`] (a request that lands before the
+    /// timer of its millisecond).
+    #[inline]
+    pub fn push_first(&mut self, at_ms: Ms, due: Due) {
+        self.push_ranked(at_ms, 0, due);
+    }
+
+    #[inline]
+    fn push_ranked(&mut self, at_ms: Ms, rank: u8, due: Due) {
         let entry = Entry {
             at_ms,
+            rank,
             seq: self.inserted,
             due,
         };
         self.inserted += 1;
-        // Every entry already queued has a smaller sequence: a tie in time goes after them.
-        let position = self.entries.partition_point(|e| e.at_ms > at_ms);
+        // Every entry already queued has a smaller sequence: a tie in (time, rank) goes after
+        // them.
+        let position = self
+            .entries
+            .partition_point(|e| (e.at_ms, e.rank) > (at_ms, rank));
         self.entries.insert(position, entry);
         debug_assert!(self.entries.windows(2).all(|w| w[0].key() > w[1].key()));
     }
@@ -71,6 +92,13 @@ impl Queue {
     #[inline]
     pub fn next_ms(&self) -> Option<Ms> {
         self.entries.last().map(|e| e.at_ms)
+    }
+
+    /// Whether the earliest entry was pushed [`Queue::push_first`]: it runs before the
+    /// broker's expiries due at its millisecond.
+    #[inline]
+    pub fn next_is_first(&self) -> bool {
+        self.entries.last().is_some_and(|e| e.rank == 0)
     }
 
     /// Takes the earliest entry.

@@ -108,6 +108,11 @@ pub struct Delivery {
     /// Deliver a copy again this long after the first delivery (its answer is recorded; its
     /// reply is not sent).
     pub duplicate_after_ms: Option<Ms>,
+    /// The request lands before the broker's expiries due at its arrival millisecond (and
+    /// before the other arrivals of that millisecond): a settle aimed at exactly its lease's
+    /// deadline meets a lease the broker has not expired yet. Otherwise the broker's timers of
+    /// a millisecond run first.
+    pub before_timer: bool,
 }
 
 impl Delivery {
@@ -117,6 +122,7 @@ impl Delivery {
         reply_delay_ms: 0,
         fault: Fault::None,
         duplicate_after_ms: None,
+        before_timer: false,
     };
 
     /// No delay, with `fault`.

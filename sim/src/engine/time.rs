@@ -22,8 +22,11 @@ impl<B: Backend> Engine<B> {
                 .filter(|_| eager)
                 .filter(|&d| d <= until_ms && exhausted_deadline.filter(|&x| d <= x).is_none());
             let event = self.next_event_ms().filter(|&e| e <= until_ms);
+            // An expiry runs before the events of its millisecond, except a request that lands
+            // before the timer (a boundary arrival).
+            let first = self.queue.next_is_first();
             match (deadline, event) {
-                (Some(d), e) if e.filter(|&e| d > e).is_none() => {
+                (Some(d), e) if e.filter(|&e| d > e || (d == e && first)).is_none() => {
                     if !self.expire_at(d.max(self.now_ms)) {
                         exhausted_deadline = Some(d);
                     }
@@ -43,6 +46,19 @@ impl<B: Backend> Engine<B> {
         } else {
             self.advance_oracle(until_ms);
         }
+    }
+
+    /// Advances time to `at_ms` without running what is due at `at_ms` itself: every queued
+    /// event and every broker expiry due before it runs, the oracle's leases lapse at `at_ms`,
+    /// and the broker's timers of `at_ms` wait. A request sent now with
+    /// [`Delivery::before_timer`](super::Delivery) and no delay lands before them.
+    pub fn run_before(&mut self, at_ms: Ms) {
+        if at_ms <= self.now_ms {
+            return;
+        }
+        self.run_until(at_ms - 1);
+        self.now_ms = at_ms;
+        self.advance_oracle(at_ms);
     }
 
     /// Expires due leases at `at_ms`; returns whether the broker expired any.

@@ -91,13 +91,15 @@ impl<B: Backend> Engine<B> {
             },
         );
         let at = sent_ms.saturating_add(delivery.delay_ms);
-        self.queue.push(
-            at,
-            Due::Deliver {
-                slot,
-                duplicate: false,
-            },
-        );
+        let due = Due::Deliver {
+            slot,
+            duplicate: false,
+        };
+        if delivery.before_timer {
+            self.queue.push_first(at, due);
+        } else {
+            self.queue.push(at, due);
+        }
         id
     }
 

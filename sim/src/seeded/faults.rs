@@ -62,6 +62,12 @@ pub struct FaultPlan {
     pub slow_handler_ms_max: u64,
     /// Per handler run: the handler raises an error.
     pub handler_error: Ratio,
+    /// Per settle or renew: the request is aimed at its lease's deadline — it reaches the
+    /// broker at the deadline − 1 ms, exactly at it, or + 1 ms — and, by a coin, lands before
+    /// the broker's timers of that millisecond. (Absent from files written before it existed:
+    /// off.)
+    #[serde(default = "Ratio::zero")]
+    pub boundary: Ratio,
 }
 
 /// A fault switch as the command line and the printed plan name it.
@@ -95,11 +101,13 @@ pub enum Fault {
     SlowHandler,
     /// Handler error.
     HandlerError,
+    /// A request aimed at its lease's deadline (± 1 ms).
+    Boundary,
 }
 
 impl Fault {
     /// Every fault, in the order plans print them.
-    pub const ALL: [Fault; 14] = [
+    pub const ALL: [Fault; 15] = [
         Fault::Crash,
         Fault::Pause,
         Fault::Delay,
@@ -114,6 +122,7 @@ impl Fault {
         Fault::ClockSkew,
         Fault::SlowHandler,
         Fault::HandlerError,
+        Fault::Boundary,
     ];
 
     /// The name in plans, flags (`--crash 1/50`) and scenario files.
@@ -133,6 +142,7 @@ impl Fault {
             Fault::ClockSkew => "clock_skew",
             Fault::SlowHandler => "slow_handler",
             Fault::HandlerError => "handler_error",
+            Fault::Boundary => "boundary",
         }
     }
 
@@ -143,6 +153,7 @@ impl Fault {
                 [Ratio::new(1, 100), Ratio::new(1, 25), Ratio::new(1, 8)]
             }
             Fault::BrokerRestart => [Ratio::new(1, 50), Ratio::new(1, 20), Ratio::new(1, 8)],
+            Fault::Boundary => [Ratio::new(1, 20), Ratio::new(1, 8), Ratio::new(1, 3)],
             Fault::ClockSkew => [Ratio::new(1, 4), Ratio::new(1, 2), Ratio::ONE],
             Fault::Delay | Fault::Reorder => {
                 [Ratio::new(1, 20), Ratio::new(1, 5), Ratio::new(1, 2)]
@@ -191,6 +202,7 @@ impl FaultPlan {
             slow_handler: Ratio::new(1, 25),
             slow_handler_ms_max: lease_ms.saturating_mul(3),
             handler_error: Ratio::new(1, 20),
+            boundary: Ratio::new(1, 10),
         }
     }
 }
@@ -222,6 +234,7 @@ impl FaultPlan {
             Fault::ClockSkew => self.clock_skew,
             Fault::SlowHandler => self.slow_handler,
             Fault::HandlerError => self.handler_error,
+            Fault::Boundary => self.boundary,
         }
     }
 
@@ -242,6 +255,7 @@ impl FaultPlan {
             Fault::ClockSkew => &mut self.clock_skew,
             Fault::SlowHandler => &mut self.slow_handler,
             Fault::HandlerError => &mut self.handler_error,
+            Fault::Boundary => &mut self.boundary,
         }
     }
 

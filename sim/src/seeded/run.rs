@@ -176,6 +176,12 @@ struct Driver<'a, B: Backend> {
     network: Prng,
     faults: Prng,
     handler: Prng,
+    /// Draws of the boundary fault (a stream of its own: a plan without it draws nothing).
+    boundary: Prng,
+    /// Draws of the publishes during the run (a stream of its own, likewise).
+    publishes: Prng,
+    /// Events published during the run so far.
+    published: u32,
     progress: Option<std::sync::Arc<Progress>>,
 }
 
@@ -282,6 +288,9 @@ impl<'a, B: Backend> Driver<'a, B> {
             network: Prng::named(seed, "network"),
             faults: Prng::named(seed, "faults"),
             handler: Prng::named(seed, "handler"),
+            boundary: Prng::named(seed, "boundary"),
+            publishes: Prng::named(seed, "publish"),
+            published: 0,
             progress: options.progress.clone(),
         }
     }
@@ -496,7 +505,68 @@ impl<'a, B: Backend> Driver<'a, B> {
             reply_delay_ms: self.latency_ms(),
             fault,
             duplicate_after_ms,
+            before_timer: false,
         }
+    }
+
+    /// The boundary fault: when it strikes, a time aimed at lease `issuance`'s deadline — the
+    /// deadline − 1 ms, exactly it, or + 1 ms — and whether the request lands before the
+    /// broker's timers of that millisecond.
+    fn boundary_target(&mut self, issuance: Issuance) -> Option<(Ms, bool)> {
+        if !self.boundary.chance(self.setup.faults.boundary) {
+            return None;
+        }
+        let deadline_ms = self.engine.lease(issuance)?.deadline_ms;
+        let target = (deadline_ms + self.boundary.below(3)).checked_sub(1)?;
+        Some((target, self.boundary.coin()))
+    }
+
+    /// A request sent now on `delivery`, aimed at its lease's deadline when the boundary fault
+    /// strikes (and the deadline is still ahead).
+    fn aim_request(&mut self, issuance: Issuance, delivery: &mut Delivery) {
+        let now = self.engine.now_ms();
+        if let Some((target, before_timer)) = self.boundary_target(issuance) {
+            if let Some(delay_ms) = target.checked_sub(now) {
+                delivery.delay_ms = delay_ms;
+                delivery.before_timer = before_timer;
+            }
+        }
+    }
+
+    /// A handler run aimed at its lease's deadline when the boundary fault strikes: it ends
+    /// 1 ms before the target and its settles take 1 ms (it does not renew).
+    fn aim_handler(
+        &mut self,
+        issuance: Issuance,
+        run: &mut HandlerRun,
+        renews: &mut bool,
+    ) -> Option<Delivery> {
+        let now = self.engine.now_ms();
+        let (target, before_timer) = self.boundary_target(issuance)?;
+        let handler_ms = target
+            .checked_sub(now)?
+            .checked_sub(1)
+            .filter(|&ms| ms > 0)?;
+        run.handler_ms = handler_ms;
+        *renews = false;
+        Some(Delivery {
+            delay_ms: 1,
+            before_timer,
+            ..Delivery::INSTANT
+        })
+    }
+
+    /// Publishes one more event when the workload draws it (at most `[config] events` during
+    /// the run); whether it did.
+    fn publish_more(&mut self) -> bool {
+        if self.published >= self.setup.events
+            || !self.publishes.chance(self.setup.workload.publish)
+        {
+            return false;
+        }
+        self.published += 1;
+        self.engine.publish();
+        true
     }
 
     /// One driver event; false when it was void (a superseded timer) and is not a step.
@@ -546,13 +616,18 @@ impl<'a, B: Backend> Driver<'a, B> {
             let ms = self.network.between(1, partition_max.max(1));
             self.workers[worker].partitioned_until_ms = now.saturating_add(ms);
         }
-        if let Some(job) = &self.workers[worker].job {
-            if now < job.end_ms {
-                return self.tend(worker) || acted;
-            }
+        let busy = self.workers[worker]
+            .job
+            .as_ref()
+            .is_some_and(|job| now < job.end_ms);
+        let worked = if busy {
+            self.tend(worker)
+        } else {
             self.workers[worker].job = None;
-        }
-        self.fetch(worker) || acted
+            self.fetch(worker)
+        };
+        let published = self.publish_more();
+        worked || acted || published
     }
 
     /// The first wake after a partition ended: a coverage probe when the worker still holds
@@ -582,7 +657,8 @@ impl<'a, B: Backend> Driver<'a, B> {
                     let op = SettleOp::Renew {
                         extend_ms: self.setup.lease_ms,
                     };
-                    let delivery = self.delivery(worker);
+                    let mut delivery = self.delivery(worker);
+                    self.aim_request(issuance, &mut delivery);
                     self.engine.send(worker, issuance, None, op, delivery);
                     acted = true;
                     let every = self.worker_duration_ms(worker, self.setup.lease_ms / 2);
@@ -659,7 +735,8 @@ impl<'a, B: Backend> Driver<'a, B> {
         let mut end_ms = now;
         let mut next_renew_ms = None;
         for &issuance in leases {
-            let (run, renews) = self.draw_handler(worker, issuance);
+            let (mut run, mut renews) = self.draw_handler(worker, issuance);
+            let aimed = self.aim_handler(issuance, &mut run, &mut renews);
             let mut finish = now.saturating_add(run.handler_ms);
             if self.fault(setup.faults.pause) {
                 let lease_ms = setup.lease_ms;
@@ -669,7 +746,11 @@ impl<'a, B: Backend> Driver<'a, B> {
                 self.engine.pause(worker, ms);
                 finish = finish.max(now.saturating_add(ms));
             }
-            let delivery = self.delivery(worker);
+            let mut delivery = self.delivery(worker);
+            if let Some(aimed) = aimed {
+                delivery.delay_ms = aimed.delay_ms;
+                delivery.before_timer = aimed.before_timer;
+            }
             self.engine.handle(worker, issuance, run, delivery);
             end_ms = end_ms.max(finish);
             if renews {

@@ -36,6 +36,12 @@ pub struct Workload {
     pub safety_ms_max: u64,
     /// Bound on simulator steps in the whole run; hitting it ends the run as inconclusive.
     pub steps_max: u64,
+    /// Per worker wake in the safety phase: one more event is published (after the worker's
+    /// fetch or renew, so publishes interleave with fetches, expiries and broker restarts), up
+    /// to as many events again as `[config] events`. (Absent from files written before it
+    /// existed: off.)
+    #[serde(default = "Ratio::zero")]
+    pub publish: Ratio,
 }
 
 impl Default for Workload {
@@ -81,6 +87,7 @@ impl Workload {
             request_timeout_ms: lease_ms,
             safety_ms_max: lease_ms.saturating_mul(60),
             steps_max: 1_000_000,
+            publish: Ratio::new(1, 10),
         }
     }
 }
