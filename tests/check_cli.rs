@@ -52,7 +52,7 @@ fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_prope
     assert_eq!(output.status.code(), Some(0), "{text}");
     let first = text.lines().next().unwrap();
     assert!(
-        first.starts_with("leasehold check --variant fenced --groups 1 --events 3 --workers 3 --max-attempts 2 --policy nack_on_error --crashes 2 --drops 0 --dups 0 --lost-replies 1"),
+        first.starts_with("leasehold check --variant fenced --groups 1 --events 3 --workers 3 --max-attempts 2 --policy nack_on_error --crashes 1 --drops 0 --dups 0 --lost-replies 1 --broker-restarts 1"),
         "{first}"
     );
     for id in ["I1", "I2", "I3", "I4", "I5", "I6"] {

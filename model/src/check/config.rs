@@ -136,8 +136,9 @@ impl CheckConfig {
                 3,
                 2,
                 Budgets {
-                    crashes: 2,
+                    crashes: 1,
                     lost_replies: 1,
+                    broker_restarts: 1,
                     ..none
                 },
             ),
