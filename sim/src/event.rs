@@ -156,6 +156,10 @@ pub enum Event {
         nack_on_failure: bool,
         /// Why it was sent.
         origin: Origin,
+        /// Aimed to land before the broker's expiries due at the same millisecond
+        /// ([`crate::engine::Delivery::before_timer`]); not hashed: its effect is in the order
+        /// of the events that follow.
+        before_timer: bool,
     },
     /// A request reached the broker, which applied it or refused it.
     Landed {
@@ -562,6 +566,7 @@ impl Event {
             delayed,
             nack_on_failure,
             origin,
+            before_timer: _,
         } = self
         else {
             return;

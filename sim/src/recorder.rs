@@ -427,6 +427,7 @@ impl Recorder {
             delayed,
             nack_on_failure,
             origin,
+            ..
         } = event
         else {
             return;

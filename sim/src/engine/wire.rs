@@ -88,6 +88,7 @@ impl<B: Backend> Engine<B> {
                 delayed,
                 nack_on_failure: from.nack_on_failure,
                 origin: from.origin,
+                before_timer: delivery.before_timer,
             },
         );
         let at = sent_ms.saturating_add(delivery.delay_ms);

@@ -39,6 +39,7 @@ struct Sent {
     fault: Fault,
     worker_clock_ms: u64,
     follow_up: bool,
+    before_timer: bool,
 }
 
 /// The state of a conversion: names given so far and the steps written.
@@ -94,9 +95,11 @@ impl Writer<'_> {
                 fault,
                 worker_clock_ms,
                 origin,
+                before_timer,
                 ..
             } => {
                 let sent = Sent {
+                    before_timer: *before_timer,
                     worker: *worker,
                     issuance: *issuance,
                     op: *op,
@@ -191,6 +194,7 @@ impl Writer<'_> {
             op: sent.op.name().to_string(),
             lease: Some(lease),
             fault: fault.map(str::to_string),
+            before_timer: sent.before_timer,
             ..Step::default()
         };
         match sent.op {
