@@ -371,9 +371,6 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
     backend
         .check(&setup)
         .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
-    backend
-        .check(&setup)
-        .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     if backend.name() == "redis" {
         redis::refuse_restarts(redis::plan_restarts(&setup.faults))
             .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
