@@ -236,28 +236,24 @@ impl Hash for GhostGroup {
     }
 }
 
+/// Leaves the configuration out (the same in every state of a search: equal oracles' hashes
+/// stay equal), and the list of touched records when it is empty (always, between steps).
 impl Hash for Oracle {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        let c = &self.config;
-        state.write_u64(
-            c.group_count as u64
-                | u64::from(c.max_attempts) << 32
-                | u64::from(c.check_at_least_once) << 61
-                | u64::from(c.lean) << 62
-                | u64::from(c.audit_every_step) << 63,
-        );
         self.groups.hash(state);
         self.live.hash(state);
         state.write_u64(
             u64::from(self.next_issuance)
                 | u64::from(self.violated) << 32
-                | u64::from(self.audit_due) << 40,
+                | u64::from(self.audit_due) << 40
+                | (self.touched.len() as u64) << 48,
         );
-        state.write_usize(self.touched.len());
         for &(group, seq) in &self.touched {
             state.write_u64(u64::from(group) | u64::from(seq) << 32);
         }
-        self.log.hash(state);
+        if let Some(log) = &self.log {
+            log.hash(state);
+        }
     }
 }
 
@@ -365,6 +361,17 @@ impl Oracle {
     /// Deliveries the oracle counted for (group, seq).
     pub fn deliveries(&self, group: GroupIx, seq: Seq) -> u32 {
         self.ghost(group, seq).map_or(0, |r| r.deliveries)
+    }
+
+    /// Deliveries the oracle counted over the records `1..=events` of every group: the sum
+    /// of [`Oracle::deliveries`] over them, in one pass without lookups (the checker's
+    /// ranking function reads it per transition).
+    pub fn deliveries_total(&self, events: Seq) -> u64 {
+        self.groups
+            .iter()
+            .flat_map(|g| g.records.iter().take(events as usize))
+            .map(|r| u64::from(r.deliveries))
+            .sum()
     }
 
     /// Whether the oracle knows (group, seq) as settled.

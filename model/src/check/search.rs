@@ -106,7 +106,9 @@ impl Exploration {
     }
 }
 
-type Item = (State, u32);
+/// A state on a search stack, boxed: pushing, popping and sharing move a pointer, and a
+/// thread recycles the boxes it popped (see `Local::free`).
+type Item = (Box<State>, u32);
 
 /// Generated states between two updates of the shared counters.
 const BATCH: u64 = 1 << 12;
@@ -178,7 +180,7 @@ pub fn explore(
             .map(|thread| {
                 let shared = &shared;
                 let start = if thread == 0 {
-                    vec![(init.clone(), 0)]
+                    vec![(Box::new(init.clone()), 0)]
                 } else {
                     Vec::new()
                 };
@@ -206,8 +208,13 @@ struct Local {
     stack: Vec<Item>,
     actions: Actions,
     hasher: Fingerprinter,
-    /// The successor being computed.
-    next: State,
+    /// The successors of the state being expanded, with their fingerprints; each is pushed
+    /// as it is when new.
+    batch: Vec<(Box<State>, u64)>,
+    /// Boxes of expanded and of already seen states, for the next successors (boxes, not
+    /// states: they move to and from the stack as pointers).
+    #[allow(clippy::vec_box)]
+    free: Vec<Box<State>>,
     out: Exploration,
 }
 
@@ -217,13 +224,15 @@ impl Shared<'_> {
             stack,
             actions: Actions::new(),
             hasher: Fingerprinter::default(),
-            next: self.model.init_state(true),
+            batch: Vec::new(),
+            free: Vec::new(),
             out: Exploration::default(),
         };
         let mut flushed = Counts::default();
         loop {
             while let Some((state, depth)) = local.stack.pop() {
                 self.expand(&state, depth, &mut local);
+                local.free.push(state);
                 if local.out.counts.generated - flushed.generated >= BATCH {
                     if self.flush(&mut flushed, local.out.counts) {
                         return local.out;
@@ -306,7 +315,8 @@ impl Shared<'_> {
             stack,
             actions,
             hasher,
-            next,
+            batch,
+            free,
             out,
         } = local;
         model.actions(state, actions);
@@ -319,12 +329,17 @@ impl Shared<'_> {
             return;
         }
         let from_rank = self.check_rank.then(|| rank(model, state));
+        // Every successor first (its fingerprint's slot is prefetched), then the lookups: the
+        // table's cache misses overlap with the successors' computation.
         for &action in actions.iter() {
-            let witness = model.successor_into(state, action, next);
+            let mut next = free
+                .pop()
+                .unwrap_or_else(|| Box::new(model.init_state(true)));
+            let witness = model.successor_into(state, action, &mut next);
             out.counts.generated += 1;
             out.witnessed |= witness;
             if let Some(from_rank) = from_rank {
-                let to_rank = rank(model, next);
+                let to_rank = rank(model, &next);
                 if to_rank >= from_rank && out.rank_failure.is_none() {
                     out.rank_failure = Some(Box::new(RankFailure {
                         from: state.clone(),
@@ -334,14 +349,21 @@ impl Shared<'_> {
                     }));
                 }
             }
-            if self.table.insert(hasher.of(&*next)) {
+            let fp = hasher.of(&*next);
+            self.table.prefetch(fp);
+            batch.push((next, fp));
+        }
+        for (next, fp) in batch.drain(..) {
+            if self.table.insert(fp) {
                 out.counts.unique += 1;
                 out.max_depth = out.max_depth.max(depth + 1);
-                out.violated |= LeaseModel::violation_bits(next);
-                if !model.is_leaf(next) {
-                    stack.push((next.clone(), depth + 1));
+                out.violated |= LeaseModel::violation_bits(&next);
+                if !model.is_leaf(&next) {
+                    stack.push((next, depth + 1));
+                    continue;
                 }
             }
+            free.push(next);
         }
     }
 }

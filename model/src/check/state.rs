@@ -202,10 +202,15 @@ impl Clone for State {
     fn clone_from(&mut self, source: &State) {
         self.broker.clone_from(&source.broker);
         self.oracle.clone_from(&source.oracle);
+        // Item by item: the lists are short, and a `memcpy` call costs more than the copy.
         self.workers.clear();
-        self.workers.extend_from_slice(&source.workers);
+        for &worker in &source.workers {
+            self.workers.push(worker);
+        }
         self.in_flight.clear();
-        self.in_flight.extend_from_slice(&source.in_flight);
+        for &msg in &source.in_flight {
+            self.in_flight.push(msg);
+        }
         self.used = source.used;
     }
 }
@@ -272,109 +277,98 @@ impl State {
     /// `absolute_lease_ids`: the broker may still reset its lease-id counter (a volatile
     /// counter and a broker restart left in the budget), so the ids' distances from 1 matter
     /// and they are kept as they are. `symmetry`: sort the workers.
+    ///
+    /// One pass gathers the ids below 64 as bit masks (the search's configurations stay
+    /// there; wider ids take [`State::renumber_sorted`]); a second pass renames, only when
+    /// some id set is not already dense.
     pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool) {
         self.broker.release_delays(0);
+        let counter = u32::try_from(self.broker.next_lease_id().0).expect("checker bounds");
+        let mut lease_ids = Mask::default();
+        let mut issuances = Mask::default();
         if !absolute_lease_ids {
-            self.renumber_lease_ids();
+            self.broker.for_each_lease_id(|id| {
+                if id.0 < u64::from(counter) {
+                    lease_ids.add(id.0 as u32);
+                }
+            });
         }
-        self.renumber_issuances();
+        self.oracle.for_each_issuance(|i| issuances.add(i.0));
+        for lease in self.refs() {
+            if !absolute_lease_ids && lease.lease_id < counter {
+                lease_ids.add(lease.lease_id);
+            }
+            issuances.add(lease.issuance.0);
+        }
+        if lease_ids.wide || issuances.wide {
+            self.renumber_sorted(absolute_lease_ids, counter);
+        } else {
+            // Lease ids start at 1: `below` distinct ids under the counter are dense exactly
+            // when there are `counter - 1` of them. Issuances start at 0, the next one is the
+            // largest.
+            let below = lease_ids.bits.count_ones();
+            let rename_leases = !absolute_lease_ids && below + 1 != counter;
+            let next_issuance = 63 - issuances.bits.leading_zeros();
+            let rename_issuances = issuances.bits.count_ones() != next_issuance + 1;
+            if rename_leases {
+                let rename = |id: u32| -> u32 {
+                    if id < counter {
+                        lease_ids.rank(id) + 1
+                    } else {
+                        below + 1 + (id - counter)
+                    }
+                };
+                self.broker
+                    .rename_lease_ids(|id| LeaseId(u64::from(rename(id.0 as u32))));
+                for lease in self.refs_mut() {
+                    lease.lease_id = rename(lease.lease_id);
+                }
+            }
+            if rename_issuances {
+                self.oracle
+                    .rename_issuances(|i| Issuance(issuances.rank(i.0)));
+                for lease in self.refs_mut() {
+                    lease.issuance = Issuance(issuances.rank(lease.issuance.0));
+                }
+            }
+        }
         if symmetry {
             self.workers.sort_unstable();
         }
     }
 
-    /// Lease ids below the counter never meet a future id (the counter only grows): dense
-    /// ranks keep their relations. Ids at or above it (only after a counter reset) keep their
-    /// distance from the counter, which decides which future fetch collides with them.
-    fn renumber_lease_ids(&mut self) {
-        let counter = u32::try_from(self.broker.next_lease_id().0).expect("checker bounds");
-        let mut mask = Mask::default();
-        self.broker.for_each_lease_id(|id| {
-            if id.0 < u64::from(counter) {
-                mask.add(id.0 as u32);
+    /// [`State::canonicalize`]'s renumbering for ids that do not fit a mask: sorted lists.
+    fn renumber_sorted(&mut self, absolute_lease_ids: bool, counter: u32) {
+        if !absolute_lease_ids {
+            let mut ids = Ids::new();
+            self.broker.for_each_lease_id(|id| {
+                if id.0 < u64::from(counter) {
+                    ids.push(id.0 as u32);
+                }
+            });
+            ids.extend(self.refs().map(|r| r.lease_id).filter(|&id| id < counter));
+            ids.sort_unstable();
+            ids.dedup();
+            let below = ids.len() as u32;
+            let rename = |id: u32| {
+                if id < counter {
+                    ids.binary_search(&id).expect("gathered") as u32 + 1
+                } else {
+                    below + 1 + (id - counter)
+                }
+            };
+            self.broker
+                .rename_lease_ids(|id| LeaseId(u64::from(rename(id.0 as u32))));
+            for lease in self.refs_mut() {
+                lease.lease_id = rename(lease.lease_id);
             }
-        });
-        for lease in self.refs() {
-            if lease.lease_id < counter {
-                mask.add(lease.lease_id);
-            }
         }
-        if mask.wide {
-            return self.renumber_lease_ids_sorted(counter);
-        }
-        // Ids start at 1: `below` distinct ids under the counter are dense exactly when
-        // there are `counter - 1` of them.
-        let below = mask.bits.count_ones();
-        if below + 1 == counter {
-            return;
-        }
-        let rename = |id: u32| -> u32 {
-            if id < counter {
-                mask.rank(id) + 1
-            } else {
-                below + 1 + (id - counter)
-            }
-        };
-        self.apply_lease_ids(rename);
-    }
-
-    /// [`State::renumber_lease_ids`] for ids that do not fit a mask.
-    fn renumber_lease_ids_sorted(&mut self, counter: u32) {
-        let mut ids = Ids::new();
-        self.broker.for_each_lease_id(|id| {
-            if id.0 < u64::from(counter) {
-                ids.push(id.0 as u32);
-            }
-        });
-        ids.extend(self.refs().map(|r| r.lease_id).filter(|&id| id < counter));
-        ids.sort_unstable();
-        ids.dedup();
-        let below = ids.len() as u32;
-        self.apply_lease_ids(|id| {
-            if id < counter {
-                ids.binary_search(&id).expect("gathered") as u32 + 1
-            } else {
-                below + 1 + (id - counter)
-            }
-        });
-    }
-
-    fn apply_lease_ids(&mut self, rename: impl Fn(u32) -> u32) {
-        self.broker
-            .rename_lease_ids(|id| LeaseId(u64::from(rename(id.0 as u32))));
-        for lease in self.refs_mut() {
-            lease.lease_id = rename(lease.lease_id);
-        }
-    }
-
-    /// Issuances are compared for equality and order only, and every future issuance is
-    /// above every present one: dense ranks. The next issuance is the largest one visited.
-    fn renumber_issuances(&mut self) {
-        let mut mask = Mask::default();
-        self.oracle.for_each_issuance(|i| mask.add(i.0));
-        for lease in self.refs() {
-            mask.add(lease.issuance.0);
-        }
-        if mask.wide {
-            return self.renumber_issuances_sorted();
-        }
-        let next = 63 - mask.bits.leading_zeros();
-        if mask.bits.count_ones() == next + 1 {
-            return;
-        }
-        self.apply_issuances(|id| mask.rank(id));
-    }
-
-    fn renumber_issuances_sorted(&mut self) {
         let mut ids = Ids::new();
         self.oracle.for_each_issuance(|i| ids.push(i.0));
         ids.extend(self.refs().map(|r| r.issuance.0));
         ids.sort_unstable();
         ids.dedup();
-        self.apply_issuances(|id| ids.binary_search(&id).expect("gathered") as u32);
-    }
-
-    fn apply_issuances(&mut self, rename: impl Fn(u32) -> u32) {
+        let rename = |id: u32| ids.binary_search(&id).expect("gathered") as u32;
         self.oracle.rename_issuances(|i| Issuance(rename(i.0)));
         for lease in self.refs_mut() {
             lease.issuance = Issuance(rename(lease.issuance.0));
