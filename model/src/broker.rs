@@ -19,6 +19,7 @@
 //! acks it undoes, the timers it re-arms) and re-derives the frontier from the lowest record
 //! that may have changed. The index is derived data: equality and hashing ignore it.
 
+use crate::inline::InlineVec;
 use crate::types::{
     GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
     REASON_MAX_ATTEMPTS,
@@ -71,7 +72,7 @@ pub struct Expired {
 
 /// A pending expiry timer: the broker will expire `lease_id` on (group, seq) at `deadline_ms`.
 /// Timers order by deadline, then record: the order in which they fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Timer {
     /// When the timer fires, on the broker's clock.
     pub deadline_ms: Ms,
@@ -187,14 +188,14 @@ impl<V: BrokerView + ?Sized> BrokerView for Box<V> {
 #[derive(Debug)]
 struct Group {
     /// `records[seq - 1]`.
-    records: SmallVec<[Record; 4]>,
+    records: InlineVec<Record, 4>,
     frontier: Seq,
     /// Highest acked seq (only the `max-seen-frontier` mutant reads it).
     max_acked: Seq,
     /// Index: every record from this seq on was never delivered (available, no delay).
     fresh_from: Seq,
     /// Index: the available records below `fresh_from`, in seq order.
-    returned: SmallVec<[Seq; 4]>,
+    returned: InlineVec<Seq, 4>,
     /// The lowest seq at or below the frontier that became unsettled since the frontier was
     /// last derived from the records (`Seq::MAX`: none): where a restart re-derives it from.
     unsettled_below: Seq,
@@ -205,34 +206,22 @@ struct Group {
 impl Clone for Group {
     fn clone(&self) -> Group {
         Group {
-            records: SmallVec::from_slice(&self.records),
+            records: self.records.clone(),
             frontier: self.frontier,
             max_acked: self.max_acked,
             fresh_from: self.fresh_from,
-            returned: SmallVec::from_slice(&self.returned),
+            returned: self.returned.clone(),
             unsettled_below: self.unsettled_below,
         }
     }
 
     fn clone_from(&mut self, source: &Group) {
-        copy_from(&mut self.records, &source.records);
+        self.records.clone_from(&source.records);
         self.frontier = source.frontier;
         self.max_acked = source.max_acked;
         self.fresh_from = source.fresh_from;
-        copy_from(&mut self.returned, &source.returned);
+        self.returned.clone_from(&source.returned);
         self.unsettled_below = source.unsettled_below;
-    }
-}
-
-/// `target = source` in place, for `Copy` items (item by item: the lists are short, and a
-/// `memcpy` call costs more than the copy).
-fn copy_from<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
-where
-    A::Item: Copy,
-{
-    target.clear();
-    for &item in source {
-        target.push(item);
     }
 }
 
@@ -256,11 +245,11 @@ impl Hash for Group {
 impl Group {
     fn new() -> Group {
         Group {
-            records: SmallVec::new(),
+            records: InlineVec::new(),
             frontier: 0,
             max_acked: 0,
             fresh_from: 1,
-            returned: SmallVec::new(),
+            returned: InlineVec::new(),
             unsettled_below: Seq::MAX,
         }
     }
@@ -303,13 +292,13 @@ impl Group {
     }
 }
 
-fn insert_sorted(list: &mut SmallVec<[Seq; 4]>, seq: Seq) {
+fn insert_sorted(list: &mut InlineVec<Seq, 4>, seq: Seq) {
     if let Err(position) = list.binary_search(&seq) {
         list.insert(position, seq);
     }
 }
 
-fn remove_sorted(list: &mut SmallVec<[Seq; 4]>, seq: Seq) {
+fn remove_sorted(list: &mut InlineVec<Seq, 4>, seq: Seq) {
     if let Ok(position) = list.binary_search(&seq) {
         list.remove(position);
     }
@@ -323,12 +312,12 @@ pub struct Broker {
     next_lease_id: u64,
     /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`), in
     /// (group, seq) order (insertion order among entries of one record).
-    unflushed: SmallVec<[(u32, Seq, Record); 1]>,
+    unflushed: InlineVec<(u32, Seq, Record), 1>,
     /// Events published but not yet durable, the last ones of the stream
     /// (`volatile-publish`).
     unflushed_events: u32,
     /// Pending expiry timers, in firing order (as many inline as records).
-    timers: SmallVec<[Timer; 4]>,
+    timers: InlineVec<Timer, 4>,
     /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
     /// settled?" costs nothing).
     unsettled: u64,
@@ -345,9 +334,9 @@ impl Clone for Broker {
             config: self.config,
             groups,
             next_lease_id: self.next_lease_id,
-            unflushed: SmallVec::from_slice(&self.unflushed),
+            unflushed: self.unflushed.clone(),
             unflushed_events: self.unflushed_events,
-            timers: SmallVec::from_slice(&self.timers),
+            timers: self.timers.clone(),
             unsettled: self.unsettled,
         }
     }
@@ -362,9 +351,9 @@ impl Clone for Broker {
             self.groups.push(group.clone());
         }
         self.next_lease_id = source.next_lease_id;
-        copy_from(&mut self.unflushed, &source.unflushed);
+        self.unflushed.clone_from(&source.unflushed);
         self.unflushed_events = source.unflushed_events;
-        copy_from(&mut self.timers, &source.timers);
+        self.timers.clone_from(&source.timers);
         self.unsettled = source.unsettled;
     }
 }
@@ -416,9 +405,9 @@ impl Broker {
         Broker {
             groups: (0..config.group_count).map(|_| Group::new()).collect(),
             next_lease_id: 1,
-            unflushed: SmallVec::new(),
+            unflushed: InlineVec::new(),
             unflushed_events: 0,
-            timers: SmallVec::new(),
+            timers: InlineVec::new(),
             unsettled: 0,
             config,
         }
@@ -1070,7 +1059,7 @@ impl Broker {
     #[doc(hidden)]
     pub fn restart_by_scan(&mut self) {
         let variant = self.config.variant;
-        for (group, seq, prior) in std::mem::take(&mut self.unflushed).into_iter().rev() {
+        for &(group, seq, prior) in std::mem::take(&mut self.unflushed).iter().rev() {
             let g = &mut self.groups[group as usize];
             let old = std::mem::replace(&mut g.records[seq as usize - 1], prior);
             match (old.is_settled(), prior.is_settled()) {

@@ -17,6 +17,7 @@
 pub mod backend;
 pub mod broker;
 pub mod check;
+pub mod inline;
 pub mod invariant;
 pub mod oracle;
 pub mod runtime;

@@ -28,6 +28,7 @@
 //! each first violation's step and detail, and counts handler runs and duplicates.
 
 use crate::broker::BrokerView;
+use crate::inline::InlineVec;
 use crate::invariant::Invariant;
 use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
@@ -37,7 +38,9 @@ use std::hash::{Hash, Hasher};
 
 /// The oracle's own name for one lease: the index of the fetch that issued it (renumbered
 /// canonically by the model checker).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Issuance(pub u32);
 
 impl fmt::Display for Issuance {
@@ -97,7 +100,7 @@ impl fmt::Display for Violation {
 }
 
 /// A lease the oracle considers live: issued, not expired by its contract, not settled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct GhostLease {
     issuance: Issuance,
     group: u32,
@@ -131,7 +134,7 @@ struct GhostRecord {
 #[derive(Debug, PartialEq, Eq)]
 struct GhostGroup {
     /// `records[seq - 1]`.
-    records: SmallVec<[GhostRecord; 4]>,
+    records: InlineVec<GhostRecord, 4>,
     /// Last observed frontier.
     frontier: Seq,
     /// Length of the ghost-settled prefix.
@@ -143,28 +146,16 @@ struct GhostGroup {
 impl Clone for GhostGroup {
     fn clone(&self) -> GhostGroup {
         GhostGroup {
-            records: SmallVec::from_slice(&self.records),
+            records: self.records.clone(),
             frontier: self.frontier,
             settled_prefix: self.settled_prefix,
         }
     }
 
     fn clone_from(&mut self, source: &GhostGroup) {
-        copy_from(&mut self.records, &source.records);
+        self.records.clone_from(&source.records);
         self.frontier = source.frontier;
         self.settled_prefix = source.settled_prefix;
-    }
-}
-
-/// `target = source` in place, for `Copy` items (item by item: the lists are short, and a
-/// `memcpy` call costs more than the copy).
-fn copy_from<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
-where
-    A::Item: Copy,
-{
-    target.clear();
-    for &item in source {
-        target.push(item);
     }
 }
 
@@ -187,12 +178,12 @@ pub struct Oracle {
     config: OracleConfig,
     groups: SmallVec<[GhostGroup; 1]>,
     /// Live leases, in issuance order.
-    live: SmallVec<[GhostLease; 4]>,
+    live: InlineVec<GhostLease, 4>,
     next_issuance: u32,
     /// Bit `i`: `Invariant::ALL[i]` is broken.
     violated: u8,
     /// Records the current step touched (empty between steps).
-    touched: SmallVec<[(u32, Seq); 4]>,
+    touched: InlineVec<(u32, Seq), 4>,
     /// The current step may have changed records it did not name: audit at its end.
     audit_due: bool,
     /// Full bookkeeping (`None` when lean).
@@ -267,10 +258,10 @@ impl Clone for Oracle {
         Oracle {
             config: self.config.clone(),
             groups,
-            live: SmallVec::from_slice(&self.live),
+            live: self.live.clone(),
             next_issuance: self.next_issuance,
             violated: self.violated,
-            touched: SmallVec::from_slice(&self.touched),
+            touched: self.touched.clone(),
             audit_due: self.audit_due,
             log: self.log.clone(),
         }
@@ -285,10 +276,10 @@ impl Clone for Oracle {
         for group in &source.groups[self.groups.len()..] {
             self.groups.push(group.clone());
         }
-        copy_from(&mut self.live, &source.live);
+        self.live.clone_from(&source.live);
         self.next_issuance = source.next_issuance;
         self.violated = source.violated;
-        copy_from(&mut self.touched, &source.touched);
+        self.touched.clone_from(&source.touched);
         self.audit_due = source.audit_due;
         self.log.clone_from(&source.log);
     }
@@ -304,15 +295,15 @@ impl Oracle {
         Oracle {
             groups: (0..config.group_count)
                 .map(|_| GhostGroup {
-                    records: SmallVec::new(),
+                    records: InlineVec::new(),
                     frontier: 0,
                     settled_prefix: 0,
                 })
                 .collect(),
-            live: SmallVec::new(),
+            live: InlineVec::new(),
             next_issuance: 0,
             violated: 0,
-            touched: SmallVec::new(),
+            touched: InlineVec::new(),
             audit_due: false,
             log: (!config.lean).then(Box::default),
             config,

@@ -17,7 +17,9 @@ pub type GroupIx = usize;
 
 /// An opaque fencing token, unique for the broker's whole life (never reused, also across
 /// restarts — except in the `lease-id-reuse` mutant).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct LeaseId(pub u64);
 
 impl fmt::Display for LeaseId {
@@ -82,6 +84,16 @@ pub enum Record {
     },
     /// The record is gone (only the `dlq-drop` mutant produces this).
     Dropped,
+}
+
+/// A record as published: available, never delivered, no delay.
+impl Default for Record {
+    fn default() -> Record {
+        Record::Available {
+            attempts: 0,
+            not_before_ms: 0,
+        }
+    }
 }
 
 impl Record {

@@ -5,6 +5,7 @@
 use crate::broker::{Broker, BrokerConfig, SettleRequest, Timer};
 use crate::check::config::{CheckConfig, Renews};
 use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
+use crate::inline::InlineVec;
 use crate::invariant::Invariant;
 use crate::oracle::{Oracle, OracleConfig};
 use crate::runtime::{classify, decide, ErrorAction, Outcome};
@@ -212,7 +213,7 @@ impl LeaseModel {
             broker,
             oracle,
             workers: (0..config.worker_count).map(|_| Worker::Idle).collect(),
-            in_flight: SmallVec::new(),
+            in_flight: InlineVec::new(),
             used: Default::default(),
         };
         if lean {

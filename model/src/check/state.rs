@@ -24,13 +24,14 @@
 
 use crate::broker::Broker;
 use crate::check::config::Budgets;
+use crate::inline::InlineVec;
 use crate::oracle::{Issuance, Oracle};
 use crate::types::{GroupIx, Lease, LeaseId, Seq};
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
 
 /// How a worker or a request names a lease.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LeaseRef {
     /// The oracle's name for the lease (which fetch issued it).
     pub issuance: Issuance,
@@ -80,9 +81,10 @@ impl LeaseRef {
 }
 
 /// One worker, as the model sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Worker {
     /// Ready to fetch.
+    #[default]
     Idle,
     /// Holds a lease; its handler has not run yet.
     Holding(LeaseRef),
@@ -94,7 +96,7 @@ pub enum Worker {
 /// A settle or renew request in flight. It names no worker: the reply goes to whichever worker
 /// waits on this (issuance, op), and each issuance went to exactly one worker. So the state
 /// stays a function of the workers' multiset (symmetry).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Msg {
     /// The lease the request carries.
     pub lease: LeaseRef,
@@ -115,9 +117,9 @@ pub struct State {
     /// The oracle's ghost bookkeeping (lean in the checker's states).
     pub oracle: Oracle,
     /// Worker `i`'s state (sorted when symmetry reduction is on).
-    pub workers: SmallVec<[Worker; WORKERS_INLINE]>,
+    pub workers: InlineVec<Worker, WORKERS_INLINE>,
     /// Requests in flight: a multiset kept as a sorted vector.
-    pub in_flight: SmallVec<[Msg; IN_FLIGHT_INLINE]>,
+    pub in_flight: InlineVec<Msg, IN_FLIGHT_INLINE>,
     /// Budgets used so far.
     pub used: Budgets,
 }
@@ -193,8 +195,8 @@ impl Clone for State {
         State {
             broker: self.broker.clone(),
             oracle: self.oracle.clone(),
-            workers: SmallVec::from_slice(&self.workers),
-            in_flight: SmallVec::from_slice(&self.in_flight),
+            workers: self.workers.clone(),
+            in_flight: self.in_flight.clone(),
             used: self.used,
         }
     }
@@ -202,15 +204,8 @@ impl Clone for State {
     fn clone_from(&mut self, source: &State) {
         self.broker.clone_from(&source.broker);
         self.oracle.clone_from(&source.oracle);
-        // Item by item: the lists are short, and a `memcpy` call costs more than the copy.
-        self.workers.clear();
-        for &worker in &source.workers {
-            self.workers.push(worker);
-        }
-        self.in_flight.clear();
-        for &msg in &source.in_flight {
-            self.in_flight.push(msg);
-        }
+        self.workers.clone_from(&source.workers);
+        self.in_flight.clone_from(&source.in_flight);
         self.used = source.used;
     }
 }
