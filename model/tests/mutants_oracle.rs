@@ -633,9 +633,14 @@ fn one_field_apart() -> Vec<(&'static str, Oracle, Oracle)> {
 
 #[test]
 fn oracles_one_field_apart_are_unequal_and_hash_apart() {
+    // Oracles that differ only in their configuration are unequal, but the configuration is
+    // left out of the hash (the same in every state of a search).
+    let configuration_only = ["max attempts", "at least once", "audit every step"];
     for (name, a, b) in one_field_apart() {
         assert_ne!(a, b, "{name}");
-        assert_ne!(hash_of(&a), hash_of(&b), "{name}");
+        if !configuration_only.contains(&name) {
+            assert_ne!(hash_of(&a), hash_of(&b), "{name}");
+        }
         assert_eq!(hash_of(&a), hash_of(&a.clone()), "{name}");
     }
 }
