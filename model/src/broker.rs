@@ -26,7 +26,6 @@ use crate::types::{
 };
 use crate::variant::{Fence, FrontierRule, Variant};
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
 
 /// The broker's static configuration.
@@ -201,8 +200,8 @@ struct Group {
     unsettled_below: Seq,
 }
 
-/// Copies the record slices at once (the items are `Copy`; `SmallVec`'s own `clone` goes
-/// item by item): the model checker clones a broker per transition.
+/// Copies the record lists as blocks (see [`InlineVec`]): the model checker clones a broker
+/// per transition.
 impl Clone for Group {
     fn clone(&self) -> Group {
         Group {
@@ -308,7 +307,8 @@ fn remove_sorted(list: &mut InlineVec<Seq, 4>, seq: Seq) {
 #[derive(Debug)]
 pub struct Broker {
     config: BrokerConfig,
-    groups: SmallVec<[Group; 1]>,
+    /// A `Vec` (not inline): cloned into a recycled state, it keeps its allocation.
+    groups: Vec<Group>,
     next_lease_id: u64,
     /// Acks accepted but not yet durable, with the record they replaced (`volatile-ack`), in
     /// (group, seq) order (insertion order among entries of one record).
@@ -326,7 +326,7 @@ pub struct Broker {
 /// See `Group`'s `Clone`.
 impl Clone for Broker {
     fn clone(&self) -> Broker {
-        let mut groups = SmallVec::new();
+        let mut groups = Vec::with_capacity(self.groups.len());
         for group in &self.groups {
             groups.push(group.clone());
         }

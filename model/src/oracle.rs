@@ -32,7 +32,6 @@ use crate::inline::InlineVec;
 use crate::invariant::Invariant;
 use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
-use smallvec::SmallVec;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -141,8 +140,8 @@ struct GhostGroup {
     settled_prefix: Seq,
 }
 
-/// Copies the record slice at once (the items are `Copy`; `SmallVec`'s own `clone` goes item
-/// by item): the model checker clones an oracle per transition.
+/// Copies the record list as a block (see [`InlineVec`]): the model checker clones an oracle
+/// per transition.
 impl Clone for GhostGroup {
     fn clone(&self) -> GhostGroup {
         GhostGroup {
@@ -176,7 +175,8 @@ const STATUS_CHUNK: usize = 64;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Oracle {
     config: OracleConfig,
-    groups: SmallVec<[GhostGroup; 1]>,
+    /// A `Vec` (not inline): cloned into a recycled state, it keeps its allocation.
+    groups: Vec<GhostGroup>,
     /// Live leases, in issuance order.
     live: InlineVec<GhostLease, 4>,
     next_issuance: u32,
@@ -251,7 +251,7 @@ impl Hash for Oracle {
 /// See `GhostGroup`'s `Clone`.
 impl Clone for Oracle {
     fn clone(&self) -> Oracle {
-        let mut groups = SmallVec::new();
+        let mut groups = Vec::with_capacity(self.groups.len());
         for group in &self.groups {
             groups.push(group.clone());
         }

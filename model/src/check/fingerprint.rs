@@ -49,7 +49,8 @@ impl Fingerprinter {
         // (not always inlined) `Hash` impls that feed it.
         let lane = &mut self.lanes[(self.count & 3) as usize];
         *lane = fold_mul(*lane ^ word, MULTIPLIER);
-        self.count += 1;
+        // Wrapping: no overflow check per word (2^64 words are never written).
+        self.count = self.count.wrapping_add(1);
     }
 
     /// The fingerprint of `value` (never 0: the fingerprint table's empty slot).

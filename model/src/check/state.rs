@@ -298,14 +298,15 @@ impl State {
         if lease_ids.wide || issuances.wide {
             self.renumber_sorted(absolute_lease_ids, counter);
         } else {
-            // Lease ids start at 1: `below` distinct ids under the counter are dense exactly
-            // when there are `counter - 1` of them. Issuances start at 0, the next one is the
-            // largest.
-            let below = lease_ids.bits.count_ones();
-            let rename_leases = !absolute_lease_ids && below + 1 != counter;
-            let next_issuance = 63 - issuances.bits.leading_zeros();
-            let rename_issuances = issuances.bits.count_ones() != next_issuance + 1;
+            // Dense, so nothing to rename (the common case): lease ids 1..counter all
+            // present (they start at 1: bits 1..counter set); issuances 0..=next all present
+            // (they start at 0, the next one is the largest: every bit below the highest
+            // set). Compared without counting bits.
+            let rename_leases =
+                !absolute_lease_ids && (counter >= 64 || lease_ids.bits != (1u64 << counter) - 2);
+            let rename_issuances = issuances.bits & issuances.bits.wrapping_add(1) != 0;
             if rename_leases {
+                let below = lease_ids.bits.count_ones();
                 let rename = |id: u32| -> u32 {
                     if id < counter {
                         lease_ids.rank(id) + 1
