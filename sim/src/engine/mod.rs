@@ -95,7 +95,7 @@ use crate::hash::TraceHasher;
 use crate::recorder::Recorder;
 use crate::trace::{Trace, WorkerIx};
 use crate::world::World;
-use leasehold_model::{Backend, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq};
+use leasehold_model::{Backend, Expired, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq};
 use live::{Flight, LiveLease, LiveLeases, Run, Slab};
 use queue::Queue;
 use smallvec::SmallVec;
@@ -147,6 +147,10 @@ pub struct Engine<B: Backend> {
     pub follow_up_delivery: Delivery,
     /// Reused buffer: the frontiers before an expiry.
     frontier_scratch: Vec<Seq>,
+    /// Reused buffer: the leases of a fetch.
+    fetch_scratch: Vec<Lease>,
+    /// Reused buffer: the leases an expiry ended.
+    expired_scratch: Vec<Expired>,
 }
 
 impl<B: Backend> Engine<B> {
@@ -204,6 +208,8 @@ impl<B: Backend> Engine<B> {
             advanced_ms: None,
             follow_up_delivery: Delivery::INSTANT,
             frontier_scratch: Vec::new(),
+            fetch_scratch: Vec::new(),
+            expired_scratch: Vec::new(),
             setup,
         }
     }

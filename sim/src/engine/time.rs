@@ -73,7 +73,8 @@ impl<B: Backend> Engine<B> {
         let mut before = std::mem::take(&mut self.frontier_scratch);
         before.clear();
         before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
-        let expired = self.backend.expire_due(now_ms);
+        let mut expired = std::mem::take(&mut self.expired_scratch);
+        self.backend.expire_due_into(now_ms, &mut expired);
         self.advance_oracle(now_ms);
         for item in &expired {
             self.oracle.observe(item.group, item.seq);
@@ -106,7 +107,9 @@ impl<B: Backend> Engine<B> {
             );
         }
         self.frontier_scratch = before;
-        !expired.is_empty()
+        let any = !expired.is_empty();
+        self.expired_scratch = expired;
+        any
     }
 
     pub(super) fn process(&mut self, due: Due) {
