@@ -300,6 +300,7 @@ fn pair(high: u64, low: u64) -> u64 {
     (high << 32) ^ low
 }
 
+#[inline]
 fn status_code(status: Option<Status>) -> u64 {
     status.map_or(0, |s| s as u64 + 1)
 }
@@ -315,6 +316,7 @@ fn hash_lease(h: &mut TraceHasher, lease: &Lease) {
 
 /// An operation in one word (a code in the top bits, its duration below), and its reason's
 /// text when it has one.
+#[inline]
 fn hash_op(h: &mut TraceHasher, op: &SettleOp) {
     match *op {
         SettleOp::Ack => h.word(1 << 62),
@@ -332,6 +334,7 @@ fn hash_op(h: &mut TraceHasher, op: &SettleOp) {
     }
 }
 
+#[inline]
 fn error_code(error: &SettleError) -> u64 {
     match error {
         SettleError::StaleLease => 1,
@@ -344,6 +347,7 @@ fn error_code(error: &SettleError) -> u64 {
 }
 
 /// An error's text, when it has one (its code is packed by the caller).
+#[inline]
 fn hash_error_text(h: &mut TraceHasher, error: &SettleError) {
     if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) =
         error
@@ -352,10 +356,12 @@ fn hash_error_text(h: &mut TraceHasher, error: &SettleError) {
     }
 }
 
+#[inline]
 fn result_code(result: &Result<(), SettleError>) -> u64 {
     result.as_ref().err().map_or(0, error_code)
 }
 
+#[inline]
 fn hash_outcome(h: &mut TraceHasher, outcome: &Outcome) {
     match outcome {
         Outcome::Ok => h.word(1),
@@ -376,6 +382,7 @@ fn hash_outcome(h: &mut TraceHasher, outcome: &Outcome) {
     }
 }
 
+#[inline]
 fn origin_code(origin: Origin) -> u64 {
     match origin {
         Origin::Own => 0,
@@ -389,6 +396,7 @@ impl Event {
     /// a word with the event's tag and its small fields, then its other fields as 64-bit words
     /// (texts as their bytes). Backend-private data (lease ids, receipts) and presentation
     /// (names, dead-letter reasons read back for a recorder) are left out.
+    #[inline(always)]
     pub fn hash_into(&self, at_ms: Ms, h: &mut TraceHasher) {
         h.word(at_ms);
         match self {
@@ -435,6 +443,7 @@ impl Event {
     }
 
     /// A request's landing, and its reply.
+    #[inline(always)]
     fn hash_landing(&self, h: &mut TraceHasher) {
         match self {
             Event::Landed {
@@ -480,6 +489,7 @@ impl Event {
     }
 
     /// The events that are rare, or small: one or two words each.
+    #[inline(always)]
     fn hash_other(&self, h: &mut TraceHasher) {
         match self {
             Event::HandlerStarted {
@@ -552,6 +562,7 @@ impl Event {
         }
     }
 
+    #[inline(always)]
     fn hash_sent(&self, h: &mut TraceHasher) {
         let Event::Sent {
             request,

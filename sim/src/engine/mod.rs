@@ -339,7 +339,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Emits `event`, which happened at `at_ms`: into the trace hash, and to the recorder.
-    #[inline]
+    #[inline(always)]
     fn emit(&mut self, at_ms: Ms, event: Event) {
         event.hash_into(at_ms, &mut self.hasher);
         if let Some(recorder) = &mut self.recorder {
