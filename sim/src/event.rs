@@ -391,7 +391,44 @@ fn origin_code(origin: Origin) -> u64 {
     }
 }
 
+// The fields of the variants `Event::may_own_heap` calls plain own nothing to drop.
+const _: () = assert!(
+    !std::mem::needs_drop::<Lease>()
+        && !std::mem::needs_drop::<SettleOp>()
+        && !std::mem::needs_drop::<Outcome>()
+        && !std::mem::needs_drop::<Option<ErrorAction>>()
+        && !std::mem::needs_drop::<Origin>()
+        && !std::mem::needs_drop::<Fault>()
+        && !std::mem::needs_drop::<Option<(Seq, Seq)>>()
+);
+
 impl Event {
+    /// Whether the event may hold data that needs dropping (a heap list, a text). The others
+    /// are plain values: an emitter may forget them instead of running the enum's drop glue.
+    #[inline(always)]
+    pub fn may_own_heap(&self) -> bool {
+        match self {
+            Event::Fetched { .. }
+            | Event::Landed { .. }
+            | Event::NotApplied { .. }
+            | Event::Crashed { .. }
+            | Event::BrokerRestarted { .. }
+            | Event::DrainEnded { .. }
+            | Event::Violated { .. } => true,
+            Event::Published { .. }
+            | Event::Issued { .. }
+            | Event::Sent { .. }
+            | Event::Replied { .. }
+            | Event::HandlerStarted { .. }
+            | Event::HandlerFinished { .. }
+            | Event::HandlerKilled { .. }
+            | Event::Expired { .. }
+            | Event::Restarted { .. }
+            | Event::Paused { .. }
+            | Event::DrainStarted => false,
+        }
+    }
+
     /// Feeds the event's compact binary encoding, at virtual time `at_ms`, to `h`: the time,
     /// a word with the event's tag and its small fields, then its other fields as 64-bit words
     /// (texts as their bytes). Backend-private data (lease ids, receipts) and presentation
