@@ -352,6 +352,7 @@ impl Oracle {
     }
 
     /// The number of steps ended so far (0 for a lean oracle).
+    #[inline]
     pub fn step(&self) -> u64 {
         self.log.as_ref().map_or(0, |log| log.step)
     }

@@ -24,7 +24,9 @@ impl<B: Backend> Engine<B> {
         if self.rolling_audit.remaining > 0 {
             self.audit_slice();
         }
-        self.collect_violations();
+        if self.oracle.any_violated() {
+            self.collect_violations();
+        }
         if let Some(recorder) = &self.recorder {
             recorder.end_step(&self.backend);
         }
