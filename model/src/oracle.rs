@@ -445,6 +445,7 @@ impl Oracle {
         }
     }
 
+    #[inline]
     fn published_count(&self) -> Seq {
         self.groups.first().map_or(0, |g| g.records.len()) as Seq
     }
@@ -683,14 +684,16 @@ impl Oracle {
             self.audit(view);
         } else {
             self.check_event_count(view);
-            let mut touched = std::mem::take(&mut self.touched);
-            for &(group, seq) in &touched {
+            // (By index: comparing a record never touches another.)
+            for index in 0..self.touched.len() {
+                let (group, seq) = self.touched[index];
                 let status = view.status_kind(group as GroupIx, seq);
                 self.observe_record(view, group as GroupIx, seq, status);
             }
             for group in 0..self.config.group_count {
-                self.check_frontier(view, group, |_, frontier| {
-                    touched
+                self.check_frontier(view, group, |oracle, frontier| {
+                    oracle
+                        .touched
                         .iter()
                         .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
                         .map(|&(_, s)| s)
@@ -698,8 +701,7 @@ impl Oracle {
                         .min()
                 });
             }
-            touched.clear();
-            self.touched = touched;
+            self.touched.clear();
         }
         self.audit_due = false;
         if let Some(log) = &mut self.log {
@@ -707,6 +709,7 @@ impl Oracle {
         }
     }
 
+    #[inline]
     fn check_event_count(&mut self, view: &impl BrokerView) {
         let published = self.published_count();
         let count = view.event_count();
