@@ -62,6 +62,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Expires due leases at `at_ms`; returns whether the broker expired any.
+    #[inline]
     pub(super) fn expire_at(&mut self, at_ms: Ms) -> bool {
         self.now_ms = self.now_ms.max(at_ms);
         let now_ms = self.now_ms;
@@ -70,6 +71,13 @@ impl<B: Backend> Engine<B> {
             self.advance_oracle(now_ms);
             return false;
         }
+        self.expire_due_now()
+    }
+
+    /// [`Engine::expire_at`] once a lease is due at `now`.
+    #[inline(never)]
+    fn expire_due_now(&mut self) -> bool {
+        let now_ms = self.now_ms;
         let mut before = std::mem::take(&mut self.frontier_scratch);
         before.clear();
         before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));

@@ -445,10 +445,12 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.push(at_ms, Event::Wake { worker, token });
     }
 
+    #[inline]
     fn fault(&mut self, ratio: Ratio) -> bool {
         self.faults.chance(ratio)
     }
 
+    #[inline]
     fn net_fault(&mut self, ratio: Ratio) -> bool {
         self.network.chance(ratio)
     }
