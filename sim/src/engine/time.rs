@@ -120,6 +120,8 @@ impl<B: Backend> Engine<B> {
         any
     }
 
+    /// Runs one queued event. (Each kind is a function of its own: inlined here, the three
+    /// bodies would crowd the time loop's registers.)
     pub(super) fn process(&mut self, due: Due) {
         match due {
             Due::Deliver { slot, duplicate } => self.deliver(slot, duplicate),
@@ -128,6 +130,7 @@ impl<B: Backend> Engine<B> {
         }
     }
 
+    #[inline(never)]
     fn handler_done(&mut self, slot: u32) {
         let (worker, incarnation) = {
             let run = self.runs.get(slot);

@@ -118,6 +118,7 @@ impl<B: Backend> Engine<B> {
     // ----- the broker side of a request -----
 
     /// A request reaches the broker (or is lost on the way, or refused by a fault).
+    #[inline(never)]
     pub(super) fn deliver(&mut self, slot: u32, duplicate: bool) {
         let f = self.flights.get(slot);
         let fault = if duplicate { Fault::None } else { f.fault() };
@@ -317,6 +318,7 @@ impl<B: Backend> Engine<B> {
     // ----- the worker side of a request -----
 
     /// A reply reaches its worker: the runtime acts on what the worker sees.
+    #[inline(never)]
     pub(super) fn reply(&mut self, slot: u32) {
         let f = self.flights.get(slot);
         let (id, worker) = (f.id, f.worker);
