@@ -391,6 +391,19 @@ fn origin_code(origin: Origin) -> u64 {
     }
 }
 
+/// Whether an error's text was allocated (the engine's own errors name static texts).
+#[inline(always)]
+fn error_owns_heap(error: &SettleError) -> bool {
+    match error {
+        SettleError::Ambiguous(text) | SettleError::Failed(text) | SettleError::Invalid(text) => {
+            matches!(text, std::borrow::Cow::Owned(_))
+        }
+        SettleError::StaleLease
+        | SettleError::ReceiptMismatch
+        | SettleError::BackendUnavailable => false,
+    }
+}
+
 // The fields of the variants `Event::may_own_heap` calls plain own nothing to drop.
 const _: () = assert!(
     !std::mem::needs_drop::<Lease>()
@@ -408,10 +421,14 @@ impl Event {
     #[inline(always)]
     pub fn may_own_heap(&self) -> bool {
         match self {
-            Event::Fetched { .. }
-            | Event::Landed { .. }
-            | Event::NotApplied { .. }
-            | Event::Crashed { .. }
+            Event::Fetched { outcome, .. } => {
+                matches!(outcome, FetchOutcome::Failed(error) if error_owns_heap(error))
+            }
+            Event::Landed { answer, .. } => {
+                matches!(answer, Err(error) if error_owns_heap(error))
+            }
+            Event::NotApplied { seen, .. } => error_owns_heap(seen),
+            Event::Crashed { .. }
             | Event::BrokerRestarted { .. }
             | Event::DrainEnded { .. }
             | Event::Violated { .. } => true,
