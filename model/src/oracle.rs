@@ -709,7 +709,7 @@ impl Oracle {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn check_event_count(&mut self, view: &impl BrokerView) {
         let published = self.published_count();
         let count = view.event_count();
