@@ -427,6 +427,7 @@ impl Oracle {
         }
     }
 
+    #[inline]
     fn ghost(&self, group: GroupIx, seq: Seq) -> Option<&GhostRecord> {
         self.groups
             .get(group)?
@@ -438,6 +439,7 @@ impl Oracle {
         &mut self.groups[group].records[seq as usize - 1]
     }
 
+    #[inline]
     fn touch(&mut self, group: GroupIx, seq: Seq) {
         let key = (group as u32, seq);
         if !self.touched.contains(&key) {

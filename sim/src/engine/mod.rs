@@ -365,10 +365,18 @@ impl<B: Backend> Engine<B> {
     /// # Panics
     /// When the lease left the table and there is no recorder: a driver without a recorder
     /// names only leases its workers hold (or that it pinned).
+    #[inline]
     fn tracked(&mut self, issuance: Issuance) -> LiveLease {
         if let Some(lease) = self.leases.get(issuance) {
             return *lease;
         }
+        self.tracked_from_recording(issuance)
+    }
+
+    /// [`Engine::tracked`] for a lease that left the live table.
+    #[cold]
+    #[inline(never)]
+    fn tracked_from_recording(&mut self, issuance: Issuance) -> LiveLease {
         let info = self
             .recorder
             .as_ref()
