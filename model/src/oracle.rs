@@ -692,16 +692,31 @@ impl Oracle {
                 let status = view.status_kind(group as GroupIx, seq);
                 self.observe_record(view, group as GroupIx, seq, status);
             }
+            let open_below = |oracle: &Oracle, group: GroupIx, frontier: Seq| {
+                oracle
+                    .touched
+                    .iter()
+                    .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
+                    .map(|&(_, s)| s)
+                    .filter(|&s| !is_settled_status(view.status_kind(group, s)))
+                    .min()
+            };
             for group in 0..self.config.group_count {
-                self.check_frontier(view, group, |oracle, frontier| {
-                    oracle
-                        .touched
-                        .iter()
-                        .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
-                        .map(|&(_, s)| s)
-                        .filter(|&s| !is_settled_status(view.status_kind(group, s)))
-                        .min()
-                });
+                // What `check_frontier` finds when nothing is wrong, read once: a frontier
+                // that did not go back, within the settled prefix, past no open record the
+                // step touched. Anything else takes the full check (which reads it again).
+                let frontier = view.frontier(group);
+                let g = &self.groups[group];
+                let fine = g.frontier <= frontier
+                    && frontier <= g.settled_prefix
+                    && (self.touched.is_empty() || open_below(self, group, frontier).is_none());
+                if fine {
+                    self.groups[group].frontier = frontier;
+                } else {
+                    self.check_frontier(view, group, |oracle, frontier| {
+                        open_below(oracle, group, frontier)
+                    });
+                }
             }
             self.touched.clear();
         }
