@@ -438,6 +438,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.queue.push(at_ms, event);
     }
 
+    #[inline]
     fn schedule_wake(&mut self, worker: usize, at_ms: Ms) {
         let w = &mut self.workers[worker];
         w.token += 1;
