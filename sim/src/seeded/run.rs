@@ -473,6 +473,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.engine.set_clock_offset(worker, offset);
     }
 
+    #[inline]
     fn latency_ms(&mut self) -> Ms {
         let f = &self.setup.faults;
         let (delay, delay_max, reorder, reorder_max) =
@@ -523,10 +524,17 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// The boundary fault: when it strikes, a time aimed at lease `issuance`'s deadline — the
     /// deadline − 1 ms, exactly it, or + 1 ms — and whether the request lands before the
     /// broker's timers of that millisecond.
+    #[inline]
     fn boundary_target(&mut self, issuance: Issuance) -> Option<(Ms, bool)> {
         if !self.boundary.chance(self.setup.faults.boundary) {
             return None;
         }
+        self.boundary_strikes(issuance)
+    }
+
+    /// [`Driver::boundary_target`] once the fault struck.
+    #[inline(never)]
+    fn boundary_strikes(&mut self, issuance: Issuance) -> Option<(Ms, bool)> {
         let deadline_ms = self.engine.lease(issuance)?.deadline_ms;
         let target = (deadline_ms + self.boundary.below(3)).checked_sub(1)?;
         Some((target, self.boundary.coin()))
