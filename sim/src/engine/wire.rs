@@ -238,7 +238,7 @@ impl<B: Backend> Engine<B> {
         let (op, lease, worker_clock_ms) = (f.op, f.lease, f.worker_clock_ms);
         let sender_restarted = self.workers[f.worker].incarnation != f.incarnation;
         let lost_reply = f.fault() == Fault::LostReply;
-        let first_deadline_ms = self.leases.get(f.issuance).map(|l| l.first_deadline_ms);
+        let issuance = f.issuance;
         let now_ms = self.now_ms;
         if duplicate {
             self.hits.hit(Probe::DuplicateDelivery);
@@ -261,6 +261,7 @@ impl<B: Backend> Engine<B> {
             if lost_reply {
                 self.hits.hit(Probe::AmbiguousReply);
             }
+            let first_deadline_ms = self.leases.get(issuance).map(|l| l.first_deadline_ms);
             if first_deadline_ms.is_some_and(|d| now_ms >= d) {
                 self.hits.hit(Probe::RenewKeptLeaseAlive);
             }
