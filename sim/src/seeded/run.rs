@@ -473,7 +473,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.engine.set_clock_offset(worker, offset);
     }
 
-    #[inline]
+    #[inline(always)]
     fn latency_ms(&mut self) -> Ms {
         let f = &self.setup.faults;
         let (delay, delay_max, reorder, reorder_max) =
