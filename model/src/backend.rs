@@ -44,9 +44,32 @@ pub trait Backend: BrokerView {
         let _ = worker;
         self.settle(request, now_ms)
     }
+    /// [`Backend::fetch_as`] into `out` (cleared first), so that a driver that fetches in a
+    /// loop reuses one buffer. The default collects [`Backend::fetch_as`]'s list; override it
+    /// when the backend can fill `out` itself.
+    fn fetch_as_into(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+        out: &mut Vec<Lease>,
+    ) -> Result<(), SettleError> {
+        out.clear();
+        out.extend(self.fetch_as(worker, group, limit, now_ms, lease_ms)?);
+        Ok(())
+    }
     /// Expires every lease whose deadline is `<= now_ms`; returns them in firing order (by
     /// deadline, then group, then seq: sort the list when the backend finds them otherwise).
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired>;
+    /// [`Backend::expire_due`] into `out` (cleared first), in the same order. The default
+    /// collects [`Backend::expire_due`]'s list; override it when the backend can fill `out`
+    /// itself.
+    fn expire_due_into(&mut self, now_ms: Ms, out: &mut Vec<Expired>) {
+        out.clear();
+        out.extend(self.expire_due(now_ms));
+    }
     /// The earliest deadline of a lease that will expire, for the simulator's timer.
     fn next_deadline(&self) -> Option<Ms>;
     /// A broker restart: durable state survives.
@@ -54,10 +77,12 @@ pub trait Backend: BrokerView {
 }
 
 impl Backend for Broker {
+    #[inline]
     fn publish(&mut self) -> crate::types::Seq {
         Broker::publish(self)
     }
 
+    #[inline]
     fn fetch(
         &mut self,
         group: GroupIx,
@@ -68,6 +93,20 @@ impl Backend for Broker {
         Broker::fetch(self, group, limit, now_ms, lease_ms)
     }
 
+    #[inline]
+    fn fetch_as_into(
+        &mut self,
+        _worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+        out: &mut Vec<Lease>,
+    ) -> Result<(), SettleError> {
+        Broker::fetch_into(self, group, limit, now_ms, lease_ms, out)
+    }
+
+    #[inline]
     fn settle(
         &mut self,
         request: &SettleRequest,
@@ -76,14 +115,23 @@ impl Backend for Broker {
         Broker::settle(self, request, now_ms)
     }
 
+    #[inline]
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         Broker::expire_due(self, now_ms)
     }
 
+    #[inline]
+    fn expire_due_into(&mut self, now_ms: Ms, out: &mut Vec<Expired>) {
+        out.clear();
+        Broker::expire_due_each(self, now_ms, |expired| out.push(expired));
+    }
+
+    #[inline]
     fn next_deadline(&self) -> Option<Ms> {
         Broker::next_deadline(self)
     }
 
+    #[inline]
     fn restart(&mut self) {
         Broker::restart(self)
     }
@@ -129,8 +177,22 @@ impl<B: Backend + ?Sized> Backend for Box<B> {
     ) -> Result<Option<Lease>, SettleError> {
         (**self).settle_as(worker, request, now_ms)
     }
+    fn fetch_as_into(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+        out: &mut Vec<Lease>,
+    ) -> Result<(), SettleError> {
+        (**self).fetch_as_into(worker, group, limit, now_ms, lease_ms, out)
+    }
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         (**self).expire_due(now_ms)
+    }
+    fn expire_due_into(&mut self, now_ms: Ms, out: &mut Vec<Expired>) {
+        (**self).expire_due_into(now_ms, out)
     }
     fn next_deadline(&self) -> Option<Ms> {
         (**self).next_deadline()

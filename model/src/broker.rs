@@ -475,6 +475,22 @@ impl Broker {
         now_ms: Ms,
         lease_ms: Option<Ms>,
     ) -> Result<Vec<Lease>, SettleError> {
+        let mut leases = Vec::new();
+        self.fetch_into(group, limit, now_ms, lease_ms, &mut leases)?;
+        Ok(leases)
+    }
+
+    /// [`Broker::fetch`] into `out` (cleared first): a driver that fetches in a loop reuses
+    /// one buffer.
+    pub fn fetch_into(
+        &mut self,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+        out: &mut Vec<Lease>,
+    ) -> Result<(), SettleError> {
+        out.clear();
         if group >= self.config.group_count {
             return Err(SettleError::Invalid(
                 format!("unknown group {group}").into(),
@@ -484,14 +500,14 @@ impl Broker {
             return Err(SettleError::Invalid("limit 0".into()));
         }
         let deadline_ms = self.begin_fetch(now_ms, lease_ms);
-        let mut leases = Vec::new();
-        while leases.len() < limit {
+        while out.len() < limit {
             let Some(seq) = self.groups[group].first_available(now_ms) else {
                 break;
             };
-            leases.push(self.lease(group, seq, deadline_ms));
+            let lease = self.lease(group, seq, deadline_ms);
+            out.push(lease);
         }
-        Ok(leases)
+        Ok(())
     }
 
     /// [`Broker::fetch`] with `limit` 1, without allocating (the model checker's fetch).

@@ -339,6 +339,7 @@ impl Oracle {
     }
 
     /// The number of steps ended so far (0 for a lean oracle).
+    #[inline]
     pub fn step(&self) -> u64 {
         self.log.as_ref().map_or(0, |log| log.step)
     }
@@ -424,6 +425,7 @@ impl Oracle {
         }
     }
 
+    #[inline]
     fn ghost(&self, group: GroupIx, seq: Seq) -> Option<&GhostRecord> {
         self.groups
             .get(group)?
@@ -435,6 +437,7 @@ impl Oracle {
         &mut self.groups[group].records[seq as usize - 1]
     }
 
+    #[inline]
     fn touch(&mut self, group: GroupIx, seq: Seq) {
         let key = (group as u32, seq);
         if !self.touched.contains(&key) {
@@ -442,6 +445,7 @@ impl Oracle {
         }
     }
 
+    #[inline]
     fn published_count(&self) -> Seq {
         self.groups.first().map_or(0, |g| g.records.len()) as Seq
     }
@@ -680,23 +684,39 @@ impl Oracle {
             self.audit(view);
         } else {
             self.check_event_count(view);
-            let mut touched = std::mem::take(&mut self.touched);
-            for &(group, seq) in &touched {
+            // (By index: comparing a record never touches another.)
+            for index in 0..self.touched.len() {
+                let (group, seq) = self.touched[index];
                 let status = view.status_kind(group as GroupIx, seq);
                 self.observe_record(view, group as GroupIx, seq, status);
             }
+            let open_below = |oracle: &Oracle, group: GroupIx, frontier: Seq| {
+                oracle
+                    .touched
+                    .iter()
+                    .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
+                    .map(|&(_, s)| s)
+                    .filter(|&s| !is_settled_status(view.status_kind(group, s)))
+                    .min()
+            };
             for group in 0..self.config.group_count {
-                self.check_frontier(view, group, |_, frontier| {
-                    touched
-                        .iter()
-                        .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
-                        .map(|&(_, s)| s)
-                        .filter(|&s| !is_settled_status(view.status_kind(group, s)))
-                        .min()
-                });
+                // What `check_frontier` finds when nothing is wrong, read once: a frontier
+                // that did not go back, within the settled prefix, past no open record the
+                // step touched. Anything else takes the full check (which reads it again).
+                let frontier = view.frontier(group);
+                let g = &self.groups[group];
+                let fine = g.frontier <= frontier
+                    && frontier <= g.settled_prefix
+                    && (self.touched.is_empty() || open_below(self, group, frontier).is_none());
+                if fine {
+                    self.groups[group].frontier = frontier;
+                } else {
+                    self.check_frontier(view, group, |oracle, frontier| {
+                        open_below(oracle, group, frontier)
+                    });
+                }
             }
-            touched.clear();
-            self.touched = touched;
+            self.touched.clear();
         }
         self.audit_due = false;
         if let Some(log) = &mut self.log {
@@ -704,6 +724,7 @@ impl Oracle {
         }
     }
 
+    #[inline(always)]
     fn check_event_count(&mut self, view: &impl BrokerView) {
         let published = self.published_count();
         let count = view.event_count();

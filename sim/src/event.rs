@@ -300,6 +300,7 @@ fn pair(high: u64, low: u64) -> u64 {
     (high << 32) ^ low
 }
 
+#[inline]
 fn status_code(status: Option<Status>) -> u64 {
     status.map_or(0, |s| s as u64 + 1)
 }
@@ -315,6 +316,7 @@ fn hash_lease(h: &mut TraceHasher, lease: &Lease) {
 
 /// An operation in one word (a code in the top bits, its duration below), and its reason's
 /// text when it has one.
+#[inline]
 fn hash_op(h: &mut TraceHasher, op: &SettleOp) {
     match *op {
         SettleOp::Ack => h.word(1 << 62),
@@ -332,6 +334,7 @@ fn hash_op(h: &mut TraceHasher, op: &SettleOp) {
     }
 }
 
+#[inline]
 fn error_code(error: &SettleError) -> u64 {
     match error {
         SettleError::StaleLease => 1,
@@ -344,6 +347,7 @@ fn error_code(error: &SettleError) -> u64 {
 }
 
 /// An error's text, when it has one (its code is packed by the caller).
+#[inline]
 fn hash_error_text(h: &mut TraceHasher, error: &SettleError) {
     if let SettleError::Ambiguous(why) | SettleError::Failed(why) | SettleError::Invalid(why) =
         error
@@ -352,10 +356,12 @@ fn hash_error_text(h: &mut TraceHasher, error: &SettleError) {
     }
 }
 
+#[inline]
 fn result_code(result: &Result<(), SettleError>) -> u64 {
     result.as_ref().err().map_or(0, error_code)
 }
 
+#[inline]
 fn hash_outcome(h: &mut TraceHasher, outcome: &Outcome) {
     match outcome {
         Outcome::Ok => h.word(1),
@@ -376,6 +382,7 @@ fn hash_outcome(h: &mut TraceHasher, outcome: &Outcome) {
     }
 }
 
+#[inline]
 fn origin_code(origin: Origin) -> u64 {
     match origin {
         Origin::Own => 0,
@@ -384,11 +391,66 @@ fn origin_code(origin: Origin) -> u64 {
     }
 }
 
+/// Whether an error's text was allocated (the engine's own errors name static texts).
+#[inline(always)]
+fn error_owns_heap(error: &SettleError) -> bool {
+    match error {
+        SettleError::Ambiguous(text) | SettleError::Failed(text) | SettleError::Invalid(text) => {
+            matches!(text, std::borrow::Cow::Owned(_))
+        }
+        SettleError::StaleLease
+        | SettleError::ReceiptMismatch
+        | SettleError::BackendUnavailable => false,
+    }
+}
+
+// The fields of the variants `Event::may_own_heap` calls plain own nothing to drop.
+const _: () = assert!(
+    !std::mem::needs_drop::<Lease>()
+        && !std::mem::needs_drop::<SettleOp>()
+        && !std::mem::needs_drop::<Outcome>()
+        && !std::mem::needs_drop::<Option<ErrorAction>>()
+        && !std::mem::needs_drop::<Origin>()
+        && !std::mem::needs_drop::<Fault>()
+        && !std::mem::needs_drop::<Option<(Seq, Seq)>>()
+);
+
 impl Event {
+    /// Whether the event may hold data that needs dropping (a heap list, a text). The others
+    /// are plain values: an emitter may forget them instead of running the enum's drop glue.
+    #[inline(always)]
+    pub fn may_own_heap(&self) -> bool {
+        match self {
+            Event::Fetched { outcome, .. } => {
+                matches!(outcome, FetchOutcome::Failed(error) if error_owns_heap(error))
+            }
+            Event::Landed { answer, .. } => {
+                matches!(answer, Err(error) if error_owns_heap(error))
+            }
+            Event::NotApplied { seen, .. } => error_owns_heap(seen),
+            Event::Crashed { .. }
+            | Event::BrokerRestarted { .. }
+            | Event::DrainEnded { .. }
+            | Event::Violated { .. } => true,
+            Event::Published { .. }
+            | Event::Issued { .. }
+            | Event::Sent { .. }
+            | Event::Replied { .. }
+            | Event::HandlerStarted { .. }
+            | Event::HandlerFinished { .. }
+            | Event::HandlerKilled { .. }
+            | Event::Expired { .. }
+            | Event::Restarted { .. }
+            | Event::Paused { .. }
+            | Event::DrainStarted => false,
+        }
+    }
+
     /// Feeds the event's compact binary encoding, at virtual time `at_ms`, to `h`: the time,
     /// a word with the event's tag and its small fields, then its other fields as 64-bit words
     /// (texts as their bytes). Backend-private data (lease ids, receipts) and presentation
     /// (names, dead-letter reasons read back for a recorder) are left out.
+    #[inline(always)]
     pub fn hash_into(&self, at_ms: Ms, h: &mut TraceHasher) {
         h.word(at_ms);
         match self {
@@ -435,6 +497,7 @@ impl Event {
     }
 
     /// A request's landing, and its reply.
+    #[inline(always)]
     fn hash_landing(&self, h: &mut TraceHasher) {
         match self {
             Event::Landed {
@@ -480,6 +543,7 @@ impl Event {
     }
 
     /// The events that are rare, or small: one or two words each.
+    #[inline(always)]
     fn hash_other(&self, h: &mut TraceHasher) {
         match self {
             Event::HandlerStarted {
@@ -552,6 +616,7 @@ impl Event {
         }
     }
 
+    #[inline(always)]
     fn hash_sent(&self, h: &mut TraceHasher) {
         let Event::Sent {
             request,

@@ -95,17 +95,20 @@ impl<B: Backend> Engine<B> {
             // The broker expires due leases as it fetches; doing it here shows them.
             self.expire_at(now_ms);
         }
+        let mut leases = std::mem::take(&mut self.fetch_scratch);
         let result = match fault {
             Fault::Unavailable => Err(SettleError::BackendUnavailable),
             Fault::Failed => Err(SettleError::Failed("injected".into())),
             _ => {
                 let name = &self.setup.workers[worker];
-                self.backend.fetch_as(name, group, limit, now_ms, lease_ms)
+                self.backend
+                    .fetch_as_into(name, group, limit, now_ms, lease_ms, &mut leases)
             }
         };
-        let leases = match result {
-            Ok(leases) => leases,
+        match result {
+            Ok(()) => {}
             Err(error) => {
+                self.fetch_scratch = leases;
                 if error == SettleError::BackendUnavailable {
                     self.hits.hit(Probe::BackendUnavailable);
                 }
@@ -120,21 +123,23 @@ impl<B: Backend> Engine<B> {
                 );
                 return Err(error);
             }
-        };
+        }
         if leases.is_empty() && !record_empty {
+            self.fetch_scratch = leases;
             return Ok(Issued::new());
         }
         let reply_lost = matches!(fault, Fault::LostReply | Fault::Dropped);
         let duration_ms = lease_ms.unwrap_or(self.setup.lease_ms);
         let mut issued = Issued::new();
         let count = leases.len() as u32;
-        for (index, lease) in leases.into_iter().enumerate() {
+        for (index, &lease) in leases.iter().enumerate() {
             let issuance = self.issue(worker, lease, duration_ms, !reply_lost);
             if let (Some(recorder), Some(name)) = (&mut self.recorder, names.get(index)) {
                 recorder.name_lease(issuance, name.clone());
             }
             issued.push(issuance);
         }
+        self.fetch_scratch = leases;
         let outcome = FetchOutcome::Leased { count, reply_lost };
         self.emit(
             now_ms,

@@ -19,12 +19,15 @@ impl<B: Backend> Engine<B> {
 
     /// Ends a step: the oracle checks what the step touched (I3, I4), a rolling audit reads its
     /// next slice, and new violations are emitted.
+    #[inline]
     pub fn end_step(&mut self) {
         self.oracle.end_step(&self.backend);
         if self.rolling_audit.remaining > 0 {
             self.audit_slice();
         }
-        self.collect_violations();
+        if self.oracle.any_violated() {
+            self.collect_violations();
+        }
         if let Some(recorder) = &self.recorder {
             recorder.end_step(&self.backend);
         }

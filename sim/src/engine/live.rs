@@ -172,6 +172,7 @@ impl<T> Default for Slab<T> {
 
 impl<T> Slab<T> {
     /// Stores `value`; returns its slot.
+    #[inline]
     pub fn insert(&mut self, value: T) -> u32 {
         match self.free.pop() {
             Some(slot) => {
@@ -205,6 +206,7 @@ impl<T> Slab<T> {
     }
 
     /// Frees `slot`; returns its value.
+    #[inline]
     pub fn remove(&mut self, slot: u32) -> T {
         let value = self.slots[slot as usize]
             .take()

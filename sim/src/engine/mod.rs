@@ -95,7 +95,7 @@ use crate::hash::TraceHasher;
 use crate::recorder::Recorder;
 use crate::trace::{Trace, WorkerIx};
 use crate::world::World;
-use leasehold_model::{Backend, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq};
+use leasehold_model::{Backend, Expired, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq};
 use live::{Flight, LiveLease, LiveLeases, Run, Slab};
 use queue::Queue;
 use smallvec::SmallVec;
@@ -147,6 +147,10 @@ pub struct Engine<B: Backend> {
     pub follow_up_delivery: Delivery,
     /// Reused buffer: the frontiers before an expiry.
     frontier_scratch: Vec<Seq>,
+    /// Reused buffer: the leases of a fetch.
+    fetch_scratch: Vec<Lease>,
+    /// Reused buffer: the leases an expiry ended.
+    expired_scratch: Vec<Expired>,
 }
 
 impl<B: Backend> Engine<B> {
@@ -204,6 +208,8 @@ impl<B: Backend> Engine<B> {
             advanced_ms: None,
             follow_up_delivery: Delivery::INSTANT,
             frontier_scratch: Vec::new(),
+            fetch_scratch: Vec::new(),
+            expired_scratch: Vec::new(),
             setup,
         }
     }
@@ -333,11 +339,17 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Emits `event`, which happened at `at_ms`: into the trace hash, and to the recorder.
-    #[inline]
+    #[inline(always)]
     fn emit(&mut self, at_ms: Ms, event: Event) {
+        // Inlined into each site, the hashing and the check below fold to the site's variant:
+        // an event that owns nothing on the heap is not dropped through the enum's drop glue.
+        let event = std::mem::ManuallyDrop::new(event);
         event.hash_into(at_ms, &mut self.hasher);
         if let Some(recorder) = &mut self.recorder {
             recorder.record(at_ms, &event);
+        }
+        if event.may_own_heap() {
+            drop(std::mem::ManuallyDrop::into_inner(event));
         }
     }
 
@@ -353,10 +365,18 @@ impl<B: Backend> Engine<B> {
     /// # Panics
     /// When the lease left the table and there is no recorder: a driver without a recorder
     /// names only leases its workers hold (or that it pinned).
+    #[inline]
     fn tracked(&mut self, issuance: Issuance) -> LiveLease {
         if let Some(lease) = self.leases.get(issuance) {
             return *lease;
         }
+        self.tracked_from_recording(issuance)
+    }
+
+    /// [`Engine::tracked`] for a lease that left the live table.
+    #[cold]
+    #[inline(never)]
+    fn tracked_from_recording(&mut self, issuance: Issuance) -> LiveLease {
         let info = self
             .recorder
             .as_ref()

@@ -62,6 +62,7 @@ impl<B: Backend> Engine<B> {
     }
 
     /// Expires due leases at `at_ms`; returns whether the broker expired any.
+    #[inline]
     pub(super) fn expire_at(&mut self, at_ms: Ms) -> bool {
         self.now_ms = self.now_ms.max(at_ms);
         let now_ms = self.now_ms;
@@ -70,10 +71,18 @@ impl<B: Backend> Engine<B> {
             self.advance_oracle(now_ms);
             return false;
         }
+        self.expire_due_now()
+    }
+
+    /// [`Engine::expire_at`] once a lease is due at `now`.
+    #[inline(never)]
+    fn expire_due_now(&mut self) -> bool {
+        let now_ms = self.now_ms;
         let mut before = std::mem::take(&mut self.frontier_scratch);
         before.clear();
         before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
-        let expired = self.backend.expire_due(now_ms);
+        let mut expired = std::mem::take(&mut self.expired_scratch);
+        self.backend.expire_due_into(now_ms, &mut expired);
         self.advance_oracle(now_ms);
         for item in &expired {
             self.oracle.observe(item.group, item.seq);
@@ -106,9 +115,13 @@ impl<B: Backend> Engine<B> {
             );
         }
         self.frontier_scratch = before;
-        !expired.is_empty()
+        let any = !expired.is_empty();
+        self.expired_scratch = expired;
+        any
     }
 
+    /// Runs one queued event. (Each kind is a function of its own: inlined here, the three
+    /// bodies would crowd the time loop's registers.)
     pub(super) fn process(&mut self, due: Due) {
         match due {
             Due::Deliver { slot, duplicate } => self.deliver(slot, duplicate),
@@ -117,6 +130,7 @@ impl<B: Backend> Engine<B> {
         }
     }
 
+    #[inline(never)]
     fn handler_done(&mut self, slot: u32) {
         let (worker, incarnation) = {
             let run = self.runs.get(slot);

@@ -118,6 +118,7 @@ impl<B: Backend> Engine<B> {
     // ----- the broker side of a request -----
 
     /// A request reaches the broker (or is lost on the way, or refused by a fault).
+    #[inline(never)]
     pub(super) fn deliver(&mut self, slot: u32, duplicate: bool) {
         let f = self.flights.get(slot);
         let fault = if duplicate { Fault::None } else { f.fault() };
@@ -237,7 +238,7 @@ impl<B: Backend> Engine<B> {
         let (op, lease, worker_clock_ms) = (f.op, f.lease, f.worker_clock_ms);
         let sender_restarted = self.workers[f.worker].incarnation != f.incarnation;
         let lost_reply = f.fault() == Fault::LostReply;
-        let first_deadline_ms = self.leases.get(f.issuance).map(|l| l.first_deadline_ms);
+        let issuance = f.issuance;
         let now_ms = self.now_ms;
         if duplicate {
             self.hits.hit(Probe::DuplicateDelivery);
@@ -260,6 +261,7 @@ impl<B: Backend> Engine<B> {
             if lost_reply {
                 self.hits.hit(Probe::AmbiguousReply);
             }
+            let first_deadline_ms = self.leases.get(issuance).map(|l| l.first_deadline_ms);
             if first_deadline_ms.is_some_and(|d| now_ms >= d) {
                 self.hits.hit(Probe::RenewKeptLeaseAlive);
             }
@@ -317,6 +319,7 @@ impl<B: Backend> Engine<B> {
     // ----- the worker side of a request -----
 
     /// A reply reaches its worker: the runtime acts on what the worker sees.
+    #[inline(never)]
     pub(super) fn reply(&mut self, slot: u32) {
         let f = self.flights.get(slot);
         let (id, worker) = (f.id, f.worker);

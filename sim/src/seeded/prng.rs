@@ -6,7 +6,7 @@
 
 use super::ratio::Ratio;
 use crate::trace::fnv1a64;
-use rand::{Rng, SeedableRng};
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 /// A component's random generator.
@@ -21,16 +21,39 @@ impl Prng {
         Prng(prng)
     }
 
-    /// A uniform draw in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0, "below(0) has no value");
-        self.0.gen_range(0..n)
+    /// A uniform draw in `low..=low + range - 1` (`range > 0`): rand's single-sample
+    /// algorithm for `u64` (what `Rng::gen_range` runs), written out so that it inlines. A
+    /// word of the stream, times `range`, in 128 bits: the high half is the draw, unless the
+    /// low half falls outside the bias zone (then it draws again).
+    #[inline(always)]
+    fn sample(&mut self, low: u64, range: u64) -> u64 {
+        // rand's conservative, fast zone for 64-bit integers.
+        let zone = (range << range.leading_zeros()).wrapping_sub(1);
+        loop {
+            let wide = u128::from(self.0.next_u64()) * u128::from(range);
+            if wide as u64 <= zone {
+                return low.wrapping_add((wide >> 64) as u64);
+            }
+        }
     }
 
-    /// A uniform draw in `lo..=hi`.
+    /// A uniform draw in `0..n` (`n > 0`), as `Rng::gen_range(0..n)` draws it.
+    #[inline]
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(n > 0, "below(0) has no value");
+        self.sample(0, n)
+    }
+
+    /// A uniform draw in `lo..=hi`, as `Rng::gen_range(lo..=hi)` draws it.
+    #[inline]
     pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
         assert!(lo <= hi, "between({lo}, {hi}) is empty");
-        self.0.gen_range(lo..=hi)
+        let range = hi.wrapping_sub(lo).wrapping_add(1);
+        if range == 0 {
+            // The whole of u64: any word will do.
+            return self.0.next_u64();
+        }
+        self.sample(lo, range)
     }
 
     /// True with probability `ratio`. (The draw's width is part of every recorded seed: a
@@ -47,6 +70,7 @@ impl Prng {
     }
 
     /// A fair coin.
+    #[inline]
     pub fn coin(&mut self) -> bool {
         self.below(2) == 1
     }
@@ -76,6 +100,46 @@ mod tests {
             faults.below(10);
         }
         assert_eq!(draws(7, "network"), draws(7, "network"));
+    }
+
+    /// The draws are rand's: `gen_range` on the same ChaCha8 stream, word for word, over
+    /// small, odd, power-of-two, huge (often rejected) and full ranges.
+    #[test]
+    fn draws_are_rands_gen_range_on_the_same_stream() {
+        use rand::Rng;
+        let spans: [(u64, u64); 12] = [
+            (0, 0),
+            (0, 1),
+            (1, 3),
+            (0, 99),
+            (5, 5 + 1023),
+            (0, 6_000),
+            (30_000, 90_000),
+            (0, (1 << 63) + 7),
+            (3, u64::MAX - 2),
+            (0, u64::MAX / 3 * 2),
+            (1, u64::MAX),
+            (0, u64::MAX),
+        ];
+        for seed in [0, 1, 42, 9_999] {
+            let mut ours = Prng::named(seed, "network");
+            let mut theirs = ChaCha8Rng::seed_from_u64(seed);
+            theirs.set_stream(fnv1a64(b"network"));
+            for round in 0..300 {
+                for &(lo, hi) in &spans {
+                    let (a, b) = (ours.between(lo, hi), theirs.gen_range(lo..=hi));
+                    assert_eq!(a, b, "seed {seed}, round {round}, {lo}..={hi}");
+                    if hi < u64::MAX {
+                        let n = hi + 1;
+                        let (a, b) = (ours.below(n), theirs.gen_range(0..n));
+                        assert_eq!(a, b, "seed {seed}, round {round}, 0..{n}");
+                    }
+                }
+                let ratio = Ratio::new(3, 100);
+                assert_eq!(ours.chance(ratio), theirs.gen_range(0..100u64) < 3);
+                assert_eq!(ours.coin(), theirs.gen_range(0..2u64) == 1);
+            }
+        }
     }
 
     #[test]

@@ -24,8 +24,6 @@ use crate::recorder::Stamped;
 use crate::timeline;
 use crate::trace::{Fault as WireFault, Trace};
 use leasehold_model::{AckPolicy, Backend, Issuance, Ms, Outcome, Reason, SettleOp, Violation};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 /// What one seeded run found.
@@ -125,25 +123,42 @@ enum Event {
 
 struct Queued {
     at_ms: Ms,
-    seq: u64,
     event: Event,
 }
 
-impl PartialEq for Queued {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at_ms, self.seq) == (other.at_ms, other.seq)
-    }
+/// The driver's timers by (time, insertion sequence): ties go in insertion order.
+///
+/// It holds a few entries per worker, so a vector kept sorted latest first beats a heap: the
+/// earliest entry pops from the end, and an insertion moves the few later entries.
+#[derive(Default)]
+struct Timers {
+    /// Sorted by (time, insertion sequence), latest first.
+    entries: Vec<Queued>,
 }
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+
+impl Timers {
+    /// Schedules `event` at `at_ms`, after every entry already due then.
+    #[inline]
+    fn push(&mut self, at_ms: Ms, event: Event) {
+        // Every queued entry was inserted earlier: a tie in time goes after them.
+        let position = self.entries.partition_point(|e| e.at_ms > at_ms);
+        self.entries.insert(position, Queued { at_ms, event });
     }
-}
-impl Ord for Queued {
-    /// Reversed: the heap pops the earliest (time, insertion sequence) first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at_ms, other.seq).cmp(&(self.at_ms, self.seq))
+
+    /// The time of the earliest entry.
+    #[inline]
+    fn next_ms(&self) -> Option<Ms> {
+        self.entries.last().map(|q| q.at_ms)
+    }
+
+    /// Takes the earliest entry.
+    #[inline]
+    fn pop(&mut self) -> Option<Queued> {
+        self.entries.pop()
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
     }
 }
 
@@ -168,8 +183,7 @@ struct Worker {
 struct Driver<'a, B: Backend> {
     setup: &'a Setup,
     engine: Engine<B>,
-    queue: BinaryHeap<Queued>,
-    queue_seq: u64,
+    queue: Timers,
     workers: Vec<Worker>,
     /// Bit `seq - 1`: the event is poison.
     poison: Vec<u64>,
@@ -281,8 +295,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         Driver {
             setup,
             engine,
-            queue: BinaryHeap::new(),
-            queue_seq: 0,
+            queue: Timers::default(),
             workers,
             poison,
             network: Prng::named(seed, "network"),
@@ -327,7 +340,7 @@ impl<'a, B: Backend> Driver<'a, B> {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let driver_next = self.queue.peek().map(|q| q.at_ms);
+            let driver_next = self.queue.next_ms();
             let next = match (engine_next, driver_next) {
                 (Some(a), Some(b)) => a.min(b),
                 (Some(a), None) | (None, Some(a)) => a,
@@ -339,7 +352,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             if engine_next == Some(next) {
                 self.engine.run_until(next);
             } else {
-                let Queued { at_ms, event, .. } = self.queue.pop().expect("peeked");
+                let Queued { at_ms, event } = self.queue.pop().expect("peeked");
                 self.engine.run_until(at_ms);
                 if !self.handle(event) {
                     continue;
@@ -422,14 +435,10 @@ impl<'a, B: Backend> Driver<'a, B> {
     }
 
     fn push(&mut self, at_ms: Ms, event: Event) {
-        self.queue_seq += 1;
-        self.queue.push(Queued {
-            at_ms,
-            seq: self.queue_seq,
-            event,
-        });
+        self.queue.push(at_ms, event);
     }
 
+    #[inline]
     fn schedule_wake(&mut self, worker: usize, at_ms: Ms) {
         let w = &mut self.workers[worker];
         w.token += 1;
@@ -437,10 +446,12 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.push(at_ms, Event::Wake { worker, token });
     }
 
+    #[inline]
     fn fault(&mut self, ratio: Ratio) -> bool {
         self.faults.chance(ratio)
     }
 
+    #[inline]
     fn net_fault(&mut self, ratio: Ratio) -> bool {
         self.network.chance(ratio)
     }
@@ -462,6 +473,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.engine.set_clock_offset(worker, offset);
     }
 
+    #[inline(always)]
     fn latency_ms(&mut self) -> Ms {
         let f = &self.setup.faults;
         let (delay, delay_max, reorder, reorder_max) =
@@ -512,10 +524,17 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// The boundary fault: when it strikes, a time aimed at lease `issuance`'s deadline — the
     /// deadline − 1 ms, exactly it, or + 1 ms — and whether the request lands before the
     /// broker's timers of that millisecond.
+    #[inline]
     fn boundary_target(&mut self, issuance: Issuance) -> Option<(Ms, bool)> {
         if !self.boundary.chance(self.setup.faults.boundary) {
             return None;
         }
+        self.boundary_strikes(issuance)
+    }
+
+    /// [`Driver::boundary_target`] once the fault struck.
+    #[inline(never)]
+    fn boundary_strikes(&mut self, issuance: Issuance) -> Option<(Ms, bool)> {
         let deadline_ms = self.engine.lease(issuance)?.deadline_ms;
         let target = (deadline_ms + self.boundary.below(3)).checked_sub(1)?;
         Some((target, self.boundary.coin()))
