@@ -274,7 +274,7 @@ impl State {
     /// and they are kept as they are. `symmetry`: sort the workers.
     ///
     /// One pass gathers the ids below 64 as bit masks (the search's configurations stay
-    /// there; wider ids take [`State::renumber_sorted`]); a second pass renames, only when
+    /// there; wider ids take sorted lists); a second pass renames, only when
     /// some id set is not already dense.
     pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool) {
         self.broker.release_delays(0);
