@@ -326,13 +326,9 @@ pub struct Broker {
 /// See `Group`'s `Clone`.
 impl Clone for Broker {
     fn clone(&self) -> Broker {
-        let mut groups = Vec::with_capacity(self.groups.len());
-        for group in &self.groups {
-            groups.push(group.clone());
-        }
         Broker {
             config: self.config,
-            groups,
+            groups: self.groups.clone(),
             next_lease_id: self.next_lease_id,
             unflushed: self.unflushed.clone(),
             unflushed_events: self.unflushed_events,
@@ -343,13 +339,8 @@ impl Clone for Broker {
 
     fn clone_from(&mut self, source: &Broker) {
         self.config = source.config;
-        self.groups.truncate(source.groups.len());
-        for (target, group) in self.groups.iter_mut().zip(&source.groups) {
-            target.clone_from(group);
-        }
-        for group in &source.groups[self.groups.len()..] {
-            self.groups.push(group.clone());
-        }
+        // Group by group in place (`Vec::clone_from` reuses each element's storage).
+        self.groups.clone_from(&source.groups);
         self.next_lease_id = source.next_lease_id;
         self.unflushed.clone_from(&source.unflushed);
         self.unflushed_events = source.unflushed_events;

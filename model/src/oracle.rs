@@ -228,7 +228,7 @@ impl Hash for GhostGroup {
 }
 
 /// Leaves the configuration out (the same in every state of a search: equal oracles' hashes
-/// stay equal), and the list of touched records when it is empty (always, between steps).
+/// stay equal); packs the touched list's length (0 between steps) with the counters.
 impl Hash for Oracle {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.groups.hash(state);
@@ -251,13 +251,9 @@ impl Hash for Oracle {
 /// See `GhostGroup`'s `Clone`.
 impl Clone for Oracle {
     fn clone(&self) -> Oracle {
-        let mut groups = Vec::with_capacity(self.groups.len());
-        for group in &self.groups {
-            groups.push(group.clone());
-        }
         Oracle {
             config: self.config.clone(),
-            groups,
+            groups: self.groups.clone(),
             live: self.live.clone(),
             next_issuance: self.next_issuance,
             violated: self.violated,
@@ -269,13 +265,8 @@ impl Clone for Oracle {
 
     fn clone_from(&mut self, source: &Oracle) {
         self.config.clone_from(&source.config);
-        self.groups.truncate(source.groups.len());
-        for (target, group) in self.groups.iter_mut().zip(&source.groups) {
-            target.clone_from(group);
-        }
-        for group in &source.groups[self.groups.len()..] {
-            self.groups.push(group.clone());
-        }
+        // Group by group in place (`Vec::clone_from` reuses each element's storage).
+        self.groups.clone_from(&source.groups);
         self.live.clone_from(&source.live);
         self.next_issuance = source.next_issuance;
         self.violated = source.violated;

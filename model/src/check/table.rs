@@ -109,7 +109,11 @@ impl FingerprintSet {
     }
 
     fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, Shard> {
-        self.padded(fp)
+        Self::lock(self.padded(fp))
+    }
+
+    fn lock(padded: &Padded) -> std::sync::MutexGuard<'_, Shard> {
+        padded
             .shard
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -120,10 +124,7 @@ impl FingerprintSet {
     pub fn insert(&self, fp: u64) -> bool {
         debug_assert_ne!(fp, 0, "0 marks an empty slot");
         let padded = self.padded(fp);
-        let mut shard = padded
-            .shard
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut shard = Self::lock(padded);
         let new = shard.insert(fp);
         if shard.slots.len() - 1 != padded.mask.load(Ordering::Relaxed) {
             padded
