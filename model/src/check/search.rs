@@ -18,7 +18,7 @@ use crate::check::fingerprint::{fingerprint, Fingerprinter};
 use crate::check::model::{Actions, LeaseModel};
 use crate::check::rank::{rank, Rank};
 use crate::check::state::{Action, State, Witness};
-use crate::check::table::FingerprintSet;
+use crate::check::table::{FingerprintSet, Inserter};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
@@ -203,7 +203,9 @@ pub fn explore(
 }
 
 /// A search thread's own storage, reused from state to state.
-struct Local {
+struct Local<'a> {
+    /// This thread's inserts into the shared fingerprint set (let go before waiting).
+    seen: Inserter<'a>,
     /// The depth-first stack.
     stack: Vec<Item>,
     actions: Actions,
@@ -221,6 +223,7 @@ struct Local {
 impl Shared<'_> {
     fn run(&self, stack: Vec<Item>) -> Exploration {
         let mut local = Local {
+            seen: self.table.inserter(),
             stack,
             actions: Actions::new(),
             hasher: Fingerprinter::default(),
@@ -245,6 +248,8 @@ impl Shared<'_> {
                 }
             }
             self.flush(&mut flushed, local.out.counts);
+            // The table may have to grow while this thread waits.
+            local.seen.release();
             match self.take_work() {
                 Some(chunk) => local.stack = chunk,
                 None => return local.out,
@@ -312,6 +317,7 @@ impl Shared<'_> {
     fn expand(&self, state: &State, depth: u32, local: &mut Local) {
         let model = self.model;
         let Local {
+            seen,
             stack,
             actions,
             hasher,
@@ -350,11 +356,11 @@ impl Shared<'_> {
                 }
             }
             let fp = hasher.of(&*next);
-            self.table.prefetch(fp);
+            seen.prefetch(fp);
             batch.push((next, fp));
         }
         for (next, fp) in batch.drain(..) {
-            if self.table.insert(fp) {
+            if seen.insert(fp) {
                 out.counts.unique += 1;
                 out.max_depth = out.max_depth.max(depth + 1);
                 out.violated |= LeaseModel::violation_bits(&next);

@@ -69,6 +69,7 @@ pub fn shortest_counterexamples(
     let mut found: Vec<(Invariant, u32)> = Vec::new();
     let mut pending: Vec<Invariant> = targets.to_vec();
     let seen = FingerprintSet::new();
+    let mut seen = seen.inserter();
     let init = model.init_state(true);
     seen.insert(fingerprint(&init));
     let mut level: Vec<(State, u32)> = vec![(init, 0)];

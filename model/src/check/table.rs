@@ -1,93 +1,123 @@
 //! The set of visited states' fingerprints, shared by the search threads.
 //!
-//! A fingerprint is a `u64` (never 0: the empty slot). The set is split into shards by the
-//! fingerprint's top bits; each shard is an open-addressing table (linear probing) behind its
-//! own lock, padded to a cache line, so two threads rarely touch the same lock and an insert
-//! costs one uncontended lock and, usually, one cache miss. A shard doubles when it is
-//! two-thirds full. About 8–16 bytes per state.
+//! A fingerprint is a `u64` (never 0: the empty slot). The set is one open-addressing table
+//! (linear probing) of atomic slots: an insert reads slots and, when the fingerprint is new,
+//! claims an empty slot with one compare-and-swap. No lock and no counter is written per
+//! insert, so two threads inserting at once do not pass a cache line back and forth (only
+//! the slots themselves, and two threads rarely want the same slot at the same time).
+//!
+//! The table doubles when it is two-thirds full. To know when without a shared counter per
+//! insert, a thread inserts through an [`Inserter`]: it holds a read guard of the table and
+//! a *budget*, a number of new fingerprints it reserved at once (one atomic add for up to
+//! [`CHUNK`] of them). The reservations never exceed the table's limit, so the table never
+//! fills; a thread that finds nothing left to reserve takes the write lock and doubles the
+//! table, once every reader has let go of its guard. A thread lets go when its budget is
+//! spent and before it waits for anything. About 8–16 bytes per state.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{RwLock, RwLockReadGuard, TryLockError};
 
-const SHARD_BITS: u32 = 8;
-const SHARDS: usize = 1 << SHARD_BITS;
-const SHARD_SLOTS_MIN: usize = 1 << 10;
+/// The initial number of slots.
+const SLOTS_MIN: usize = 1 << 12;
+/// The most new fingerprints an [`Inserter`] reserves at once.
+pub const CHUNK: usize = 1 << 12;
 
-#[derive(Default)]
-struct Shard {
-    slots: Vec<u64>,
-    len: usize,
+struct Table {
+    slots: Box<[AtomicU64]>,
+    mask: usize,
 }
 
-impl Shard {
-    /// Inserts `fp`; returns whether it was new.
-    fn insert(&mut self, fp: u64) -> bool {
-        if (self.len + 1) * 3 > self.slots.len() * 2 {
-            self.grow();
-        }
-        if Shard::place(&mut self.slots, fp) {
-            self.len += 1;
-            true
-        } else {
-            false
+impl Table {
+    fn with_slots(count: usize) -> Table {
+        debug_assert!(count.is_power_of_two());
+        let mut slots: Vec<AtomicU64> = Vec::with_capacity(count);
+        huge_pages(&mut slots);
+        slots.extend((0..count).map(|_| AtomicU64::new(0)));
+        Table {
+            slots: slots.into_boxed_slice(),
+            mask: count - 1,
         }
     }
 
-    fn place(slots: &mut [u64], fp: u64) -> bool {
-        let mask = slots.len() - 1;
-        let mut index = (fp as usize) & mask;
+    /// The most fingerprints the table may hold: two thirds of its slots.
+    fn limit(&self) -> usize {
+        self.slots.len() / 3 * 2
+    }
+
+    /// Inserts `fp`; returns whether it was new. The table must have an empty slot.
+    #[inline]
+    fn place(&self, fp: u64) -> bool {
+        let mut index = (fp as usize) & self.mask;
         loop {
-            match slots[index] {
-                0 => {
-                    slots[index] = fp;
-                    return true;
-                }
+            let slot = &self.slots[index];
+            match slot.load(Ordering::Relaxed) {
+                0 => match slot.compare_exchange(0, fp, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return true,
+                    // Another thread took the slot: read it again.
+                    Err(_) => continue,
+                },
                 existing if existing == fp => return false,
-                _ => index = (index + 1) & mask,
+                _ => index = (index + 1) & self.mask,
             }
         }
-    }
-
-    fn grow(&mut self) {
-        let capacity = (self.slots.len() * 2).max(SHARD_SLOTS_MIN);
-        let mut slots = vec![0u64; capacity];
-        for &fp in self.slots.iter().filter(|&&fp| fp != 0) {
-            Shard::place(&mut slots, fp);
-        }
-        self.slots = slots;
     }
 
     fn contains(&self, fp: u64) -> bool {
-        if self.slots.is_empty() {
-            return false;
-        }
-        let mask = self.slots.len() - 1;
-        let mut index = (fp as usize) & mask;
+        let mut index = (fp as usize) & self.mask;
         loop {
-            match self.slots[index] {
+            match self.slots[index].load(Ordering::Relaxed) {
                 0 => return false,
                 existing if existing == fp => return true,
-                _ => index = (index + 1) & mask,
+                _ => index = (index + 1) & self.mask,
             }
         }
     }
+
+    /// A table of twice the slots with the same fingerprints.
+    fn doubled(&mut self) -> Table {
+        let bigger = Table::with_slots(self.slots.len() * 2);
+        // Old slots in order: their fingerprints land in nearly sequential new slots.
+        for slot in self.slots.iter_mut() {
+            let fp = *slot.get_mut();
+            if fp != 0 {
+                bigger.place(fp);
+            }
+        }
+        bigger
+    }
 }
 
-/// A shard on its own cache line, with where its slots are for [`FingerprintSet::prefetch`]
-/// (read without the lock: a stale value costs a useless prefetch, nothing else).
-#[repr(align(128))]
-#[derive(Default)]
-struct Padded {
-    shard: Mutex<Shard>,
-    /// The address of the shard's slots.
-    base: AtomicUsize,
-    /// The number of slots minus one (0: no slots yet).
-    mask: AtomicUsize,
+/// Asks the kernel to back `slots`' allocation (not yet written) with huge pages: a lookup
+/// is a random access into the whole table, and with 4 KiB pages almost every one misses
+/// the translation cache too. A hint: nothing changes if the kernel declines.
+fn huge_pages<T>(slots: &mut Vec<T>) {
+    const HUGE_PAGE: usize = 2 << 20;
+    let bytes = slots.capacity() * std::mem::size_of::<T>();
+    if bytes < 2 * HUGE_PAGE {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // madvise wants a page-aligned start: the first whole huge page of the allocation.
+        let start = slots.as_mut_ptr() as usize;
+        let aligned = start.next_multiple_of(HUGE_PAGE);
+        let length = (start + bytes - aligned) / HUGE_PAGE * HUGE_PAGE;
+        // SAFETY: the range lies inside the vector's own allocation, which is not yet
+        // written; MADV_HUGEPAGE changes how the kernel backs it, never its contents.
+        unsafe {
+            libc::madvise(aligned as *mut libc::c_void, length, libc::MADV_HUGEPAGE);
+        }
+    }
 }
 
 /// A concurrent set of fingerprints (see the module documentation).
 pub struct FingerprintSet {
-    shards: Box<[Padded]>,
+    table: RwLock<Table>,
+    /// Fingerprints inserted plus the budgets inserters hold; never above the table's limit.
+    reserved: AtomicUsize,
+    /// The table's limit (written under the write lock; read without it by a thread waiting
+    /// to double the table).
+    limit: AtomicUsize,
 }
 
 impl Default for FingerprintSet {
@@ -99,76 +129,93 @@ impl Default for FingerprintSet {
 impl FingerprintSet {
     /// An empty set.
     pub fn new() -> FingerprintSet {
+        let table = Table::with_slots(SLOTS_MIN);
         FingerprintSet {
-            shards: (0..SHARDS).map(|_| Padded::default()).collect(),
+            limit: AtomicUsize::new(table.limit()),
+            table: RwLock::new(table),
+            reserved: AtomicUsize::new(0),
         }
     }
 
-    fn padded(&self, fp: u64) -> &Padded {
-        &self.shards[(fp >> (64 - SHARD_BITS)) as usize]
+    fn read(&self) -> RwLockReadGuard<'_, Table> {
+        self.table.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, Shard> {
-        Self::lock(self.padded(fp))
+    /// A thread's way to insert (see the module documentation).
+    pub fn inserter(&self) -> Inserter<'_> {
+        Inserter {
+            set: self,
+            guard: None,
+            budget: 0,
+        }
     }
 
-    fn lock(padded: &Padded) -> std::sync::MutexGuard<'_, Shard> {
-        padded
-            .shard
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Inserts `fp` (not 0); returns whether it was not in the set before.
-    #[inline]
+    /// Inserts `fp` (not 0); returns whether it was not in the set before. For a few inserts:
+    /// many go faster through one [`FingerprintSet::inserter`].
     pub fn insert(&self, fp: u64) -> bool {
-        debug_assert_ne!(fp, 0, "0 marks an empty slot");
-        let padded = self.padded(fp);
-        let mut shard = Self::lock(padded);
-        let new = shard.insert(fp);
-        if shard.slots.len() - 1 != padded.mask.load(Ordering::Relaxed) {
-            padded
-                .base
-                .store(shard.slots.as_ptr() as usize, Ordering::Relaxed);
-            padded.mask.store(shard.slots.len() - 1, Ordering::Relaxed);
-        }
-        new
+        self.inserter().insert(fp)
     }
 
-    /// Asks the processor to start loading the slot a lookup of `fp` reads first, so that an
-    /// [`FingerprintSet::insert`] of it soon after finds it in the cache. A hint: it changes
-    /// no result.
-    #[inline]
-    pub fn prefetch(&self, fp: u64) {
-        let padded = self.padded(fp);
-        let mask = padded.mask.load(Ordering::Relaxed);
-        if mask == 0 {
+    /// Reserves up to `wanted` new fingerprints under `table` (at least 1); returns how many,
+    /// 0 when the table is at its limit.
+    fn reserve(&self, table: &Table, wanted: usize) -> usize {
+        let limit = table.limit();
+        let mut reserved = self.reserved.load(Ordering::Relaxed);
+        loop {
+            let free = limit.saturating_sub(reserved);
+            if free == 0 {
+                return 0;
+            }
+            // Never more than an eighth of what is left: near the limit the reservations
+            // shrink, so that one thread's unused budget does not force an early doubling.
+            let take = wanted.min(free / 8).max(1);
+            match self.reserved.compare_exchange_weak(
+                reserved,
+                reserved + take,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return take,
+                Err(now) => reserved = now,
+            }
+        }
+    }
+
+    /// Doubles the table if it is still at its limit, once every other inserter has let go
+    /// of it; returns early when another thread doubled it meanwhile. It does not queue for
+    /// the write lock: a queued writer can wait forever behind a thread that doubles the
+    /// table, lets it go and reads it again before the writer wakes. Instead it asks again
+    /// until the others, whose budgets the limit bounds, have spent them or gone idle.
+    #[cold]
+    fn grow(&self) {
+        loop {
+            if self.reserved.load(Ordering::Relaxed) < self.limit.load(Ordering::Relaxed) {
+                return;
+            }
+            let mut table = match self.table.try_write() {
+                Ok(table) => table,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    std::thread::yield_now();
+                    continue;
+                }
+            };
+            if self.reserved.load(Ordering::Relaxed) >= table.limit() {
+                *table = table.doubled();
+                self.limit.store(table.limit(), Ordering::Relaxed);
+            }
             return;
         }
-        let address = padded.base.load(Ordering::Relaxed) + ((fp as usize) & mask) * 8;
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch reads nothing into the program and never faults, whatever the
-        // address (a stale one, of slots since freed, only wastes the hint).
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                address as *const i8,
-            );
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = address;
     }
 
     /// Whether `fp` is in the set.
     pub fn contains(&self, fp: u64) -> bool {
-        self.shard(fp).contains(fp)
+        self.read().contains(fp)
     }
 
-    /// The number of fingerprints in the set.
+    /// The number of fingerprints in the set (exact when no inserter holds a budget).
     pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.shard.lock().map_or(0, |s| s.len))
-            .sum()
+        self.reserved.load(Ordering::Relaxed)
     }
 
     /// Whether the set is empty.
@@ -178,10 +225,82 @@ impl FingerprintSet {
 
     /// Bytes the set holds.
     pub fn bytes(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| s.shard.lock().map_or(0, |s| s.slots.len() * 8))
-            .sum()
+        self.read().slots.len() * 8
+    }
+}
+
+/// One thread's inserts into a [`FingerprintSet`]: it holds the table's read guard and a
+/// budget of new fingerprints between inserts (see the module documentation). Let it go with
+/// [`Inserter::release`] (or drop it) before waiting for anything another thread does.
+pub struct Inserter<'a> {
+    set: &'a FingerprintSet,
+    guard: Option<RwLockReadGuard<'a, Table>>,
+    /// New fingerprints this inserter may still add (reserved in `set.reserved`).
+    budget: usize,
+}
+
+impl Inserter<'_> {
+    /// Inserts `fp` (not 0); returns whether it was not in the set before.
+    #[inline]
+    pub fn insert(&mut self, fp: u64) -> bool {
+        debug_assert_ne!(fp, 0, "0 marks an empty slot");
+        if self.budget == 0 {
+            self.refill();
+        }
+        let table = self.guard.as_ref().expect("a refilled inserter holds the table");
+        let new = table.place(fp);
+        self.budget -= usize::from(new);
+        new
+    }
+
+    /// Asks the processor to start loading the slot a lookup of `fp` reads first, so that an
+    /// [`Inserter::insert`] of it soon after finds it in the cache. A hint: it changes no
+    /// result (and does nothing before the first insert).
+    #[inline]
+    pub fn prefetch(&self, fp: u64) {
+        let Some(table) = self.guard.as_ref() else {
+            return;
+        };
+        let slot = &table.slots[(fp as usize) & table.mask];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch reads nothing into the program and never faults; the address is
+        // a live slot's.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                slot.as_ptr() as *const i8,
+            );
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = slot;
+    }
+
+    /// Lets the table go and gives back the unused budget.
+    pub fn release(&mut self) {
+        self.set.reserved.fetch_sub(self.budget, Ordering::Relaxed);
+        self.budget = 0;
+        self.guard = None;
+    }
+
+    /// Gets a budget, doubling the table first when it is at its limit.
+    #[cold]
+    fn refill(&mut self) {
+        loop {
+            let guard = self.guard.take().unwrap_or_else(|| self.set.read());
+            let budget = self.set.reserve(&guard, CHUNK);
+            if budget > 0 {
+                self.budget = budget;
+                self.guard = Some(guard);
+                return;
+            }
+            drop(guard);
+            self.set.grow();
+        }
+    }
+}
+
+impl Drop for Inserter<'_> {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -217,7 +336,7 @@ impl FingerprintMap {
     }
 
     fn grow(&mut self) {
-        let capacity = (self.slots.len() * 2).max(SHARD_SLOTS_MIN);
+        let capacity = (self.slots.len() * 2).max(SLOTS_MIN);
         let old = std::mem::replace(&mut self.slots, vec![(0, 0); capacity]);
         let mask = capacity - 1;
         for (fp, id) in old.into_iter().filter(|&(fp, _)| fp != 0) {
