@@ -236,15 +236,19 @@ impl Shared<'_> {
             while let Some((state, depth)) = local.stack.pop() {
                 self.expand(&state, depth, &mut local);
                 local.free.push(state);
-                if local.out.counts.generated - flushed.generated >= BATCH {
-                    if self.flush(&mut flushed, local.out.counts) {
-                        return local.out;
-                    }
-                    if local.stack.len() >= SHARE_MIN
-                        && self.hungry.load(Ordering::Relaxed) > self.pooled.load(Ordering::Relaxed)
-                    {
-                        self.share(&mut local.stack);
-                    }
+                if local.out.counts.generated - flushed.generated >= BATCH
+                    && self.flush(&mut flushed, local.out.counts)
+                {
+                    return local.out;
+                }
+                // After every expansion, not every batch: a hungry thread waits for this.
+                // Two reads of a line that is written only when a thread goes hungry or
+                // takes work.
+                if self.threads > 1
+                    && local.stack.len() >= SHARE_MIN
+                    && self.hungry.load(Ordering::Relaxed) > self.pooled.load(Ordering::Relaxed)
+                {
+                    self.share(&mut local.stack);
                 }
             }
             self.flush(&mut flushed, local.out.counts);

@@ -247,7 +247,10 @@ impl Inserter<'_> {
         if self.budget == 0 {
             self.refill();
         }
-        let table = self.guard.as_ref().expect("a refilled inserter holds the table");
+        let table = self
+            .guard
+            .as_ref()
+            .expect("a refilled inserter holds the table");
         let new = table.place(fp);
         self.budget -= usize::from(new);
         new
@@ -267,7 +270,7 @@ impl Inserter<'_> {
         // a live slot's.
         unsafe {
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                slot.as_ptr() as *const i8,
+                slot.as_ptr() as *const i8
             );
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -381,6 +384,46 @@ mod tests {
         }
         assert!(!set.contains(fp(100_001)));
         assert_eq!(set.len(), 100_000);
+    }
+
+    #[test]
+    fn threads_inserting_at_once_see_each_fingerprint_new_exactly_once() {
+        // Four threads insert overlapping ranges through the table's doublings (from 4,096
+        // slots to 2^20): every fingerprint is new to exactly one of them, and the set ends
+        // with each once.
+        let set = FingerprintSet::new();
+        let fp = |i: u64| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1).rotate_left(29);
+        let total = 300_000u64;
+        let new_counts: Vec<Vec<u64>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4u64)
+                .map(|t| {
+                    let set = &set;
+                    scope.spawn(move || {
+                        let mut inserter = set.inserter();
+                        let mut new = Vec::new();
+                        // Each thread covers half the range, from its own starting point.
+                        for k in 0..total / 2 {
+                            let i = (k + t * total / 4) % total;
+                            if inserter.insert(fp(i)) {
+                                new.push(i);
+                            }
+                        }
+                        new
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut all: Vec<u64> = new_counts.into_iter().flatten().collect();
+        all.sort_unstable();
+        let expected: Vec<u64> = (0..total).collect();
+        assert_eq!(all, expected);
+        assert_eq!(set.len(), total as usize);
+        for i in 0..total {
+            assert!(set.contains(fp(i)));
+        }
+        assert!(!set.contains(fp(total)));
+        assert!(set.bytes() >= (total as usize) * 3 / 2 * 8);
     }
 
     #[test]
