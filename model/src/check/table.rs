@@ -340,7 +340,10 @@ impl FingerprintMap {
 
     fn grow(&mut self) {
         let capacity = (self.slots.len() * 2).max(SLOTS_MIN);
-        let old = std::mem::replace(&mut self.slots, vec![(0, 0); capacity]);
+        let mut slots = Vec::with_capacity(capacity);
+        huge_pages(&mut slots);
+        slots.resize(capacity, (0, 0));
+        let old = std::mem::replace(&mut self.slots, slots);
         let mask = capacity - 1;
         for (fp, id) in old.into_iter().filter(|&(fp, _)| fp != 0) {
             let mut index = (fp as usize) & mask;
