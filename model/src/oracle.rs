@@ -350,11 +350,14 @@ impl Oracle {
     /// of [`Oracle::deliveries`] over them, in one pass without lookups (the checker's
     /// ranking function reads it per transition).
     pub fn deliveries_total(&self, events: Seq) -> u64 {
-        self.groups
-            .iter()
-            .flat_map(|g| g.records.iter().take(events as usize))
-            .map(|r| u64::from(r.deliveries))
-            .sum()
+        let mut total = 0;
+        for group in &self.groups {
+            let records = &group.records[..group.records.len().min(events as usize)];
+            for record in records {
+                total += u64::from(record.deliveries);
+            }
+        }
+        total
     }
 
     /// Whether the oracle knows (group, seq) as settled.
