@@ -151,7 +151,8 @@ impl FingerprintSet {
     }
 
     /// Inserts `fp` (not 0); returns whether it was not in the set before. For a few inserts:
-    /// many go faster through one [`FingerprintSet::inserter`].
+    /// many go faster through one [`FingerprintSet::inserter`]. Not while this thread's own
+    /// [`Inserter`] holds the table: a doubling would wait for it forever.
     pub fn insert(&self, fp: u64) -> bool {
         self.inserter().insert(fp)
     }
