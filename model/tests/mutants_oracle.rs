@@ -398,6 +398,29 @@ fn an_audit_of_a_record_range_reads_exactly_that_range() {
     assert!(!check(0, 10, 0), "seqs start at 1");
     assert!(!check(11, 5, 0), "past the published events");
     assert!(!check(1, 10, 1), "no such group");
+    // A range that starts at the last published event reads it.
+    let mut last_open = view.clone();
+    last_open.set(0, 10, Status::Available);
+    let mut probe = oracle.clone();
+    probe.audit_records(&last_open, 0, 10, 1);
+    assert!(probe.violated(Invariant::I3), "the last event alone");
+}
+
+#[test]
+fn a_frontier_that_goes_back_breaks_i4_even_within_the_settled_prefix() {
+    // Every event stays acked; only the frontier moves back (5 to 3). Nothing the step
+    // touched is open, so only the comparison with the frontier before can tell.
+    let (mut oracle, mut view) = acked_run(5, false);
+    view.frontiers[0] = 3;
+    oracle.end_step(&view);
+    assert_eq!(broken(&oracle), [Invariant::I4]);
+    let detail = &oracle.violations()[0].detail;
+    assert!(detail.contains("went back from 5 to 3"), "{detail}");
+    // Forward again, to the end: nothing more is broken (the frontier it left is 3).
+    let (mut oracle, mut view) = acked_run(5, false);
+    view.frontiers[0] = 5;
+    oracle.end_step(&view);
+    assert!(!oracle.any_violated(), "{:?}", oracle.violations());
 }
 
 #[test]
