@@ -30,11 +30,14 @@ struct Table {
 impl Table {
     fn with_slots(count: usize) -> Table {
         debug_assert!(count.is_power_of_two());
-        let mut slots: Vec<AtomicU64> = Vec::with_capacity(count);
+        // Zeroed by the allocator: a large table comes as fresh pages that the kernel fills
+        // on first touch, so a doubling does not make the whole new table resident before
+        // the old one is released.
+        // SAFETY: all-zero bytes are a valid `AtomicU64` (it has `u64`'s bit validity).
+        let mut slots = unsafe { Box::<[AtomicU64]>::new_zeroed_slice(count).assume_init() };
         huge_pages(&mut slots);
-        slots.extend((0..count).map(|_| AtomicU64::new(0)));
         Table {
-            slots: slots.into_boxed_slice(),
+            slots,
             mask: count - 1,
         }
     }
@@ -73,26 +76,31 @@ impl Table {
         }
     }
 
-    /// A table of twice the slots with the same fingerprints.
+    /// A table of twice the slots with the same fingerprints. The old slots' memory goes
+    /// back to the kernel as they are copied, so that a doubling needs the new table and
+    /// little more, not both tables at once.
     fn doubled(&mut self) -> Table {
         let bigger = Table::with_slots(self.slots.len() * 2);
         // Old slots in order: their fingerprints land in nearly sequential new slots.
-        for slot in self.slots.iter_mut() {
-            let fp = *slot.get_mut();
-            if fp != 0 {
-                bigger.place(fp);
+        for chunk in self.slots.chunks_mut(RELEASE_SLOTS) {
+            for slot in chunk.iter_mut() {
+                let fp = *slot.get_mut();
+                if fp != 0 {
+                    bigger.place(fp);
+                }
             }
+            release(chunk);
         }
         bigger
     }
 }
 
-/// Asks the kernel to back `slots`' allocation (not yet written) with huge pages: a lookup
+/// Asks the kernel to back `slots`' allocation (not yet touched) with huge pages: a lookup
 /// is a random access into the whole table, and with 4 KiB pages almost every one misses
 /// the translation cache too. A hint: nothing changes if the kernel declines.
-fn huge_pages<T>(slots: &mut Vec<T>) {
+fn huge_pages<T>(slots: &mut [T]) {
     const HUGE_PAGE: usize = 2 << 20;
-    let bytes = slots.capacity() * std::mem::size_of::<T>();
+    let bytes = std::mem::size_of_val(slots);
     if bytes < 2 * HUGE_PAGE {
         return;
     }
@@ -102,12 +110,44 @@ fn huge_pages<T>(slots: &mut Vec<T>) {
         let start = slots.as_mut_ptr() as usize;
         let aligned = start.next_multiple_of(HUGE_PAGE);
         let length = (start + bytes - aligned) / HUGE_PAGE * HUGE_PAGE;
-        // SAFETY: the range lies inside the vector's own allocation, which is not yet
-        // written; MADV_HUGEPAGE changes how the kernel backs it, never its contents.
+        // SAFETY: the range lies inside the slice's own allocation; MADV_HUGEPAGE changes
+        // how the kernel backs it, never its contents.
         unsafe {
             libc::madvise(aligned as *mut libc::c_void, length, libc::MADV_HUGEPAGE);
         }
     }
+}
+
+/// Slots copied between two releases of old slots' memory in a doubling (2 MiB).
+const RELEASE_SLOTS: usize = (2 << 20) / 8;
+
+/// Gives the whole pages inside `slots` back to the kernel: their contents are no longer
+/// needed (the table they belong to is dropped next), and they read as zeros if read again.
+/// Nothing happens if the kernel declines.
+fn release(slots: &mut [AtomicU64]) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = slots.as_mut_ptr() as usize;
+        let end = start + std::mem::size_of_val(slots);
+        let (first, last) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+        if last > first {
+            // SAFETY: the range is whole pages strictly inside the slots' own allocation,
+            // which this thread holds exclusively (the table's write lock) and which holds
+            // nothing but slots; MADV_DONTNEED on private anonymous memory leaves it mapped
+            // and reading as zeros, and nothing reads these slots again before the
+            // allocation is freed.
+            unsafe {
+                libc::madvise(
+                    first as *mut libc::c_void,
+                    last - first,
+                    libc::MADV_DONTNEED,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = slots;
 }
 
 /// A concurrent set of fingerprints (see the module documentation).
@@ -341,10 +381,10 @@ impl FingerprintMap {
 
     fn grow(&mut self) {
         let capacity = (self.slots.len() * 2).max(SLOTS_MIN);
-        let mut slots = Vec::with_capacity(capacity);
+        // SAFETY: all-zero bytes are a valid `(u64, u32)` (padding may hold anything).
+        let mut slots = unsafe { Box::<[(u64, u32)]>::new_zeroed_slice(capacity).assume_init() };
         huge_pages(&mut slots);
-        slots.resize(capacity, (0, 0));
-        let old = std::mem::replace(&mut self.slots, slots);
+        let old = std::mem::replace(&mut self.slots, slots.into_vec());
         let mask = capacity - 1;
         for (fp, id) in old.into_iter().filter(|&(fp, _)| fp != 0) {
             let mut index = (fp as usize) & mask;
