@@ -242,8 +242,8 @@ impl Shared<'_> {
                     return local.out;
                 }
                 // After every expansion, not every batch: a hungry thread waits for this.
-                // Two reads of a line that is written only when a thread goes hungry or
-                // takes work.
+                // Two reads of a line that is written only when a thread goes hungry, takes
+                // work or adds its counts (once a batch).
                 if self.threads > 1
                     && local.stack.len() >= SHARE_MIN
                     && self.hungry.load(Ordering::Relaxed) > self.pooled.load(Ordering::Relaxed)

@@ -10,9 +10,11 @@
 //! insert, a thread inserts through an [`Inserter`]: it holds a read guard of the table and
 //! a *budget*, a number of new fingerprints it reserved at once (one atomic add for up to
 //! [`CHUNK`] of them). The reservations never exceed the table's limit, so the table never
-//! fills; a thread that finds nothing left to reserve takes the write lock and doubles the
-//! table, once every reader has let go of its guard. A thread lets go when its budget is
-//! spent and before it waits for anything. About 8–16 bytes per state.
+//! fills; a thread that finds nothing left to reserve lets go of its guard, takes the write
+//! lock once every other reader has let go too, and doubles the table. A thread lets go when
+//! its budget is spent and nothing is left to reserve, and before it waits for anything (the
+//! search releases its inserter before waiting for work). Huge pages where the kernel allows;
+//! a doubling gives the old slots' memory back as it copies them. About 8–16 bytes per state.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, TryLockError};
