@@ -694,3 +694,35 @@ fn a_clone_is_the_same_state_whatever_it_was_cloned_into() {
         assert_eq!(broken(o), [Invariant::I3, Invariant::I4]);
     }
 }
+
+#[test]
+fn oracles_apart_only_in_their_violated_bits_hash_apart() {
+    // Five events acked by both. One oracle saw the frontier at 5 and then back at 3 (I4);
+    // the other saw it reach 3 only. Both end at frontier 3 with the same records: only the
+    // violated bits differ, and the checker's fingerprint must tell them apart (else a
+    // violating state could pass for a sound one it met first).
+    let lean = OracleConfig {
+        lean: true,
+        ..config(1, 3, false)
+    };
+    let run = |frontiers: &[Seq]| {
+        let mut oracle = oracle_with(lean.clone(), 5);
+        let mut view = View::new(1, 5);
+        for seq in 1..=5 {
+            let issuance = oracle.fetched(&lease(0, seq, 1), 0, 100);
+            oracle.settled(issuance, &lease(0, seq, 1), &SettleOp::Ack, true, 1);
+            view.set(0, seq, Status::Acked);
+        }
+        for &frontier in frontiers {
+            view.frontiers[0] = frontier;
+            oracle.end_step(&view);
+        }
+        oracle
+    };
+    let went_back = run(&[5, 3]);
+    let stayed = run(&[3, 3]);
+    assert_eq!(broken(&went_back), [Invariant::I4]);
+    assert!(!stayed.any_violated(), "{:?}", stayed.violations());
+    assert_ne!(went_back, stayed);
+    assert_ne!(hash_of(&went_back), hash_of(&stayed));
+}
