@@ -19,17 +19,11 @@ use std::hash::{Hash, Hasher};
 
 const LEASE_MS: Ms = 100;
 
+#[path = "support/published.rs"]
+mod published;
+
 fn broker(variant: Variant, groups: usize, events: u32, max_attempts: u32) -> Broker {
-    let mut broker = Broker::new(BrokerConfig {
-        group_count: groups,
-        lease_ms: LEASE_MS,
-        max_attempts,
-        variant,
-    });
-    for _ in 0..events {
-        broker.publish();
-    }
-    broker
+    published::published(variant, groups, LEASE_MS, events, max_attempts)
 }
 
 fn hash_of(value: &impl Hash) -> u64 {

@@ -2,23 +2,17 @@
 //! else: every test below runs one small story on the pure broker of *every* variant and
 //! names the variants whose answer differs from `fenced`'s.
 
-use leasehold_model::broker::{Broker, BrokerConfig, BrokerView, SettleRequest};
+use leasehold_model::broker::{Broker, BrokerView, SettleRequest};
 use leasehold_model::types::{Lease, Reason, Receipt, Record, SettleError, SettleOp, Status};
 use leasehold_model::{Variant, VariantKind};
 
 const LEASE_MS: u64 = 100;
 
+#[path = "support/published.rs"]
+mod published;
+
 fn broker(variant: Variant, events: u32, max_attempts: u32) -> Broker {
-    let mut broker = Broker::new(BrokerConfig {
-        group_count: 1,
-        lease_ms: LEASE_MS,
-        max_attempts,
-        variant,
-    });
-    for _ in 0..events {
-        broker.publish();
-    }
-    broker
+    published::published(variant, 1, LEASE_MS, events, max_attempts)
 }
 
 fn fetch(broker: &mut Broker, now_ms: u64) -> Lease {
