@@ -45,6 +45,9 @@ print(f"| `leasehold check {sys.argv[3]}` | {'on' if run['symmetry'] else 'off'}
 PY
 }
 
+# When and under what load: this machine's speed is not constant, so a figure needs its time.
+echo "Run $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) (binary $BIN)"
+echo
 echo "| command | symmetry | threads | unique states | generated | seconds | unique states/s | max RSS (MiB) | result |"
 echo "|---|---|---|---|---|---|---|---|---|"
 run --events 2 --workers 2 --max-attempts 2 $PLAIN --no-symmetry --threads 1

@@ -35,6 +35,9 @@ best_of() {
 
 field() { sed -n "s/.*$1: //p" "$OUT/best.time" | head -1; }
 
+# When and under what load: this machine's speed is not constant, so a figure needs its time.
+echo "Run $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown) (binary $BIN)"
+echo
 echo "## The default 10,000-seed campaign, one thread"
 echo
 echo '```'
