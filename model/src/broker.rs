@@ -1099,6 +1099,10 @@ impl Broker {
                     }
                 }
             }
+            // Forgotten, then rebuilt from the records alone (a scan owes nothing to the
+            // index it replaces).
+            g.returned = InlineVec::new();
+            g.fresh_from = 1;
             g.reindex();
             g.max_acked = g
                 .records
