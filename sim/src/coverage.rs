@@ -201,6 +201,19 @@ pub struct Coverage(pub std::collections::BTreeMap<Probe, ProbeTally>);
 impl Coverage {
     /// Adds one seed's counts.
     pub fn add(&mut self, seed: u64, hits: &Hits) {
+        if self.0.len() == PROBES {
+            // Every probe has its tally already (after the first seed): update them in place
+            // instead of looking each one up.
+            for (&probe, tally) in self.0.iter_mut() {
+                let count = hits.count(probe);
+                if count > 0 {
+                    tally.hits += count;
+                    tally.seeds += 1;
+                    tally.first_seed = Some(tally.first_seed.map_or(seed, |s| s.min(seed)));
+                }
+            }
+            return;
+        }
         for (probe, count) in hits.iter() {
             let tally = self.0.entry(probe).or_default();
             if count > 0 {
@@ -235,5 +248,46 @@ impl Coverage {
             .into_iter()
             .filter(|&p| self.tally(p).seeds == 0)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(counts: &[(Probe, u64)]) -> Hits {
+        let mut hits = Hits::default();
+        for &(probe, count) in counts {
+            for _ in 0..count {
+                hits.hit(probe);
+            }
+        }
+        hits
+    }
+
+    /// The first seed gives every probe its tally; the later seeds update them in place. The
+    /// totals are the sums, the seed counts and the smallest seed of those that reached each.
+    #[test]
+    fn adding_seeds_sums_their_hits_and_keeps_the_smallest_seed() {
+        let mut coverage = Coverage::default();
+        coverage.add(5, &hits(&[(Probe::GhostWrite, 2)]));
+        assert_eq!(coverage.0.len(), PROBES);
+        coverage.add(
+            2,
+            &hits(&[(Probe::GhostWrite, 1), (Probe::FollowUpNack, 3)]),
+        );
+        coverage.add(9, &hits(&[(Probe::FollowUpNack, 1)]));
+        coverage.add(7, &Hits::default());
+        let tally = |hits, seeds, first_seed| ProbeTally {
+            hits,
+            seeds,
+            first_seed,
+        };
+        assert_eq!(coverage.tally(Probe::GhostWrite), tally(3, 2, Some(2)));
+        assert_eq!(coverage.tally(Probe::FollowUpNack), tally(4, 2, Some(2)));
+        assert_eq!(coverage.tally(Probe::PausePastLease), tally(0, 0, None));
+        assert_eq!(coverage.0.len(), PROBES);
+        let reached = PROBES - coverage.never_reached().len();
+        assert_eq!(reached, 2);
     }
 }

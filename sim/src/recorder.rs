@@ -183,6 +183,17 @@ impl Recorder {
         });
     }
 
+    /// [`Recorder::record`], taking the event (no copy of it is made).
+    #[inline(never)]
+    pub fn record_owned(&mut self, at_ms: Ms, event: Event) {
+        self.apply(at_ms, &event);
+        self.events.push(Stamped {
+            at_ms,
+            step: self.step,
+            event,
+        });
+    }
+
     fn apply(&mut self, at_ms: Ms, event: &Event) {
         match event {
             Event::Published { seq } => {

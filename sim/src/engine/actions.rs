@@ -211,7 +211,8 @@ impl<B: Backend> Engine<B> {
         run: HandlerRun,
         delivery: Delivery,
     ) -> RunId {
-        let lease = self.tracked(issuance).lease;
+        // The run names the lease from now on.
+        let lease = self.tracked_and_retained(issuance).lease;
         let id = RunId(self.runs_started);
         self.runs_started += 1;
         self.emit(
@@ -259,7 +260,6 @@ impl<B: Backend> Engine<B> {
             after,
             delivery,
         });
-        self.leases.retain(issuance);
         self.workers[worker].running += 1;
         let at = self.now_ms.saturating_add(run.handler_ms);
         self.queue.push(at, Due::HandlerDone { slot });

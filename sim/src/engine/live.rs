@@ -44,8 +44,14 @@ pub struct LiveLeases {
 }
 
 impl LiveLeases {
+    #[inline]
     fn position(&self, issuance: Issuance) -> Option<usize> {
-        self.leases
+        // The newest lease is the one most often named (a fetch's lease, handled at once).
+        let last = self.leases.len().checked_sub(1)?;
+        if self.leases[last].issuance == issuance {
+            return Some(last);
+        }
+        self.leases[..last]
             .binary_search_by_key(&issuance, |l| l.issuance)
             .ok()
     }
@@ -155,9 +161,14 @@ impl LiveLeases {
 
 /// A table whose entries are addressed by a slot that is reused once freed (a last-in
 /// first-out free list: deterministic).
+///
+/// A freed slot keeps its old value until the slot is reused (it is dropped then, or with the
+/// table): freeing writes nothing, and an entry is written once, where it lives.
 #[derive(Clone, Debug)]
 pub struct Slab<T> {
-    slots: Vec<Option<T>>,
+    slots: Vec<T>,
+    /// Whether each slot holds a live entry.
+    live: Vec<bool>,
     free: Vec<u32>,
 }
 
@@ -165,6 +176,7 @@ impl<T> Default for Slab<T> {
     fn default() -> Slab<T> {
         Slab {
             slots: Vec::new(),
+            live: Vec::new(),
             free: Vec::new(),
         }
     }
@@ -176,11 +188,13 @@ impl<T> Slab<T> {
     pub fn insert(&mut self, value: T) -> u32 {
         match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = Some(value);
+                self.slots[slot as usize] = value;
+                self.live[slot as usize] = true;
                 slot
             }
             None => {
-                self.slots.push(Some(value));
+                self.slots.push(value);
+                self.live.push(true);
                 (self.slots.len() - 1) as u32
             }
         }
@@ -192,34 +206,29 @@ impl<T> Slab<T> {
     /// When the slot is free: only a bug in the engine's bookkeeping gets there.
     #[inline]
     pub fn get(&self, slot: u32) -> &T {
-        self.slots[slot as usize]
-            .as_ref()
-            .expect("a queued event names a live slot")
+        assert!(self.live[slot as usize], "a queued event names a live slot");
+        &self.slots[slot as usize]
     }
 
     /// The value in `slot`, to change it.
+    ///
+    /// # Panics
+    /// When the slot is free, as [`Slab::get`].
     #[inline]
     pub fn get_mut(&mut self, slot: u32) -> &mut T {
-        self.slots[slot as usize]
-            .as_mut()
-            .expect("a queued event names a live slot")
+        assert!(self.live[slot as usize], "a queued event names a live slot");
+        &mut self.slots[slot as usize]
     }
 
-    /// Frees `slot`; returns its value.
-    #[inline]
-    pub fn remove(&mut self, slot: u32) -> T {
-        let value = self.slots[slot as usize]
-            .take()
-            .expect("a slot is freed once");
-        self.free.push(slot);
-        value
-    }
-
-    /// Frees `slot`, dropping its value where it lies.
+    /// Frees `slot` (its value stays until the slot is reused).
+    ///
+    /// # Panics
+    /// When the slot is free already.
     #[inline]
     pub fn free(&mut self, slot: u32) {
-        debug_assert!(self.slots[slot as usize].is_some(), "a slot is freed once");
-        self.slots[slot as usize] = None;
+        let live = &mut self.live[slot as usize];
+        assert!(*live, "a slot is freed once");
+        *live = false;
         self.free.push(slot);
     }
 

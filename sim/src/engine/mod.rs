@@ -343,13 +343,13 @@ impl<B: Backend> Engine<B> {
     fn emit(&mut self, at_ms: Ms, event: Event) {
         // Inlined into each site, the hashing and the check below fold to the site's variant:
         // an event that owns nothing on the heap is not dropped through the enum's drop glue.
-        let event = std::mem::ManuallyDrop::new(event);
+        // Only the recorder takes the event whole (moved in): without one, nothing takes its
+        // address, and its fields stay in registers to be hashed.
         event.hash_into(at_ms, &mut self.hasher);
-        if let Some(recorder) = &mut self.recorder {
-            recorder.record(at_ms, &event);
-        }
-        if event.may_own_heap() {
-            drop(std::mem::ManuallyDrop::into_inner(event));
+        match &mut self.recorder {
+            Some(recorder) => recorder.record_owned(at_ms, event),
+            None if event.may_own_heap() => drop(event),
+            None => std::mem::forget(event),
         }
     }
 
@@ -358,22 +358,26 @@ impl<B: Backend> Engine<B> {
         u64::from(self.backend.event_count()) * self.setup.groups.len() as u64
     }
 
-    /// The engine's record of lease `issuance`. A lease nothing named any more has left the
-    /// live table; an engine with a recorder brings it back from the recording (so a scenario
-    /// may name any lease it bound, at any time).
+    /// The engine's record of lease `issuance`, which one more thing names from now on (a
+    /// request or a handler run). A lease nothing named any more has left the live table; an
+    /// engine with a recorder brings it back from the recording (so a scenario may name any
+    /// lease it bound, at any time).
     ///
     /// # Panics
     /// When the lease left the table and there is no recorder: a driver without a recorder
     /// names only leases its workers hold (or that it pinned).
     #[inline]
-    fn tracked(&mut self, issuance: Issuance) -> LiveLease {
-        if let Some(lease) = self.leases.get(issuance) {
+    fn tracked_and_retained(&mut self, issuance: Issuance) -> LiveLease {
+        if let Some(lease) = self.leases.get_mut(issuance) {
+            lease.refs += 1;
             return *lease;
         }
-        self.tracked_from_recording(issuance)
+        let lease = self.tracked_from_recording(issuance);
+        self.leases.retain(issuance);
+        lease
     }
 
-    /// [`Engine::tracked`] for a lease that left the live table.
+    /// [`Engine::tracked_and_retained`] for a lease that left the live table.
     #[cold]
     #[inline(never)]
     fn tracked_from_recording(&mut self, issuance: Issuance) -> LiveLease {

@@ -144,38 +144,41 @@ impl<B: Backend> Engine<B> {
             self.queue.push(at, Due::HandlerDone { slot });
             return;
         }
-        let run = self.runs.remove(slot);
+        // The run's slot is freed once its settles are sent (nothing below starts a run).
+        let run = self.runs.get(slot);
+        let (id, issuance, delivery) = (run.id, run.issuance, run.delivery);
         if alive {
             self.workers[worker].running -= 1;
         }
         if !alive {
+            self.runs.free(slot);
             self.hits.hit(Probe::HandlerKilledByCrash);
-            self.emit(self.now_ms, Event::HandlerKilled { run: run.id });
-            self.leases.release(run.issuance);
+            self.emit(self.now_ms, Event::HandlerKilled { run: id });
+            self.leases.release(issuance);
             return;
         }
-        let success = run.outcome.is_success();
+        let (group, seq, started_current) = (run.group, run.seq, run.started_current);
+        let outcome = run.outcome.clone();
+        let success = outcome.is_success();
         self.oracle
-            .handler_finished(run.group, run.seq, run.started_current, success);
+            .handler_finished(group, seq, started_current, success);
         if success {
-            let current = self.oracle.is_current(run.issuance);
+            let current = self.oracle.is_current(issuance);
             if !current {
                 self.hits.hit(Probe::GhostWrite);
             }
-            self.world.write(run.group, run.seq, current);
+            self.world.write(group, seq, current);
         }
-        let event = Event::HandlerFinished {
-            run: run.id,
-            outcome: run.outcome.clone(),
-        };
-        self.emit(self.now_ms, event);
+        self.emit(self.now_ms, Event::HandlerFinished { run: id, outcome });
         let from = SendFrom {
-            origin: Origin::Handler(run.id),
+            origin: Origin::Handler(id),
             nack_on_failure: true,
         };
-        for &op in &run.after {
-            self.send_on(worker, run.issuance, None, op, run.delivery, from);
+        for index in 0..self.runs.get(slot).after.len() {
+            let op = self.runs.get(slot).after[index];
+            self.send_on(worker, issuance, None, op, delivery, from);
         }
-        self.leases.release(run.issuance);
+        self.runs.free(slot);
+        self.leases.release(issuance);
     }
 }

@@ -45,7 +45,8 @@ impl<B: Backend> Engine<B> {
         delivery: Delivery,
         from: SendFrom,
     ) -> RequestId {
-        let info = self.tracked(issuance);
+        // The flight names the lease from now on.
+        let info = self.tracked_and_retained(issuance);
         let w = &self.workers[worker];
         let delayed = info.holder == worker && info.holder_incarnation != w.incarnation;
         let incarnation = if delayed {
@@ -72,7 +73,6 @@ impl<B: Backend> Engine<B> {
             renewed: None,
             pending: 1,
         });
-        self.leases.retain(issuance);
         self.emit(
             self.now_ms,
             Event::Sent {

@@ -187,6 +187,10 @@ impl Campaign {
             for _ in 0..threads {
                 scope.spawn(|| {
                     let mut part = Summary::default();
+                    // Without per-seed draws a seed's setup is the template's with its seed:
+                    // one copy per thread serves every seed.
+                    let per_seed = self.swarm || self.expiry_mixed;
+                    let mut setup = self.template.clone();
                     loop {
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         if index >= total {
@@ -198,7 +202,12 @@ impl Campaign {
                         if self.stop_on_failure && seed > smallest_failure.load(Ordering::Relaxed) {
                             break;
                         }
-                        let outcome = run_setup_with(&self.setup(seed), self.backend, &options);
+                        if per_seed {
+                            setup = self.setup(seed);
+                        } else {
+                            setup.seed = seed;
+                        }
+                        let outcome = run_setup_with(&setup, self.backend, &options);
                         let target = self.template.variant.expected_violation();
                         let stops = outcome
                             .violations
