@@ -93,6 +93,13 @@ impl Campaign {
         setup
     }
 
+    /// Whether [`Campaign::setup`] draws anything per seed (a swarm, a mixed expiry); when it
+    /// does not, a seed's setup is the template with its seed set. Kept beside `setup`: a new
+    /// per-seed draw there must be named here too.
+    fn setup_draws_per_seed(&self) -> bool {
+        self.swarm || self.expiry_mixed
+    }
+
     fn swarm_setup(&self, seed: u64) -> Setup {
         if !self.swarm {
             return Setup {
@@ -189,7 +196,7 @@ impl Campaign {
                     let mut part = Summary::default();
                     // Without per-seed draws a seed's setup is the template's with its seed:
                     // one copy per thread serves every seed.
-                    let per_seed = self.swarm || self.expiry_mixed;
+                    let per_seed = self.setup_draws_per_seed();
                     let mut setup = self.template.clone();
                     loop {
                         let index = next.fetch_add(1, Ordering::Relaxed);
