@@ -742,6 +742,9 @@ impl Oracle {
             let mut first: Seq = 1;
             while first <= count {
                 let len = ((count - first) as usize + 1).min(STATUS_CHUNK);
+                // Every chunk reads a record at least: a loop that cannot advance fails here
+                // instead of spinning.
+                assert!(len > 0, "an audit chunk reads at least one record");
                 let chunk = &mut statuses[..len];
                 let written = view.status_kinds(group, first, chunk).min(len);
                 for (offset, slot) in chunk.iter_mut().enumerate().skip(written) {
