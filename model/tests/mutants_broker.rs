@@ -524,6 +524,24 @@ fn the_untimed_expiry_acts_only_on_an_armed_record() {
     assert_eq!(broker.status_kind(1, 1), Status::Available);
 }
 
+/// `stuck-lease` does not re-arm expiry after a restart (SPEC: the lease is never reclaimed):
+/// the untimed expiry of its stuck record does nothing, even while another record of the same
+/// group has a timer pending.
+#[test]
+fn the_untimed_expiry_ignores_a_timer_of_another_record_of_the_group() {
+    let mut broker = broker(Variant::StuckLease, 1, 2, 3);
+    let stuck = fetch(&mut broker, 0, 0);
+    broker.restart();
+    assert!(broker.timers().is_empty(), "stuck-lease re-arms nothing");
+    let armed = fetch(&mut broker, 0, 0);
+    assert_eq!((stuck.seq, armed.seq), (1, 2));
+    assert_eq!(broker.timers().len(), 1);
+    assert_eq!(broker.expire(0, 1, 5), None, "event 1 has no timer");
+    assert_eq!(broker.status_kind(0, 1), Status::Leased);
+    assert_eq!(broker.timers().len(), 1, "event 2's timer is still pending");
+    assert!(broker.expire(0, 2, 5).is_some());
+}
+
 #[test]
 fn a_stale_timer_fires_nothing_once_its_lease_is_settled() {
     let mut broker = broker(Variant::StaleTimer, 1, 1, 3);
