@@ -173,17 +173,12 @@ impl Recorder {
         &mut self.trace.leases[issuance.0 as usize]
     }
 
-    /// Records `event`, which happened at `at_ms`.
+    /// Records `event`, which happened at `at_ms` (a copy of it: see [`Recorder::record_owned`]).
     pub fn record(&mut self, at_ms: Ms, event: &Event) {
-        self.apply(at_ms, event);
-        self.events.push(Stamped {
-            at_ms,
-            step: self.step,
-            event: event.clone(),
-        });
+        self.record_owned(at_ms, event.clone());
     }
 
-    /// [`Recorder::record`], taking the event (no copy of it is made).
+    /// Records `event`, which happened at `at_ms`, taking it (no copy of it is made).
     #[inline(never)]
     pub fn record_owned(&mut self, at_ms: Ms, event: Event) {
         self.apply(at_ms, &event);
