@@ -170,6 +170,7 @@ struct Log {
 
 /// Records read per [`BrokerView::status_kinds`] call in a full audit.
 const STATUS_CHUNK: usize = 64;
+const _: () = assert!(STATUS_CHUNK <= 64, "an audit chunk fits a 64-bit mask");
 
 /// The ghost state and the invariants broken so far.
 #[derive(Debug, PartialEq, Eq)]
@@ -746,27 +747,14 @@ impl Oracle {
                 // instead of spinning.
                 assert!(len > 0, "an audit chunk reads at least one record");
                 let chunk = &mut statuses[..len];
-                let written = view.status_kinds(group, first, chunk).min(len);
-                for (offset, slot) in chunk.iter_mut().enumerate().skip(written) {
-                    *slot = view.status_kind(group, first + offset as Seq);
-                }
+                self.read_statuses(view, group, first, chunk);
                 if first_open.is_none() {
                     first_open = chunk
                         .iter()
                         .position(|&status| !is_settled_status(status))
                         .map(|offset| first + offset as Seq);
                 }
-                for (offset, &status) in chunk.iter().enumerate() {
-                    let seq = first + offset as Seq;
-                    let agree = matches!(
-                        (self.groups[group].records[seq as usize - 1].settled, status),
-                        (Some(Final::Acked), Status::Acked)
-                            | (None, Status::Available | Status::Leased)
-                    );
-                    if !agree {
-                        self.observe_record(view, group, seq, status);
-                    }
-                }
+                self.compare_chunk(view, group, first, chunk);
                 first += len as Seq;
             }
             self.check_frontier(view, group, |_, frontier| {
@@ -795,9 +783,68 @@ impl Oracle {
             return;
         }
         let last = first.saturating_add(count.saturating_sub(1)).min(published);
-        for seq in first..=last {
-            let status = view.status_kind(group, seq);
-            self.observe_record(view, group, seq, status);
+        let mut statuses = [Status::Dropped; STATUS_CHUNK];
+        let mut first = first;
+        while first <= last {
+            let len = ((last - first) as usize + 1).min(STATUS_CHUNK);
+            let chunk = &mut statuses[..len];
+            self.read_statuses(view, group, first, chunk);
+            self.compare_chunk(view, group, first, chunk);
+            first += len as Seq;
+        }
+    }
+
+    /// Reads the statuses of the records `first..first + out.len()` of `group` (every one is
+    /// published): in one call where the view can, record by record for the rest.
+    #[inline]
+    fn read_statuses(
+        &self,
+        view: &impl BrokerView,
+        group: GroupIx,
+        first: Seq,
+        out: &mut [Status],
+    ) {
+        let written = view.status_kinds(group, first, out).min(out.len());
+        for (offset, slot) in out.iter_mut().enumerate().skip(written) {
+            *slot = view.status_kind(group, first + offset as Seq);
+        }
+    }
+
+    /// Compares the records `first..first + statuses.len()` of `group` (at most
+    /// [`STATUS_CHUNK`]) with the ghost (I3), given their statuses as the broker shows them. A
+    /// pass over the two lists marks, branch-free, each record that does not plainly agree
+    /// (acked on both sides, or open on both); only those are looked at: a dead letter agrees
+    /// when the broker kept the ghost's reason, anything else takes [`Oracle::observe_record`].
+    /// The same verdicts as `observe_record` on every record.
+    fn compare_chunk(
+        &mut self,
+        view: &impl BrokerView,
+        group: GroupIx,
+        first: Seq,
+        statuses: &[Status],
+    ) {
+        assert!(statuses.len() <= STATUS_CHUNK, "a chunk fits a 64-bit mask");
+        let start = first as usize - 1;
+        let ghosts = &self.groups[group].records.as_slice()[start..start + statuses.len()];
+        // Bit `i` for record `first + i`, built from the last record down (a shift by one
+        // never overflows, so the loop has no check in it).
+        let mut mask: u64 = 0;
+        for (&status, ghost) in statuses.iter().zip(ghosts).rev() {
+            mask = (mask << 1) | u64::from(!plainly_agrees(ghost.settled, status));
+        }
+        while mask != 0 {
+            let at = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let (seq, status) = (first + at as Seq, statuses[at]);
+            let kept_reason = match (self.groups[group].records[start + at].settled, status) {
+                (Some(Final::DeadLettered(kept)), Status::DeadLettered) => {
+                    view.dead_letter_reason_is(group, seq, kept.as_str())
+                }
+                _ => false,
+            };
+            if !kept_reason {
+                self.observe_record(view, group, seq, status);
+            }
         }
     }
 
@@ -896,6 +943,15 @@ impl Oracle {
             }
         }
     }
+}
+
+/// The ghost's and the broker's record plainly agree: both acked, or both open.
+#[inline(always)]
+fn plainly_agrees(settled: Option<Final>, status: Status) -> bool {
+    matches!(
+        (settled, status),
+        (Some(Final::Acked), Status::Acked) | (None, Status::Available | Status::Leased)
+    )
 }
 
 fn is_settled_status(status: Status) -> bool {
