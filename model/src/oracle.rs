@@ -168,7 +168,8 @@ struct Log {
     duplicate_runs: u64,
 }
 
-/// Records read per [`BrokerView::status_kinds`] call in a full audit.
+/// Records read per [`BrokerView::status_kinds`] call in an audit (full, or a rolling slice),
+/// and compared as one chunk with a bit per record.
 const STATUS_CHUNK: usize = 64;
 const _: () = assert!(STATUS_CHUNK <= 64, "an audit chunk fits a 64-bit mask");
 
