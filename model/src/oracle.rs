@@ -814,9 +814,9 @@ impl Oracle {
     /// Compares the records `first..first + statuses.len()` of `group` (at most
     /// [`STATUS_CHUNK`]) with the ghost (I3), given their statuses as the broker shows them. A
     /// pass over the two lists marks, branch-free, each record that does not plainly agree
-    /// (acked on both sides, or open on both); only those are looked at: a dead letter agrees
-    /// when the broker kept the ghost's reason, anything else takes [`Oracle::observe_record`].
-    /// The same verdicts as `observe_record` on every record.
+    /// (acked on both sides, or open on both); only those take [`Oracle::observe_record`]
+    /// (which also passes a dead letter that kept the ghost's reason). The same verdicts as
+    /// `observe_record` on every record.
     fn compare_chunk(
         &mut self,
         view: &impl BrokerView,
@@ -836,16 +836,7 @@ impl Oracle {
         while mask != 0 {
             let at = mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            let (seq, status) = (first + at as Seq, statuses[at]);
-            let kept_reason = match (self.groups[group].records[start + at].settled, status) {
-                (Some(Final::DeadLettered(kept)), Status::DeadLettered) => {
-                    view.dead_letter_reason_is(group, seq, kept.as_str())
-                }
-                _ => false,
-            };
-            if !kept_reason {
-                self.observe_record(view, group, seq, status);
-            }
+            self.observe_record(view, group, first + at as Seq, statuses[at]);
         }
     }
 
