@@ -117,12 +117,22 @@ enum Final {
     DeadLettered(Reason),
 }
 
+/// [`GhostRecord::settled`] of a record not known as settled.
+const OPEN: u16 = 0;
+/// [`GhostRecord::settled`] of a record known as acked.
+const ACKED: u16 = 1;
+/// [`GhostRecord::settled`] of a record known as dead-lettered, with the reason
+/// `kept[settled - DEAD]` of its group.
+const DEAD: u16 = 2;
+
+/// Eight bytes: a simulated broker has millions of records, each with its ghost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct GhostRecord {
     /// Deliveries counted by the oracle.
     deliveries: u32,
-    /// Settled state, once known.
-    settled: Option<Final>,
+    /// Settled state, once known: [`OPEN`], [`ACKED`], or [`DEAD`] plus the index of the kept
+    /// reason in the group's list (see [`GhostGroup::settled`]).
+    settled: u16,
     /// A handler completed successfully under a lease that was current when it started (kept
     /// only when I7 is checked).
     processed: bool,
@@ -130,10 +140,23 @@ struct GhostRecord {
     ran: bool,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+/// A dead-letter reason a group keeps (`Default` for [`InlineVec`]: the empty text).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Kept(Reason);
+
+impl Default for Kept {
+    fn default() -> Kept {
+        Kept(Reason::EMPTY)
+    }
+}
+
+#[derive(Debug)]
 struct GhostGroup {
     /// `records[seq - 1]`.
     records: InlineVec<GhostRecord, 4>,
+    /// The distinct reasons of the group's dead-lettered records, in the order first kept
+    /// (a handful: a record names its reason by index).
+    kept: InlineVec<Kept, 2>,
     /// Last observed frontier.
     frontier: Seq,
     /// Length of the ghost-settled prefix.
@@ -146,6 +169,7 @@ impl Clone for GhostGroup {
     fn clone(&self) -> GhostGroup {
         GhostGroup {
             records: self.records.clone(),
+            kept: self.kept.clone(),
             frontier: self.frontier,
             settled_prefix: self.settled_prefix,
         }
@@ -153,10 +177,64 @@ impl Clone for GhostGroup {
 
     fn clone_from(&mut self, source: &GhostGroup) {
         self.records.clone_from(&source.records);
+        self.kept.clone_from(&source.kept);
         self.frontier = source.frontier;
         self.settled_prefix = source.settled_prefix;
     }
 }
+
+impl GhostGroup {
+    /// How the oracle knows `record` (one of this group's) ended, if it does.
+    #[inline]
+    fn settled(&self, record: &GhostRecord) -> Option<Final> {
+        match record.settled {
+            OPEN => None,
+            ACKED => Some(Final::Acked),
+            code => Some(Final::DeadLettered(self.kept[usize::from(code - DEAD)].0)),
+        }
+    }
+
+    /// The [`GhostRecord::settled`] code of `settled`, keeping its reason.
+    fn code(&mut self, settled: Final) -> u16 {
+        let Final::DeadLettered(reason) = settled else {
+            return ACKED;
+        };
+        let index = match self.kept.iter().position(|kept| kept.0 == reason) {
+            Some(index) => index,
+            None => {
+                self.kept.push(Kept(reason));
+                self.kept.len() - 1
+            }
+        };
+        u16::try_from(index)
+            .ok()
+            .and_then(|index| index.checked_add(DEAD))
+            .expect("at most 65,533 distinct dead-letter reasons in a group")
+    }
+}
+
+/// Equal when every record reads the same, reasons by text: two groups that kept their
+/// reasons in different orders are equal (the model checker's states are what a
+/// continuation can observe).
+impl PartialEq for GhostGroup {
+    fn eq(&self, other: &GhostGroup) -> bool {
+        if self.frontier != other.frontier
+            || self.settled_prefix != other.settled_prefix
+            || self.records.len() != other.records.len()
+        {
+            return false;
+        }
+        if self.kept == other.kept {
+            return self.records == other.records;
+        }
+        self.records.iter().zip(other.records.iter()).all(|(a, b)| {
+            (a.deliveries, a.processed, a.ran) == (b.deliveries, b.processed, b.ran)
+                && self.settled(a) == other.settled(b)
+        })
+    }
+}
+
+impl Eq for GhostGroup {}
 
 /// What full bookkeeping keeps besides the checks' state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -203,28 +281,23 @@ impl Hash for GhostLease {
     }
 }
 
-impl Hash for GhostRecord {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        let settled = match self.settled {
-            None => 0,
-            Some(Final::Acked) => 1,
-            Some(Final::DeadLettered(_)) => 2,
-        };
-        state.write_u64(
-            u64::from(self.deliveries)
-                | u64::from(self.processed) << 32
-                | u64::from(self.ran) << 33
-                | settled << 34,
-        );
-        if let Some(Final::DeadLettered(reason)) = self.settled {
-            reason.hash(state);
-        }
-    }
-}
-
+/// As the record list would hash (its length, then each record) with each record's reason
+/// by text, where it has one: the order the group kept its reasons in is not hashed.
 impl Hash for GhostGroup {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.records.hash(state);
+        state.write_usize(self.records.len());
+        for record in self.records.iter() {
+            let settled = u64::from(record.settled.min(DEAD));
+            state.write_u64(
+                u64::from(record.deliveries)
+                    | u64::from(record.processed) << 32
+                    | u64::from(record.ran) << 33
+                    | settled << 34,
+            );
+            if let Some(Final::DeadLettered(reason)) = self.settled(record) {
+                reason.hash(state);
+            }
+        }
         state.write_u64(u64::from(self.frontier) | u64::from(self.settled_prefix) << 32);
     }
 }
@@ -289,6 +362,7 @@ impl Oracle {
             groups: (0..config.group_count)
                 .map(|_| GhostGroup {
                     records: InlineVec::new(),
+                    kept: InlineVec::new(),
                     frontier: 0,
                     settled_prefix: 0,
                 })
@@ -364,7 +438,7 @@ impl Oracle {
 
     /// Whether the oracle knows (group, seq) as settled.
     pub fn is_settled(&self, group: GroupIx, seq: Seq) -> bool {
-        self.ghost(group, seq).is_some_and(|r| r.settled.is_some())
+        self.ghost(group, seq).is_some_and(|r| r.settled != OPEN)
     }
 
     /// Records acked without a successful handler run under a current lease (what `ack_first`
@@ -373,7 +447,7 @@ impl Oracle {
         self.groups
             .iter()
             .flat_map(|g| &g.records)
-            .filter(|r| r.settled == Some(Final::Acked) && !r.processed)
+            .filter(|r| r.settled == ACKED && !r.processed)
             .count() as u64
     }
 
@@ -466,7 +540,7 @@ impl Oracle {
             return issuance;
         };
         self.touch(group, seq);
-        if let Some(settled) = record.settled {
+        if let Some(settled) = self.groups[group].settled(&record) {
             self.fail(Invariant::I3, || {
                 format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}")
             });
@@ -628,12 +702,12 @@ impl Oracle {
 
     fn settle_record(&mut self, group: GroupIx, seq: Seq, settled: Final) {
         let g = &mut self.groups[group];
-        let record = &mut g.records[seq as usize - 1];
-        if record.settled.is_none() {
-            record.settled = Some(settled);
+        let index = seq as usize - 1;
+        if g.records[index].settled == OPEN {
+            g.records[index].settled = g.code(settled);
         }
         let mut prefix = g.settled_prefix;
-        while (prefix as usize) < g.records.len() && g.records[prefix as usize].settled.is_some() {
+        while (prefix as usize) < g.records.len() && g.records[prefix as usize].settled != OPEN {
             prefix += 1;
         }
         g.settled_prefix = prefix;
@@ -846,7 +920,7 @@ impl Oracle {
             return;
         };
         let deliveries = record.deliveries;
-        match (record.settled, status) {
+        match (self.groups[group].settled(&record), status) {
             (_, Status::Dropped) => self.fail(Invariant::I3, || {
                 format!("event {seq} of group {group} is gone from the broker")
             }),
@@ -937,15 +1011,102 @@ impl Oracle {
     }
 }
 
-/// The ghost's and the broker's record plainly agree: both acked, or both open.
+/// Bit `status` of byte `min(settled, DEAD)`: the statuses that plainly agree with a ghost
+/// record's settled code (open: available or leased; acked: acked; dead-lettered: none).
+const AGREES: u32 = (1 << Status::Available as u32 | 1 << Status::Leased as u32)
+    | (1 << Status::Acked as u32) << (8 * ACKED);
+
+/// The ghost's and the broker's record plainly agree: both acked, or both open. (One shift,
+/// no branch: the audit asks it of every record.)
 #[inline(always)]
-fn plainly_agrees(settled: Option<Final>, status: Status) -> bool {
-    matches!(
-        (settled, status),
-        (Some(Final::Acked), Status::Acked) | (None, Status::Available | Status::Leased)
-    )
+fn plainly_agrees(settled: u16, status: Status) -> bool {
+    AGREES >> (8 * u32::from(settled.min(DEAD)) + status as u32) & 1 != 0
 }
 
 fn is_settled_status(status: Status) -> bool {
     matches!(status, Status::Acked | Status::DeadLettered)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+    fn hash_of(group: &GhostGroup) -> u64 {
+        BuildHasherDefault::<DefaultHasher>::default().hash_one(group)
+    }
+
+    /// A group of `finals.len()` records, settled as given, its reasons kept in that order.
+    fn group_of(finals: &[Option<Final>]) -> GhostGroup {
+        let mut group = GhostGroup {
+            records: InlineVec::new(),
+            kept: InlineVec::new(),
+            frontier: 0,
+            settled_prefix: 0,
+        };
+        for settled in finals {
+            let code = settled.map_or(OPEN, |settled| group.code(settled));
+            group.records.push(GhostRecord {
+                deliveries: 1,
+                settled: code,
+                processed: false,
+                ran: false,
+            });
+        }
+        group
+    }
+
+    #[test]
+    fn groups_that_kept_their_reasons_in_another_order_are_equal() {
+        let (a, b) = (Reason::new("a"), Reason::new("b"));
+        let first = group_of(&[Some(Final::DeadLettered(a)), Some(Final::DeadLettered(b))]);
+        let mut second = group_of(&[None, None]);
+        // The same records, the reasons kept b first.
+        second.records[1].settled = second.code(Final::DeadLettered(b));
+        second.records[0].settled = second.code(Final::DeadLettered(a));
+        assert_ne!(first.kept, second.kept);
+        assert_eq!(first, second);
+        assert_eq!(hash_of(&first), hash_of(&second));
+        // The reasons the other way round: a different state.
+        let swapped = group_of(&[Some(Final::DeadLettered(b)), Some(Final::DeadLettered(a))]);
+        assert_ne!(first, swapped);
+        assert_ne!(hash_of(&first), hash_of(&swapped));
+        // A reason is kept once; the records read back what was settled.
+        let same = group_of(&[Some(Final::DeadLettered(a)), Some(Final::DeadLettered(a))]);
+        assert_eq!(same.kept.len(), 1);
+        let read: Vec<_> = same.records.iter().map(|r| same.settled(r)).collect();
+        assert_eq!(read, [Some(Final::DeadLettered(a)); 2]);
+    }
+
+    #[test]
+    fn plainly_agrees_is_both_acked_or_both_open() {
+        let statuses = [
+            Status::Available,
+            Status::Leased,
+            Status::Acked,
+            Status::DeadLettered,
+            Status::Dropped,
+        ];
+        let group = group_of(&[
+            None,
+            Some(Final::Acked),
+            Some(Final::DeadLettered(Reason::new("a"))),
+            Some(Final::DeadLettered(Reason::new("b"))),
+        ]);
+        for record in group.records.iter() {
+            for status in statuses {
+                let expected = matches!(
+                    (group.settled(record), status),
+                    (Some(Final::Acked), Status::Acked)
+                        | (None, Status::Available | Status::Leased)
+                );
+                assert_eq!(
+                    plainly_agrees(record.settled, status),
+                    expected,
+                    "{:?} against {status:?}",
+                    group.settled(record)
+                );
+            }
+        }
+    }
 }
