@@ -121,8 +121,9 @@ enum Final {
 const OPEN: u16 = 0;
 /// [`GhostRecord::settled`] of a record known as acked.
 const ACKED: u16 = 1;
-/// [`GhostRecord::settled`] of a record known as dead-lettered, with the reason
-/// `kept[settled - DEAD]` of its group.
+/// [`GhostRecord::settled`] of a record known as dead-lettered because its attempts ran out
+/// ([`Reason::MAX_ATTEMPTS`]); a code above it is dead-lettered with the reason
+/// `kept[settled - DEAD - 1]` of its group.
 const DEAD: u16 = 2;
 
 /// Eight bytes: a simulated broker has millions of records, each with its ghost.
@@ -130,8 +131,8 @@ const DEAD: u16 = 2;
 struct GhostRecord {
     /// Deliveries counted by the oracle.
     deliveries: u32,
-    /// Settled state, once known: [`OPEN`], [`ACKED`], or [`DEAD`] plus the index of the kept
-    /// reason in the group's list (see [`GhostGroup::settled`]).
+    /// Settled state, once known: [`OPEN`], [`ACKED`], [`DEAD`], or above it the index (plus
+    /// `DEAD + 1`) of the kept reason in the group's list (see [`GhostGroup::settled`]).
     settled: u16,
     /// A handler completed successfully under a lease that was current when it started (kept
     /// only when I7 is checked).
@@ -154,8 +155,8 @@ impl Default for Kept {
 struct GhostGroup {
     /// `records[seq - 1]`.
     records: InlineVec<GhostRecord, 4>,
-    /// The distinct reasons of the group's dead-lettered records, in the order first kept
-    /// (a handful: a record names its reason by index).
+    /// The distinct reasons of the group's dead-lettered records but "max attempts", in the
+    /// order first kept (a handful: a record names its reason by index).
     kept: InlineVec<Kept, 2>,
     /// Last observed frontier.
     frontier: Seq,
@@ -166,6 +167,7 @@ struct GhostGroup {
 /// Copies the record list as a block (see [`InlineVec`]): the model checker clones an oracle
 /// per transition.
 impl Clone for GhostGroup {
+    #[inline]
     fn clone(&self) -> GhostGroup {
         GhostGroup {
             records: self.records.clone(),
@@ -175,9 +177,12 @@ impl Clone for GhostGroup {
         }
     }
 
+    #[inline]
     fn clone_from(&mut self, source: &GhostGroup) {
         self.records.clone_from(&source.records);
-        self.kept.clone_from(&source.kept);
+        if self.kept.len() + source.kept.len() > 0 {
+            self.kept.clone_from(&source.kept);
+        }
         self.frontier = source.frontier;
         self.settled_prefix = source.settled_prefix;
     }
@@ -190,15 +195,29 @@ impl GhostGroup {
         match record.settled {
             OPEN => None,
             ACKED => Some(Final::Acked),
-            code => Some(Final::DeadLettered(self.kept[usize::from(code - DEAD)].0)),
+            code => Some(Final::DeadLettered(self.reason(code))),
+        }
+    }
+
+    /// The reason of a dead-lettered record's settled `code` (at least [`DEAD`]).
+    #[inline]
+    fn reason(&self, code: u16) -> Reason {
+        if code == DEAD {
+            Reason::MAX_ATTEMPTS
+        } else {
+            self.kept[usize::from(code - DEAD - 1)].0
         }
     }
 
     /// The [`GhostRecord::settled`] code of `settled`, keeping its reason.
+    #[inline]
     fn code(&mut self, settled: Final) -> u16 {
         let Final::DeadLettered(reason) = settled else {
             return ACKED;
         };
+        if reason == Reason::MAX_ATTEMPTS {
+            return DEAD;
+        }
         let index = match self.kept.iter().position(|kept| kept.0 == reason) {
             Some(index) => index,
             None => {
@@ -208,8 +227,8 @@ impl GhostGroup {
         };
         u16::try_from(index)
             .ok()
-            .and_then(|index| index.checked_add(DEAD))
-            .expect("at most 65,533 distinct dead-letter reasons in a group")
+            .and_then(|index| index.checked_add(DEAD + 1))
+            .expect("at most 65,533 distinct reject reasons in a group")
     }
 }
 
@@ -294,8 +313,8 @@ impl Hash for GhostGroup {
                     | u64::from(record.ran) << 33
                     | settled << 34,
             );
-            if let Some(Final::DeadLettered(reason)) = self.settled(record) {
-                reason.hash(state);
+            if record.settled >= DEAD {
+                self.reason(record.settled).hash(state);
             }
         }
         state.write_u64(u64::from(self.frontier) | u64::from(self.settled_prefix) << 32);
@@ -920,22 +939,29 @@ impl Oracle {
             return;
         };
         let deliveries = record.deliveries;
-        match (self.groups[group].settled(&record), status) {
+        match (record.settled, status) {
             (_, Status::Dropped) => self.fail(Invariant::I3, || {
                 format!("event {seq} of group {group} is gone from the broker")
             }),
-            (Some(Final::Acked), Status::Acked) | (None, Status::Available | Status::Leased) => {}
-            (Some(Final::DeadLettered(kept)), Status::DeadLettered)
-                if view.dead_letter_reason_is(group, seq, kept.as_str()) => {}
-            (Some(settled), _) => self.fail(Invariant::I3, || {
-                let (status, reason) = view.status(group, seq);
-                let detail = format!(
-                    "event {seq} of group {group} was {settled:?} and is now {status:?} {}",
-                    reason.as_deref().unwrap_or("")
-                );
-                detail.trim_end().to_string()
-            }),
-            (None, Status::DeadLettered) => {
+            (ACKED, Status::Acked) | (OPEN, Status::Available | Status::Leased) => {}
+            (ACKED.., _) => {
+                let settled = self.groups[group].settled(&record);
+                if let (Some(Final::DeadLettered(kept)), Status::DeadLettered) = (settled, status) {
+                    if view.dead_letter_reason_is(group, seq, kept.as_str()) {
+                        return;
+                    }
+                }
+                self.fail(Invariant::I3, || {
+                    let (status, reason) = view.status(group, seq);
+                    let settled = settled.expect("a settled code");
+                    let detail = format!(
+                        "event {seq} of group {group} was {settled:?} and is now {status:?} {}",
+                        reason.as_deref().unwrap_or("")
+                    );
+                    detail.trim_end().to_string()
+                });
+            }
+            (OPEN, Status::DeadLettered) => {
                 let reason = view.dead_letter_reason(group, seq).unwrap_or(Reason::EMPTY);
                 let max_attempts = self.config.max_attempts;
                 if deliveries < max_attempts {
@@ -947,7 +973,7 @@ impl Oracle {
                 }
                 self.settle_record(group, seq, Final::DeadLettered(reason));
             }
-            (None, Status::Acked) => {
+            (OPEN, Status::Acked) => {
                 self.fail(Invariant::I3, || {
                     format!("event {seq} of group {group} is acked but no ack was accepted")
                 });
@@ -1076,6 +1102,17 @@ mod tests {
         assert_eq!(same.kept.len(), 1);
         let read: Vec<_> = same.records.iter().map(|r| same.settled(r)).collect();
         assert_eq!(read, [Some(Final::DeadLettered(a)); 2]);
+        // "max attempts", the common reason, has a code of its own.
+        let finals = [
+            Some(Final::DeadLettered(Reason::MAX_ATTEMPTS)),
+            Some(Final::DeadLettered(b)),
+            Some(Final::Acked),
+            None,
+        ];
+        let mixed = group_of(&finals);
+        assert_eq!(mixed.kept.len(), 1);
+        let read: Vec<_> = mixed.records.iter().map(|r| mixed.settled(r)).collect();
+        assert_eq!(read, finals);
     }
 
     #[test]
