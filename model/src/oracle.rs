@@ -118,28 +118,55 @@ enum Final {
 }
 
 /// [`GhostRecord::settled`] of a record not known as settled.
-const OPEN: u16 = 0;
+const OPEN: u32 = 0;
 /// [`GhostRecord::settled`] of a record known as acked.
-const ACKED: u16 = 1;
+const ACKED: u32 = 1;
 /// [`GhostRecord::settled`] of a record known as dead-lettered because its attempts ran out
 /// ([`Reason::MAX_ATTEMPTS`]); a code above it is dead-lettered with the reason
 /// `kept[settled - DEAD - 1]` of its group.
-const DEAD: u16 = 2;
+const DEAD: u32 = 2;
+
+/// Bit of [`GhostRecord::bits`]: a handler completed successfully under a lease that was
+/// current when it started (kept only when I7 is checked).
+const PROCESSED: u32 = 1 << 30;
+/// Bit of [`GhostRecord::bits`]: a handler run started for it (kept only with full
+/// bookkeeping, to count duplicates).
+const RAN: u32 = 1 << 31;
+/// The bits of [`GhostRecord::bits`] that hold the settled code.
+const SETTLED: u32 = PROCESSED - 1;
 
 /// Eight bytes: a simulated broker has millions of records, each with its ghost.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct GhostRecord {
     /// Deliveries counted by the oracle.
     deliveries: u32,
+    /// The settled code (the low 30 bits, see [`GhostRecord::settled`]), [`PROCESSED`] and
+    /// [`RAN`].
+    bits: u32,
+}
+
+impl GhostRecord {
     /// Settled state, once known: [`OPEN`], [`ACKED`], [`DEAD`], or above it the index (plus
     /// `DEAD + 1`) of the kept reason in the group's list (see [`GhostGroup::settled`]).
-    settled: u16,
-    /// A handler completed successfully under a lease that was current when it started (kept
-    /// only when I7 is checked).
-    processed: bool,
-    /// A handler run started for it (kept only with full bookkeeping, to count duplicates).
-    ran: bool,
+    #[inline(always)]
+    fn settled(&self) -> u32 {
+        self.bits & SETTLED
+    }
+
+    #[inline]
+    fn processed(&self) -> bool {
+        self.bits & PROCESSED != 0
+    }
+
+    #[inline]
+    fn ran(&self) -> bool {
+        self.bits & RAN != 0
+    }
 }
+
+/// How many of a group's most recently kept reasons [`GhostGroup::code`] looks through for the
+/// reason it is given: a constant bound per dead letter, however many reasons a run makes up.
+const KEPT_REUSE_WINDOW: usize = 8;
 
 /// A dead-letter reason a group keeps (`Default` for [`InlineVec`]: the empty text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,8 +182,10 @@ impl Default for Kept {
 struct GhostGroup {
     /// `records[seq - 1]`.
     records: InlineVec<GhostRecord, 4>,
-    /// The distinct reasons of the group's dead-lettered records but "max attempts", in the
-    /// order first kept (a handful: a record names its reason by index).
+    /// The reasons of the group's dead-lettered records but "max attempts", in the order
+    /// kept; a record names its reason by index. A reason among the last few kept is named
+    /// again rather than kept twice, so a handful of reasons stay a handful of entries (a
+    /// text per record, say one that names its event, is kept per record: never searched).
     kept: InlineVec<Kept, 2>,
     /// Last observed frontier.
     frontier: Seq,
@@ -192,7 +221,7 @@ impl GhostGroup {
     /// How the oracle knows `record` (one of this group's) ended, if it does.
     #[inline]
     fn settled(&self, record: &GhostRecord) -> Option<Final> {
-        match record.settled {
+        match record.settled() {
             OPEN => None,
             ACKED => Some(Final::Acked),
             code => Some(Final::DeadLettered(self.reason(code))),
@@ -201,34 +230,41 @@ impl GhostGroup {
 
     /// The reason of a dead-lettered record's settled `code` (at least [`DEAD`]).
     #[inline]
-    fn reason(&self, code: u16) -> Reason {
+    fn reason(&self, code: u32) -> Reason {
         if code == DEAD {
             Reason::MAX_ATTEMPTS
         } else {
-            self.kept[usize::from(code - DEAD - 1)].0
+            self.kept[(code - DEAD - 1) as usize].0
         }
     }
 
     /// The [`GhostRecord::settled`] code of `settled`, keeping its reason.
     #[inline]
-    fn code(&mut self, settled: Final) -> u16 {
+    fn code(&mut self, settled: Final) -> u32 {
         let Final::DeadLettered(reason) = settled else {
             return ACKED;
         };
         if reason == Reason::MAX_ATTEMPTS {
             return DEAD;
         }
-        let index = match self.kept.iter().position(|kept| kept.0 == reason) {
-            Some(index) => index,
+        let recent = self.kept.len().saturating_sub(KEPT_REUSE_WINDOW);
+        let index = match self.kept[recent..]
+            .iter()
+            .rposition(|kept| kept.0 == reason)
+        {
+            Some(offset) => recent + offset,
             None => {
                 self.kept.push(Kept(reason));
                 self.kept.len() - 1
             }
         };
-        u16::try_from(index)
+        // At most one entry per record of the group: a group of 2^30 records would hold 8 GB
+        // of ghosts alone.
+        u32::try_from(index)
             .ok()
             .and_then(|index| index.checked_add(DEAD + 1))
-            .expect("at most 65,533 distinct reject reasons in a group")
+            .filter(|&code| code <= SETTLED)
+            .expect("fewer than 2^30 dead-lettered records in a group")
     }
 }
 
@@ -247,7 +283,7 @@ impl PartialEq for GhostGroup {
             return self.records == other.records;
         }
         self.records.iter().zip(other.records.iter()).all(|(a, b)| {
-            (a.deliveries, a.processed, a.ran) == (b.deliveries, b.processed, b.ran)
+            (a.deliveries, a.bits & !SETTLED) == (b.deliveries, b.bits & !SETTLED)
                 && self.settled(a) == other.settled(b)
         })
     }
@@ -306,15 +342,15 @@ impl Hash for GhostGroup {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_usize(self.records.len());
         for record in self.records.iter() {
-            let settled = u64::from(record.settled.min(DEAD));
+            let settled = u64::from(record.settled().min(DEAD));
             state.write_u64(
                 u64::from(record.deliveries)
-                    | u64::from(record.processed) << 32
-                    | u64::from(record.ran) << 33
+                    | u64::from(record.processed()) << 32
+                    | u64::from(record.ran()) << 33
                     | settled << 34,
             );
-            if record.settled >= DEAD {
-                self.reason(record.settled).hash(state);
+            if record.settled() >= DEAD {
+                self.reason(record.settled()).hash(state);
             }
         }
         state.write_u64(u64::from(self.frontier) | u64::from(self.settled_prefix) << 32);
@@ -457,7 +493,7 @@ impl Oracle {
 
     /// Whether the oracle knows (group, seq) as settled.
     pub fn is_settled(&self, group: GroupIx, seq: Seq) -> bool {
-        self.ghost(group, seq).is_some_and(|r| r.settled != OPEN)
+        self.ghost(group, seq).is_some_and(|r| r.settled() != OPEN)
     }
 
     /// Records acked without a successful handler run under a current lease (what `ack_first`
@@ -466,7 +502,7 @@ impl Oracle {
         self.groups
             .iter()
             .flat_map(|g| &g.records)
-            .filter(|r| r.settled == ACKED && !r.processed)
+            .filter(|r| r.settled() == ACKED && !r.processed())
             .count() as u64
     }
 
@@ -704,7 +740,7 @@ impl Oracle {
         }
         match *op {
             SettleOp::Ack => {
-                let processed = self.ghost_mut(group, seq).processed;
+                let processed = self.ghost_mut(group, seq).processed();
                 if self.config.check_at_least_once && !processed {
                     self.fail(Invariant::I7, || {
                         format!("event {seq} of group {group} acked by {issuance} without a successful handler run under a current lease")
@@ -722,11 +758,11 @@ impl Oracle {
     fn settle_record(&mut self, group: GroupIx, seq: Seq, settled: Final) {
         let g = &mut self.groups[group];
         let index = seq as usize - 1;
-        if g.records[index].settled == OPEN {
-            g.records[index].settled = g.code(settled);
+        if g.records[index].settled() == OPEN {
+            g.records[index].bits |= g.code(settled);
         }
         let mut prefix = g.settled_prefix;
-        while (prefix as usize) < g.records.len() && g.records[prefix as usize].settled != OPEN {
+        while (prefix as usize) < g.records.len() && g.records[prefix as usize].settled() != OPEN {
             prefix += 1;
         }
         g.settled_prefix = prefix;
@@ -742,10 +778,10 @@ impl Oracle {
             .any(|l| l.issuance == issuance && l.current);
         if let Some(log) = &mut self.log {
             let record = &mut self.groups[group].records[seq as usize - 1];
-            if record.ran {
+            if record.ran() {
                 log.duplicate_runs += 1;
             }
-            record.ran = true;
+            record.bits |= RAN;
         }
         current
     }
@@ -761,7 +797,7 @@ impl Oracle {
         success: bool,
     ) {
         if self.config.check_at_least_once && success && started_current {
-            self.ghost_mut(group, seq).processed = true;
+            self.ghost_mut(group, seq).bits |= PROCESSED;
         }
     }
 
@@ -924,7 +960,7 @@ impl Oracle {
         // never overflows, so the loop has no check in it).
         let mut mask: u64 = 0;
         for (&status, ghost) in statuses.iter().zip(ghosts).rev() {
-            mask = (mask << 1) | u64::from(!plainly_agrees(ghost.settled, status));
+            mask = (mask << 1) | u64::from(!plainly_agrees(ghost.settled(), status));
         }
         while mask != 0 {
             let at = mask.trailing_zeros() as usize;
@@ -939,7 +975,7 @@ impl Oracle {
             return;
         };
         let deliveries = record.deliveries;
-        match (record.settled, status) {
+        match (record.settled(), status) {
             (_, Status::Dropped) => self.fail(Invariant::I3, || {
                 format!("event {seq} of group {group} is gone from the broker")
             }),
@@ -1045,8 +1081,8 @@ const AGREES: u32 = (1 << Status::Available as u32 | 1 << Status::Leased as u32)
 /// The ghost's and the broker's record plainly agree: both acked, or both open. (One shift,
 /// no branch: the audit asks it of every record.)
 #[inline(always)]
-fn plainly_agrees(settled: u16, status: Status) -> bool {
-    AGREES >> (8 * u32::from(settled.min(DEAD)) + status as u32) & 1 != 0
+fn plainly_agrees(settled: u32, status: Status) -> bool {
+    AGREES >> (8 * settled.min(DEAD) + status as u32) & 1 != 0
 }
 
 fn is_settled_status(status: Status) -> bool {
@@ -1074,9 +1110,7 @@ mod tests {
             let code = settled.map_or(OPEN, |settled| group.code(settled));
             group.records.push(GhostRecord {
                 deliveries: 1,
-                settled: code,
-                processed: false,
-                ran: false,
+                bits: code,
             });
         }
         group
@@ -1088,11 +1122,21 @@ mod tests {
         let first = group_of(&[Some(Final::DeadLettered(a)), Some(Final::DeadLettered(b))]);
         let mut second = group_of(&[None, None]);
         // The same records, the reasons kept b first.
-        second.records[1].settled = second.code(Final::DeadLettered(b));
-        second.records[0].settled = second.code(Final::DeadLettered(a));
+        second.records[1].bits = second.code(Final::DeadLettered(b));
+        second.records[0].bits = second.code(Final::DeadLettered(a));
         assert_ne!(first.kept, second.kept);
         assert_eq!(first, second);
         assert_eq!(hash_of(&first), hash_of(&second));
+        // A handler's marks are part of the record, apart from its settled state.
+        let mut marked = second.clone();
+        marked.records[0].bits |= PROCESSED | RAN;
+        assert_eq!(
+            marked.settled(&marked.records[0]),
+            Some(Final::DeadLettered(a))
+        );
+        assert!(marked.records[0].processed() && marked.records[0].ran());
+        assert_ne!(first, marked);
+        assert_ne!(hash_of(&first), hash_of(&marked));
         // The reasons the other way round: a different state.
         let swapped = group_of(&[Some(Final::DeadLettered(b)), Some(Final::DeadLettered(a))]);
         assert_ne!(first, swapped);
@@ -1113,6 +1157,29 @@ mod tests {
         assert_eq!(mixed.kept.len(), 1);
         let read: Vec<_> = mixed.records.iter().map(|r| mixed.settled(r)).collect();
         assert_eq!(read, finals);
+    }
+
+    /// A reason per record (a text that names its event, say) is kept per record, past any
+    /// small limit; a few reasons in turn stay a few entries.
+    #[test]
+    fn reasons_are_kept_however_many_a_run_makes_up() {
+        let many: Vec<_> = (0..70_000)
+            .map(|i| Some(Final::DeadLettered(Reason::new(&format!("bad order {i}")))))
+            .collect();
+        let group = group_of(&many);
+        assert_eq!(group.kept.len(), many.len());
+        for (record, settled) in group.records.iter().zip(&many) {
+            assert_eq!(group.settled(record), *settled);
+        }
+        let (a, b) = (Reason::new("a"), Reason::new("b"));
+        let turns: Vec<_> = (0..1_000)
+            .map(|i| Some(Final::DeadLettered(if i % 2 == 0 { a } else { b })))
+            .collect();
+        let group = group_of(&turns);
+        assert_eq!(group.kept.len(), 2);
+        for (record, settled) in group.records.iter().zip(&turns) {
+            assert_eq!(group.settled(record), *settled);
+        }
     }
 
     #[test]
@@ -1138,7 +1205,7 @@ mod tests {
                         | (None, Status::Available | Status::Leased)
                 );
                 assert_eq!(
-                    plainly_agrees(record.settled, status),
+                    plainly_agrees(record.settled(), status),
                     expected,
                     "{:?} against {status:?}",
                     group.settled(record)
