@@ -190,9 +190,21 @@ impl Setup {
         }
     }
 
-    /// Records: events × groups.
+    /// Events a run may publish: `events` at the start and, when the workload publishes during
+    /// the run ([`Workload::publish`]), up to as many again.
+    pub fn events_max(&self) -> u64 {
+        let during = if self.workload.publish.is_zero() {
+            0
+        } else {
+            u64::from(self.events)
+        };
+        u64::from(self.events) + during
+    }
+
+    /// The most records a run may hold: [`Setup::events_max`] × groups. Every bound that
+    /// scales with the workload is derived from it.
     pub fn records(&self) -> u64 {
-        u64::from(self.events) * self.group_names.len() as u64
+        self.events_max() * self.group_names.len() as u64
     }
 
     /// The broker's configuration.
@@ -300,8 +312,13 @@ impl Setup {
                 "config",
                 "events",
                 format!(
-                    "{} events × {} groups = {} records, more than a run may hold ({RECORDS_MAX}, about 80 bytes each)",
+                    "{} events{} × {} groups = {} records, more than a run may hold ({RECORDS_MAX}, about 80 bytes each)",
                     self.events,
+                    if self.events_max() > u64::from(self.events) {
+                        " (and as many again published during the run)"
+                    } else {
+                        ""
+                    },
                     self.group_names.len(),
                     self.records()
                 ),
@@ -395,6 +412,7 @@ impl Setup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::seeded::ratio::Ratio;
 
     #[test]
     fn the_default_setup_is_valid_and_keeps_the_historical_bounds() {
@@ -427,5 +445,35 @@ mod tests {
         assert_eq!(setup.group_names[3], "g3");
         assert_eq!(setup.worker_names[27], "W27");
         assert_eq!(setup.clock_offset_ms.len(), 30);
+    }
+
+    /// The default workload publishes up to as many events again during the run: the records
+    /// a run may hold, and every bound derived from them, count those too.
+    #[test]
+    fn records_count_the_events_published_during_the_run() {
+        let mut setup = Setup::default_for(Variant::Fenced);
+        setup.resize(10_000, 2, 3);
+        assert!(!setup.workload.publish.is_zero());
+        assert_eq!(setup.events_max(), 20_000);
+        assert_eq!(setup.records(), 40_000);
+        setup.derive_bounds(true, true);
+        let (safety, steps) = (setup.workload.safety_ms_max, setup.workload.steps_max);
+        assert_eq!(steps, 40_000 * 3 * 20);
+        // 40,000 records over 3 workers, two leases each.
+        assert_eq!(safety, 26_668 * setup.lease_ms);
+        setup.workload.publish = Ratio::zero();
+        assert_eq!(setup.records(), 20_000);
+        setup.derive_bounds(true, true);
+        assert!(setup.workload.safety_ms_max < safety);
+        // The largest run refused names the events published during the run.
+        let mut huge = Setup::default_for(Variant::Fenced);
+        huge.resize(1 << 27, 2, 3);
+        let error = huge.validate().unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("as many again published during the run"),
+            "{error}"
+        );
     }
 }

@@ -42,6 +42,9 @@ pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: boo
                 let steps = progress.steps.load(Ordering::Relaxed);
                 let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
                 let rate = steps as f64 / started.elapsed().as_secs_f64().max(1e-3);
+                // The records published so far: the workload may publish during the run.
+                let records = progress.records.load(Ordering::Relaxed);
+                bar.set_length(records.max(1));
                 bar.set_position(progress.settled.load(Ordering::Relaxed));
                 bar.set_message(format!(
                     "simulated {sim_s} s · {steps} steps · {rate:.0} steps/s"
