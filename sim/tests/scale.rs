@@ -216,6 +216,26 @@ fn five_thousand_events_settle_on_the_protocols_that_hold() {
     }
 }
 
+/// The default workload publishes during the run as well: a seed reports every record it
+/// published, more than its initial events, never more than the setup's bounds assume.
+#[test]
+fn a_seed_counts_the_records_it_published_within_the_setups_bound() {
+    let mut setup = Setup::default_for(Variant::Fenced);
+    setup.resize(100, 2, 3);
+    setup.derive_bounds(true, true);
+    let initial = u64::from(setup.events) * 2;
+    for seed in 0..5 {
+        setup.seed = seed;
+        let outcome = run_setup(&setup, BackendKind::Pure, false);
+        assert!(
+            outcome.records > initial && outcome.records <= setup.records(),
+            "seed {seed}: {} records, {initial} at the start, at most {}",
+            outcome.records,
+            setup.records()
+        );
+    }
+}
+
 /// The default fault mix reaches every coverage probe within a small campaign: a probe it
 /// never reaches is a path the simulator cannot test.
 #[test]

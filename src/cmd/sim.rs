@@ -440,8 +440,8 @@ fn report_one(
         print!("{trace}");
     }
     println!(
-        "seed {}: {} after {} steps, {} simulated ms",
-        setup.seed, outcome.end, outcome.steps, outcome.sim_ms
+        "seed {}: {} after {} steps, {} simulated ms, {} records",
+        setup.seed, outcome.end, outcome.steps, outcome.sim_ms, outcome.records
     );
     if let Some(bound) = outcome.inconclusive {
         println!("inconclusive: {bound} reached (a bound, not a verdict: no invariant is judged violated by it)");
@@ -489,6 +489,7 @@ fn one_json(
         "faults": setup.faults.summary(),
         "trace_hash": format!("{:016x}", outcome.trace_hash),
         "steps": outcome.steps,
+        "records": outcome.records,
         "sim_ms": outcome.sim_ms,
         "end": outcome.end,
         "inconclusive": outcome.inconclusive.map(|b| b.name()),

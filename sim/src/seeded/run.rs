@@ -40,6 +40,8 @@ pub struct RunOutcome {
     pub inconclusive: Option<Bound>,
     /// Steps executed (oracle checks).
     pub steps: u64,
+    /// Records (events × groups) the run published: at the start and during the run.
+    pub records: u64,
     /// Simulated time at the end.
     pub sim_ms: Ms,
     /// The trace hash: a rolling hash of the binary encoding of every event of the run.
@@ -400,6 +402,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         let oracle = self.engine.oracle();
         let violations = oracle.violations().to_vec();
         let steps = oracle.step();
+        let records = self.engine.record_count();
         let duplicate_runs = oracle.duplicate_runs();
         let at_most_once_losses = if setup.policy.at_least_once() {
             0
@@ -422,6 +425,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             end,
             inconclusive,
             steps,
+            records,
             sim_ms,
             trace_hash,
             trace: text,
