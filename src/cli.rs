@@ -93,6 +93,31 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
     }
 }
 
+/// The exit status of a command whose output was closed before it ended (`leasehold sim …
+/// --trace | head`): what a shell reports for a program stopped by `SIGPIPE`.
+pub const EXIT_OUTPUT_CLOSED: u8 = 128 + 13;
+
+/// A closed standard output or error (the reader went away: `| head`, `| grep -q`) ends the
+/// command quietly with [`EXIT_OUTPUT_CLOSED`], as it ends any Unix tool, not with a panic's
+/// report: printing to a closed pipe panics with std's "failed printing to" message. Private
+/// Redis servers are stopped first. Other panics keep the report they had.
+fn closed_output_ends_quietly() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            crate::cmd::redis::shutdown();
+            std::process::exit(i32::from(EXIT_OUTPUT_CLOSED));
+        }
+        previous(info);
+    }));
+}
+
 /// The `leasehold` command line: parses the process's arguments, runs the command, returns
 /// its exit status. `backends` are registered for `--backend NAME` (`sim`, `replay`), so a
 /// suite's own binary — `fn main() -> ExitCode { leasehold::cli::main_with(&[MY_QUEUE]) }` —
@@ -113,6 +138,7 @@ pub fn main_with(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode {
     }
     let _stop_redis = StopRedis;
     cmd::redis::lost_server_is_an_error();
+    closed_output_ends_quietly();
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),
         Command::Sim(args) => cmd::sim::run(args),

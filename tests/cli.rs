@@ -129,3 +129,34 @@ fn help_exits_0_and_lists_the_commands() {
         );
     }
 }
+
+/// A reader that goes away (`leasehold sim --trace | head`) ends the command quietly, with the
+/// status a shell gives a program stopped by `SIGPIPE`, and no panic report.
+#[test]
+fn a_closed_output_ends_the_command_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leasehold"))
+        .args([
+            "sim",
+            "--seed",
+            "1",
+            "--events",
+            "200",
+            "--trace",
+            "--no-save",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run leasehold");
+    // The timeline is far longer than a pipe holds: the command writes to a closed pipe.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for leasehold");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(i32::from(leasehold::cli::EXIT_OUTPUT_CLOSED)),
+        "{stderr}"
+    );
+}
