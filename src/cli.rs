@@ -93,6 +93,15 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
     }
 }
 
+/// A panic's message, when it has one (`panic!` with a literal or a formatted text).
+pub(crate) fn panic_message<'a>(info: &'a std::panic::PanicHookInfo<'_>) -> Option<&'a str> {
+    let payload = info.payload();
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+}
+
 /// The exit status of a command whose output was closed before it ended (`leasehold sim …
 /// --trace | head`): what a shell reports for a program stopped by `SIGPIPE`.
 pub const EXIT_OUTPUT_CLOSED: u8 = 128 + 13;
@@ -104,12 +113,7 @@ pub const EXIT_OUTPUT_CLOSED: u8 = 128 + 13;
 fn closed_output_ends_quietly() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or_default();
+        let message = panic_message(info).unwrap_or_default();
         if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
             crate::cmd::redis::shutdown();
             std::process::exit(i32::from(EXIT_OUTPUT_CLOSED));

@@ -74,12 +74,7 @@ pub fn configure(args: &RedisArgs) -> Result<(), UserError> {
 pub fn lost_server_is_an_error() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let payload = info.payload();
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied());
-        match message {
+        match crate::cli::panic_message(info) {
             Some(message) if message.starts_with("backend redis") => {
                 let line = message.lines().next().unwrap_or(message);
                 eprintln!("leasehold: error: {line}");
