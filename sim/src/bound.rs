@@ -1,7 +1,7 @@
 //! Named bounds: what stops a run that could otherwise go on forever.
 //!
-//! Every bound is derived from the run's workload (events × groups × attempts, the lease, the
-//! fault plan) or pinned by the user, and hitting one is an **outcome**, never a violation: the
+//! Every bound is derived from the run's workload (the events a run may publish × groups ×
+//! attempts, the lease, the fault plan) or pinned by the user, and hitting one is an **outcome**, never a violation: the
 //! seed is *inconclusive*, reported with the bound's name, and not saved as a finding (VOPR's
 //! "pending" reason). Only a definite failure — the oracle's checks, or a liveness phase in
 //! which nothing is left to happen while events are still unsettled — is a violation.

@@ -51,8 +51,9 @@ pub const GROUPS_MAX: usize = 1_024;
 pub const WORKERS_MAX: usize = 1_024;
 /// The largest `max_attempts`.
 pub const ATTEMPTS_MAX: u32 = 1 << 20;
-/// The most records (events × groups) a run may hold: about 80 bytes each between the broker
-/// and the oracle, so 2^28 records take some 20 GB.
+/// The most records ([`Setup::records`]: the events a run may publish × groups) a run may hold:
+/// about 32 bytes each between the broker (24) and the oracle (8), so 2^28 records take some
+/// 9 GB.
 pub const RECORDS_MAX: u64 = 1 << 28;
 
 /// A setup that cannot run, naming the field at fault.
@@ -312,7 +313,7 @@ impl Setup {
                 "config",
                 "events",
                 format!(
-                    "{} events{} × {} groups = {} records, more than a run may hold ({RECORDS_MAX}, about 80 bytes each)",
+                    "{} events{} × {} groups = {} records, more than a run may hold ({RECORDS_MAX}, about 32 bytes each)",
                     self.events,
                     if self.events_max() > u64::from(self.events) {
                         " (and as many again published during the run)"
