@@ -9,6 +9,10 @@ use crate::types::{GroupIx, Lease, Ms, SettleError};
 pub trait Backend: BrokerView {
     /// Appends an event; returns its sequence number.
     fn publish(&mut self) -> crate::types::Seq;
+    /// Makes room for `events` more events (a hint: what is published does not depend on it).
+    fn reserve(&mut self, events: usize) {
+        let _ = events;
+    }
     /// Applies due expiries, then leases up to `limit` available records of `group`.
     fn fetch(
         &mut self,
@@ -83,6 +87,11 @@ impl Backend for Broker {
     }
 
     #[inline]
+    fn reserve(&mut self, events: usize) {
+        Broker::reserve(self, events)
+    }
+
+    #[inline]
     fn fetch(
         &mut self,
         group: GroupIx,
@@ -142,6 +151,9 @@ impl Backend for Broker {
 impl<B: Backend + ?Sized> Backend for Box<B> {
     fn publish(&mut self) -> crate::types::Seq {
         (**self).publish()
+    }
+    fn reserve(&mut self, events: usize) {
+        (**self).reserve(events)
     }
     fn fetch(
         &mut self,

@@ -442,6 +442,13 @@ impl Broker {
         self.config.variant.is_redis().then_some(entry_id(seq))
     }
 
+    /// Makes room for `events` more events in every group.
+    pub fn reserve(&mut self, events: usize) {
+        for group in &mut self.groups {
+            group.records.reserve(events);
+        }
+    }
+
     /// Appends an event; every group gets an `Available { attempts: 0 }` record.
     pub fn publish(&mut self) -> Seq {
         for group in &mut self.groups {

@@ -77,6 +77,14 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
         }
     }
 
+    /// Makes room for `additional` more items (on the heap, when they will not fit inline).
+    pub fn reserve(&mut self, additional: usize) {
+        let want = self.len.saturating_add(additional);
+        if want > N {
+            self.heap.reserve(want.saturating_sub(self.heap.len()));
+        }
+    }
+
     /// Appends `item`.
     #[inline]
     pub fn push(&mut self, item: T) {
@@ -308,6 +316,10 @@ mod tests {
                     let to = (x as usize / 7) % (len + 2);
                     list.truncate(to);
                     model.truncate(to);
+                }
+                6 if x.is_multiple_of(2) => {
+                    // Room ahead changes nothing that is in the list.
+                    list.reserve(x as usize % 9);
                 }
                 _ => {
                     let mut copy = InlineVec::from_slice(&[1, 2, 3, 4, 5]);

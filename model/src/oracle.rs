@@ -575,6 +575,13 @@ impl Oracle {
         self.groups.first().map_or(0, |g| g.records.len()) as Seq
     }
 
+    /// Makes room for `events` more events in every group's ghost.
+    pub fn reserve(&mut self, events: usize) {
+        for group in &mut self.groups {
+            group.records.reserve(events);
+        }
+    }
+
     /// An event was published.
     pub fn published(&mut self) {
         for group in &mut self.groups {

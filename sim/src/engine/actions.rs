@@ -42,6 +42,8 @@ impl<B: Backend> Engine<B> {
 
     /// Publishes `count` events at the start of a run, without timeline lines.
     pub fn publish_initial(&mut self, count: u32) {
+        self.backend.reserve(count as usize);
+        self.oracle.reserve(count as usize);
         for _ in 0..count {
             self.backend.publish();
             self.oracle.published();
