@@ -333,6 +333,53 @@ fn a_seeded_file_with_a_huge_lease_is_refused_with_its_file_and_line() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A seeded file that is not TOML, or that gives a field twice, is refused in one line naming
+/// the file, line and column, the same line whichever command reads it (TOML's own messages
+/// span several lines).
+#[test]
+fn a_broken_seeded_file_is_the_same_one_line_error_for_every_command() {
+    let dir = scratch_dir("broken");
+    let cases = [
+        (
+            "array.toml",
+            "name = \"x\"\nvariant = \"fenced\"\nseed = 1\n[config]\nevents = [1,\n",
+            "array.toml:6:1:",
+        ),
+        (
+            "header.toml",
+            "name = \"x\"\nvariant = \"fenced\"\nseed = 1\n[config] x\n",
+            "header.toml:4:10:",
+        ),
+        (
+            "twice.toml",
+            "name = \"x\"\nvariant = \"fenced\"\nseed = 1\nseed = 2\n",
+            "twice.toml:4:1:",
+        ),
+    ];
+    for (name, text, at) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let file = path.to_str().unwrap();
+        let mut lines = Vec::new();
+        for args in [
+            vec!["replay", file],
+            vec!["timeline", file],
+            vec!["shrink", file],
+            vec!["sim", "--file", file, "--no-save"],
+        ] {
+            let out = leasehold(&args);
+            let err = String::from_utf8_lossy(&out.stderr).to_string();
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+            assert!(err.contains(at), "{args:?}: {err}");
+            assert!(err.contains("invalid TOML"), "{args:?}: {err}");
+            lines.push(err);
+        }
+        assert!(lines.iter().all(|line| *line == lines[0]), "{lines:#?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Shards run anywhere merge into the summary and campaign hash of the unsharded campaign.
 #[test]
 fn sharded_json_outputs_merge_into_the_unsharded_summary() {

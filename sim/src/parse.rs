@@ -198,15 +198,23 @@ pub fn parse(src: &str, file: &str) -> Result<Script, ParseError> {
         }
     };
     let at = Locator { src, file, doc };
-    let scenario: Scenario = match toml::from_str(src) {
-        Ok(scenario) => scenario,
-        Err(error) => {
-            let offset = error.span().map_or(0, |span| span.start);
-            let field = field_at(src, offset);
-            return Err(located(src, file, offset, field, one_line(error.message())));
-        }
-    };
+    let scenario = scenario_of_toml(src, file)?;
     Validator::new(&at, scenario).run()
+}
+
+/// The scenario TOML text `src` holds, not yet validated: a TOML syntax error or a field of
+/// the wrong shape is one line with `file`, the line, the column and the field when known.
+pub fn scenario_of_toml(src: &str, file: &str) -> Result<Scenario, ParseError> {
+    toml::from_str(src).map_err(|error: toml::de::Error| {
+        if let Err(syntax) = ImDocument::parse(src) {
+            let offset = syntax.span().map_or(0, |span| span.start);
+            let message = format!("invalid TOML: {}", one_line(syntax.message()));
+            return located(src, file, offset, None, message);
+        }
+        let offset = error.span().map_or(0, |span| span.start);
+        let field = field_at(src, offset);
+        located(src, file, offset, field, one_line(error.message()))
+    })
 }
 
 fn one_line(text: &str) -> String {

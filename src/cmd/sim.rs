@@ -13,6 +13,7 @@ use crate::cmd::redis::{self, RedisArgs};
 use crate::files;
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::engine::Expiry;
+use leasehold_sim::parse::scenario_of_toml;
 use leasehold_sim::scenario::Scenario;
 use leasehold_sim::seeded::campaign::{
     recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
@@ -405,7 +406,7 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
 pub fn load_scenario(path: &Path) -> Result<Scenario, UserError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UserError(format!("{}: cannot read: {e}", path.display())))?;
-    parse_toml(&text).map_err(|e| UserError(format!("{}: {e}", path.display())))
+    scenario_of_toml(&text, &path.display().to_string()).map_err(|e| UserError(e.to_string()))
 }
 
 /// Reads a seeded scenario file and its validated setup; an error is one line with the file,
@@ -414,7 +415,7 @@ pub fn load_seeded_file(path: &Path) -> Result<(Scenario, Setup), UserError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
-    let scenario = parse_toml(&text).map_err(|e| UserError(format!("{name}: {e}")))?;
+    let scenario = scenario_of_toml(&text, &name).map_err(|e| UserError(e.to_string()))?;
     let setup = load_seeded(&text, &name).map_err(UserError)?;
     Ok((scenario, setup))
 }

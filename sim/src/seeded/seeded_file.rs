@@ -97,7 +97,7 @@ pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, 
 /// The run a seeded scenario's text describes, validated; an error is one line with the file,
 /// the line and the field (`x.toml:7:12: field `config.lease_ms`: …`).
 pub fn load_seeded(text: &str, file: &str) -> Result<Setup, String> {
-    let scenario = parse_toml(text).map_err(|e| format!("{file}: {e}"))?;
+    let scenario = crate::parse::scenario_of_toml(text, file).map_err(|e| e.to_string())?;
     setup_from_scenario(&scenario).map_err(|e| {
         crate::parse::error_at_key(text, file, &e.path(), e.message.clone()).to_string()
     })
@@ -235,17 +235,15 @@ pub fn to_toml(scenario: &Scenario) -> String {
     toml::to_string(scenario).expect("a scenario always serialises")
 }
 
-/// Parses scenario text; an error is one line, with the 1-based line number when known.
+/// Parses scenario text; an error is one line: `line:column: ` (and the field when known),
+/// then what is wrong. [`crate::parse::scenario_of_toml`] names the file too.
 pub fn parse_toml(text: &str) -> Result<Scenario, String> {
-    toml::from_str(text).map_err(|e| {
-        let message = e.message().trim().to_string();
-        match e.span() {
-            Some(span) => {
-                let line = text[..span.start].matches('\n').count() + 1;
-                format!("line {line}: {message}")
-            }
-            None => message,
-        }
+    crate::parse::scenario_of_toml(text, "").map_err(|e| {
+        let field = e
+            .field
+            .map(|f| format!("field `{f}`: "))
+            .unwrap_or_default();
+        format!("{}:{}: {field}{}", e.line, e.column, e.message)
     })
 }
 
