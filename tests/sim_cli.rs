@@ -422,6 +422,30 @@ fn sharded_json_outputs_merge_into_the_unsharded_summary() {
     let out = leasehold(&["sim", "--merge", &files[0], &files[1]]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing"));
+    // A shard whose counts no campaign reaches (a hand-edited file) is refused in one line,
+    // not added up past 2^64.
+    for (key, what) in [("steps", "steps"), ("coverage", "coverage hits")] {
+        let mut edited: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&files[2]).unwrap()).unwrap();
+        if key == "coverage" {
+            for tally in edited["coverage"].as_object_mut().unwrap().values_mut() {
+                tally["hits"] = serde_json::json!(u64::MAX);
+            }
+        } else {
+            edited[key] = serde_json::json!(u64::MAX);
+        }
+        let path = dir.join("edited.json");
+        std::fs::write(&path, edited.to_string()).unwrap();
+        let edited = path.display().to_string();
+        let out = leasehold(&["sim", "--merge", &files[1], &edited, &files[0]]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{key}: {err}");
+        assert!(
+            err.contains(&format!("{what} add up past 2^64")),
+            "{key}: {err}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

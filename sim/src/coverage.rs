@@ -225,16 +225,32 @@ impl Coverage {
     }
 
     /// Adds another campaign's (or shard's) coverage.
+    ///
+    /// # Panics
+    /// When a count passes `u64::MAX` (see [`Coverage::try_merge`]).
     pub fn merge(&mut self, other: &Coverage) {
+        if let Err(what) = self.try_merge(other) {
+            panic!("{what} passes u64::MAX");
+        }
+    }
+
+    /// [`Coverage::merge`], or which count would pass `u64::MAX` (then `self` is as it was).
+    pub fn try_merge(&mut self, other: &Coverage) -> Result<(), &'static str> {
+        let mut sum = self.0.clone();
         for (&probe, theirs) in &other.0 {
-            let tally = self.0.entry(probe).or_default();
-            tally.hits += theirs.hits;
-            tally.seeds += theirs.seeds;
+            let tally = sum.entry(probe).or_default();
+            tally.hits = tally.hits.checked_add(theirs.hits).ok_or("coverage hits")?;
+            tally.seeds = tally
+                .seeds
+                .checked_add(theirs.seeds)
+                .ok_or("coverage seeds")?;
             tally.first_seed = match (tally.first_seed, theirs.first_seed) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
         }
+        self.0 = sum;
+        Ok(())
     }
 
     /// The tally of `probe` (zero when no seed ran).

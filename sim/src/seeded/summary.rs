@@ -32,9 +32,13 @@ impl Failures {
         self.keep(std::iter::once(seed));
     }
 
-    fn merge(&mut self, other: &Failures) {
-        self.count += other.count;
+    fn merge(&mut self, other: &Failures) -> Result<(), &'static str> {
+        self.count = self
+            .count
+            .checked_add(other.count)
+            .ok_or("a failure count")?;
         self.keep(other.seeds.iter().copied());
+        Ok(())
     }
 
     fn keep(&mut self, seeds: impl Iterator<Item = u64>) {
@@ -151,23 +155,66 @@ impl Summary {
     }
 
     /// Adds another part of the campaign (another thread's seeds, another shard).
+    ///
+    /// # Panics
+    /// When a count passes `u64::MAX`, which no campaign's seeds reach; parts read from files
+    /// go through [`Summary::try_merge`].
     pub fn merge(&mut self, other: &Summary) {
-        self.seeds_run += other.seeds_run;
-        self.seeds_failed += other.seeds_failed;
-        self.seeds_inconclusive += other.seeds_inconclusive;
-        self.steps += other.steps;
-        self.sim_ms += other.sim_ms;
-        self.duplicate_runs += other.duplicate_runs;
-        self.duplicate_writes += other.duplicate_writes;
-        self.ghost_writes += other.ghost_writes;
-        self.at_most_once_losses += other.at_most_once_losses;
-        self.coverage.merge(&other.coverage);
+        if let Err(what) = self.try_merge(other) {
+            panic!("{what} passes u64::MAX");
+        }
+    }
+
+    /// [`Summary::merge`], or which count would pass `u64::MAX` (a part that no campaign
+    /// produced: then `self` is as it was).
+    pub fn try_merge(&mut self, other: &Summary) -> Result<(), &'static str> {
+        let mut sum = self.clone();
+        sum.add_part(other)?;
+        *self = sum;
+        Ok(())
+    }
+
+    fn add_part(&mut self, other: &Summary) -> Result<(), &'static str> {
+        let counts = [
+            (&mut self.seeds_run, other.seeds_run, "seeds run"),
+            (&mut self.seeds_failed, other.seeds_failed, "seeds failed"),
+            (
+                &mut self.seeds_inconclusive,
+                other.seeds_inconclusive,
+                "seeds inconclusive",
+            ),
+            (&mut self.steps, other.steps, "steps"),
+            (&mut self.sim_ms, other.sim_ms, "simulated time"),
+            (
+                &mut self.duplicate_runs,
+                other.duplicate_runs,
+                "duplicate runs",
+            ),
+            (
+                &mut self.duplicate_writes,
+                other.duplicate_writes,
+                "duplicate writes",
+            ),
+            (&mut self.ghost_writes, other.ghost_writes, "ghost writes"),
+            (
+                &mut self.at_most_once_losses,
+                other.at_most_once_losses,
+                "at-most-once losses",
+            ),
+        ];
+        for (ours, theirs, what) in counts {
+            *ours = ours.checked_add(theirs).ok_or(what)?;
+        }
+        self.coverage.try_merge(&other.coverage)?;
         self.campaign_hash = self.campaign_hash.wrapping_add(other.campaign_hash);
         for (invariant, failures) in &other.failures {
-            self.failures.entry(*invariant).or_default().merge(failures);
+            self.failures
+                .entry(*invariant)
+                .or_default()
+                .merge(failures)?;
         }
         for (bound, seeds) in &other.inconclusive {
-            self.inconclusive.entry(*bound).or_default().merge(seeds);
+            self.inconclusive.entry(*bound).or_default().merge(seeds)?;
         }
         if let Some(theirs) = &other.first_failure {
             if self
@@ -178,6 +225,7 @@ impl Summary {
                 self.first_failure = Some(theirs.clone());
             }
         }
+        Ok(())
     }
 }
 
@@ -281,8 +329,17 @@ impl CampaignReport {
             if std::mem::replace(&mut seen[k as usize - 1], true) {
                 return Err(format!("shard {} is given twice", part.shard));
             }
-            merged.summary.merge(&part.summary);
-            merged.wall_ms += part.wall_ms;
+            let overflow = |what| {
+                format!(
+                    "the shards' {what} add up past 2^64 (at shard {})",
+                    part.shard
+                )
+            };
+            merged.summary.try_merge(&part.summary).map_err(overflow)?;
+            merged.wall_ms = merged
+                .wall_ms
+                .checked_add(part.wall_ms)
+                .ok_or_else(|| overflow("wall times"))?;
             merged.threads = merged.threads.max(part.threads);
             merged.saved.extend(part.saved.iter().cloned());
         }
@@ -425,5 +482,35 @@ impl fmt::Display for CampaignReport {
         self.write_speed(&mut out)?;
         writeln!(out, "campaign hash {:016x}", s.campaign_hash)?;
         f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parts that add up past 2^64 are refused, naming the count, and leave the sum as it was.
+    #[test]
+    fn a_merge_past_u64_max_is_refused_and_changes_nothing() {
+        let mut sum = Summary {
+            seeds_run: 3,
+            steps: 10,
+            ..Summary::default()
+        };
+        let before = sum.clone();
+        let huge = Summary {
+            seeds_run: 1,
+            steps: u64::MAX,
+            ..Summary::default()
+        };
+        assert_eq!(sum.try_merge(&huge), Err("steps"));
+        assert_eq!(sum, before);
+        let fine = Summary {
+            seeds_run: 2,
+            steps: 5,
+            ..Summary::default()
+        };
+        assert_eq!(sum.try_merge(&fine), Ok(()));
+        assert_eq!((sum.seeds_run, sum.steps), (5, 15));
     }
 }
