@@ -318,6 +318,43 @@ fn timeline_prints_the_lines_and_draws_the_svg() {
     let _ = std::fs::remove_file(svg);
 }
 
+/// `--svg` into a pipe (what `--svg /dev/stdout | …` is) sends the drawing alone down the pipe
+/// and leaves the pipe a pipe: a device or pipe is written through, never renamed over. (A
+/// FIFO of the test's own stands in for `/dev/stdout`, which a broken build would replace.)
+#[cfg(unix)]
+#[test]
+fn timeline_draws_into_a_pipe_without_replacing_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = std::env::temp_dir().join(format!("leasehold-svg-pipe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("drawing.svg");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("mkfifo unavailable: skipped");
+        return;
+    }
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = leasehold(&[
+        "timeline",
+        "scenarios/t0-t5-stale-ack.toml",
+        "--svg",
+        fifo.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    let drawing = reader.join().unwrap();
+    assert!(drawing.starts_with("<svg") && drawing.trim_end().ends_with("</svg>"));
+    assert_eq!(stdout(&out), "", "nothing but the drawing is written");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_committed_svg_is_the_one_timeline_draws() {
     let committed = std::fs::read_to_string(root().join("reports/t0-t5-stale-ack.svg")).unwrap();

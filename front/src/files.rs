@@ -8,25 +8,63 @@ use std::path::{Path, PathBuf};
 
 /// Writes `contents` to `path` atomically: a reader sees the old file or the new one, never a
 /// half-written one. Creates missing parent folders.
+///
+/// Atomic means a temporary file renamed over the target, which only a regular file (or a new
+/// one) can take. A `path` that is something else is written through, never replaced: a
+/// device or pipe (`/dev/stdout`, `/dev/null`, a FIFO) receives the bytes as it would from
+/// any program, and a link is followed (the file it names is replaced, the link stays).
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), UserError> {
     let fail =
         |what: &str, e: std::io::Error| UserError(format!("{}: {what}: {e}", path.display()));
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    match fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(UserError(format!(
+                "{}: is a folder, not a file",
+                path.display()
+            )))
+        }
+        Ok(meta) if !meta.is_file() => {
+            // A device, a pipe, a socket: write to it as it is.
+            let mut out = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| fail("cannot write", e))?;
+            return out
+                .write_all(contents)
+                .and_then(|()| out.flush())
+                .map_err(|e| fail("cannot write", e));
+        }
+        _ => {}
+    }
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let target = match (is_link, fs::canonicalize(path)) {
+        (false, _) => path.to_path_buf(),
+        (true, Ok(real)) => real,
+        // A link to nothing yet: create what it names, through it.
+        (true, Err(_)) => return fs::write(path, contents).map_err(|e| fail("cannot write", e)),
+    };
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| fail("cannot create folder", e))?;
     }
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
+    let name = target.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+    let tmp = target.with_file_name(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(contents)?;
         file.sync_all()?;
-        fs::rename(&tmp, path)
+        fs::rename(&tmp, &target)
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
         return Err(fail("cannot write", e));
     }
     Ok(())
+}
+
+/// Whether `path` is a device, pipe or socket (`/dev/stdout`, a FIFO): written through by
+/// [`write_atomic`], and not a file a command should say it wrote.
+pub fn is_stream(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
 }
 
 /// Writes `contents` to `dir/stem.ext`, or `dir/stem-2.ext`, `-3`, … — the first name that does
@@ -54,4 +92,91 @@ pub fn write_new(dir: &Path, stem: &str, ext: &str, contents: &[u8]) -> Result<P
         }
     }
     unreachable!("u32 names run out before the disk does")
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::write_atomic;
+    use std::fs;
+    use std::os::unix::fs::FileTypeExt;
+    use std::path::PathBuf;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("leasehold-files-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_regular_file_is_replaced_and_missing_folders_are_made() {
+        let dir = scratch("regular");
+        let path = dir.join("a/b/out.txt");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert_eq!(
+            fs::read_dir(dir.join("a/b")).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A link is followed: the file it names gets the bytes, the link stays a link (also when
+    /// it names nothing yet).
+    #[test]
+    fn a_link_is_written_through_and_stays_a_link() {
+        let dir = scratch("link");
+        let (real, link) = (dir.join("real.svg"), dir.join("link.svg"));
+        fs::write(&real, b"old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&real).unwrap(), b"new");
+        let (later, dangling) = (dir.join("later.svg"), dir.join("dangling.svg"));
+        std::os::unix::fs::symlink(&later, &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert!(fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&later).unwrap(), b"made");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A pipe (as `/dev/stdout` is under a shell's `|`) gets the bytes and stays a pipe: it is
+    /// never renamed over.
+    #[test]
+    fn a_pipe_is_written_to_not_replaced() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("out.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("mkfifo unavailable: skipped");
+            return;
+        }
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"<svg/>").unwrap();
+        // (Checked first: had the pipe been renamed over, the reader would wait forever.)
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), b"<svg/>");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_folder_is_refused_in_one_line() {
+        let dir = scratch("folder");
+        let err = write_atomic(&dir, b"x").unwrap_err().to_string();
+        assert!(err.ends_with("is a folder, not a file"), "{err}");
+        assert!(dir.is_dir());
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -7,7 +7,7 @@ use crate::cli::{CmdResult, Status};
 use crate::cmd::redis::{self, RedisArgs};
 use crate::cmd::replay::{load, run_on, BACKENDS};
 use crate::cmd::sim::record_if_seeded;
-use crate::files::write_atomic;
+use crate::files::{is_stream, write_atomic};
 use leasehold_sim::{svg, timeline};
 use std::path::PathBuf;
 
@@ -66,7 +66,10 @@ pub fn run(args: Args) -> CmdResult {
             );
             let drawing = svg::render(&trace, &name, &subtitle, &provenance);
             write_atomic(out, drawing.as_bytes())?;
-            println!("wrote {}", out.display());
+            if !is_stream(out) {
+                // (`--svg /dev/stdout` is the drawing alone.)
+                println!("wrote {}", out.display());
+            }
         }
         None => {
             let rendered = timeline::render(&trace);
