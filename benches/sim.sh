@@ -93,6 +93,27 @@ PY
 done
 echo
 
+echo "## A recorded seed: --trace"
+echo
+echo "A recorder keeps the seed's event log and its timeline (history, by design), so its memory"
+echo "grows with the run; its time must still grow in proportion to the steps."
+echo
+echo '```'
+echo "/usr/bin/time -v $BIN sim --events N --seed 1 --trace --no-save > /dev/null   # best of $RUNS"
+echo '```'
+echo
+echo "| --events | timeline lines | wall | peak RSS |"
+echo "|---|---|---|---|"
+for n in ${TRACE_SIZES:-1000 10000 100000}; do
+  best_of "$BIN" sim --events "$n" --seed 1 --trace --no-save
+  lines=$(grep -c '^t[0-9]' "$OUT/best.out" || true)
+  wall=$(field "Elapsed (wall clock) time (h:mm:ss or m:ss)")
+  rss=$(field "Maximum resident set size (kbytes)")
+  python3 -c 'import sys; n, lines, wall, rss = sys.argv[1:]
+print(f"| {int(n):,} | {int(lines):,} | {wall} | {int(rss) / 1024:.1f} MB |")' "$n" "$lines" "$wall" "$rss"
+done
+echo
+
 echo "## Large seeds of the protocols that hold"
 echo
 echo '```'

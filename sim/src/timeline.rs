@@ -143,7 +143,7 @@ fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
 /// lines shown so far, and the line.
 struct At<'a> {
     trace: &'a Trace,
-    follow_ups: &'a [bool],
+    follow_ups: &'a [Option<RequestId>],
     index: &'a [Option<usize>],
     i: usize,
 }
@@ -159,18 +159,23 @@ fn marks(out: &mut String, trace: &Trace, lines: std::ops::RangeInclusive<usize>
 
 /// For each request, whether it is the runtime's nack after another request failed (it is
 /// told as part of that request).
-fn follow_ups(trace: &Trace) -> Vec<bool> {
-    let mut follow_ups = vec![false; trace.requests.len()];
-    for id in trace.requests.iter().filter_map(|r| r.follow_up_request) {
-        if let Some(flag) = follow_ups.get_mut(id.0 as usize) {
-            *flag = true;
+/// For each request, the request it follows up (the one whose failed reply made the runtime
+/// send it), if it is a follow-up.
+fn follow_ups(trace: &Trace) -> Vec<Option<RequestId>> {
+    let mut parents = vec![None; trace.requests.len()];
+    for (parent, r) in trace.requests.iter().enumerate() {
+        if let Some(id) = r.follow_up_request {
+            if let Some(slot) = parents.get_mut(id.0 as usize) {
+                // A follow-up answers one reply: it has one parent.
+                *slot = Some(RequestId(parent as u32));
+            }
         }
     }
-    follow_ups
+    parents
 }
 
-fn is_follow_up(follow_ups: &[bool], id: RequestId) -> bool {
-    follow_ups.get(id.0 as usize).copied().unwrap_or(false)
+fn is_follow_up(follow_ups: &[Option<RequestId>], id: RequestId) -> bool {
+    follow_ups.get(id.0 as usize).is_some_and(Option::is_some)
 }
 
 fn has_later_line(trace: &Trace, i: usize, worker: WorkerIx) -> bool {
@@ -267,7 +272,7 @@ fn parts(out: &mut String, at: &At, notes: &mut Vec<&'static str>, first: &mut b
         match *part {
             Part::Request(id) => {
                 let request = trace.request(id);
-                if is_follow_up(at.follow_ups, id) && told_with_parent(trace, id, i) {
+                if told_with_parent(at, id) {
                     continue;
                 }
                 note_delayed(notes, request);
@@ -302,12 +307,10 @@ fn parts(out: &mut String, at: &At, notes: &mut Vec<&'static str>, first: &mut b
     }
 }
 
-/// Whether follow-up `id` is told inside its parent's result on line `i`.
-fn told_with_parent(trace: &Trace, id: RequestId, i: usize) -> bool {
-    trace
-        .requests
-        .iter()
-        .any(|r| r.follow_up_request == Some(id) && r.landed_line == Some(i))
+/// Whether `id` is a follow-up told inside its parent's result on line `at.i`.
+fn told_with_parent(at: &At, id: RequestId) -> bool {
+    let parent = at.follow_ups.get(id.0 as usize).copied().flatten();
+    parent.is_some_and(|p| at.trace.request(p).landed_line == Some(at.i))
 }
 
 fn note_delayed(notes: &mut Vec<&'static str>, request: &Request) {
