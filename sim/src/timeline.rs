@@ -157,10 +157,8 @@ fn marks(out: &mut String, trace: &Trace, lines: std::ops::RangeInclusive<usize>
     }
 }
 
-/// For each request, whether it is the runtime's nack after another request failed (it is
-/// told as part of that request).
-/// For each request, the request it follows up (the one whose failed reply made the runtime
-/// send it), if it is a follow-up.
+/// For each request, the request it follows up, if it is the runtime's nack after another
+/// request failed (it is told as part of that request).
 fn follow_ups(trace: &Trace) -> Vec<Option<RequestId>> {
     let mut parents = vec![None; trace.requests.len()];
     for (parent, r) in trace.requests.iter().enumerate() {
