@@ -16,25 +16,22 @@ use std::path::{Path, PathBuf};
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), UserError> {
     let fail =
         |what: &str, e: std::io::Error| UserError(format!("{}: {what}: {e}", path.display()));
-    match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(UserError(format!(
-                "{}: is a folder, not a file",
-                path.display()
-            )))
-        }
-        Ok(meta) if !meta.is_file() => {
-            // A device, a pipe, a socket: write to it as it is.
-            let mut out = fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| fail("cannot write", e))?;
-            return out
-                .write_all(contents)
-                .and_then(|()| out.flush())
-                .map_err(|e| fail("cannot write", e));
-        }
-        _ => {}
+    if path.is_dir() {
+        return Err(UserError(format!(
+            "{}: is a folder, not a file",
+            path.display()
+        )));
+    }
+    if is_stream(path) {
+        // A device, a pipe, a socket: write to it as it is.
+        let mut out = fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| fail("cannot write", e))?;
+        return out
+            .write_all(contents)
+            .and_then(|()| out.flush())
+            .map_err(|e| fail("cannot write", e));
     }
     let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     let target = match (is_link, fs::canonicalize(path)) {

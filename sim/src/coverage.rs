@@ -236,9 +236,17 @@ impl Coverage {
 
     /// [`Coverage::merge`], or which count would pass `u64::MAX` (then `self` is as it was).
     pub fn try_merge(&mut self, other: &Coverage) -> Result<(), &'static str> {
-        let mut sum = self.0.clone();
+        let mut sum = self.clone();
+        sum.add_checked(other)?;
+        *self = sum;
+        Ok(())
+    }
+
+    /// Adds `other` in place; on a count past `u64::MAX`, what was added before it stays added
+    /// (callers add into a copy).
+    pub(crate) fn add_checked(&mut self, other: &Coverage) -> Result<(), &'static str> {
         for (&probe, theirs) in &other.0 {
-            let tally = sum.entry(probe).or_default();
+            let tally = self.0.entry(probe).or_default();
             tally.hits = tally.hits.checked_add(theirs.hits).ok_or("coverage hits")?;
             tally.seeds = tally
                 .seeds
@@ -249,7 +257,6 @@ impl Coverage {
                 (a, b) => a.or(b),
             };
         }
-        self.0 = sum;
         Ok(())
     }
 

@@ -205,7 +205,8 @@ impl Summary {
         for (ours, theirs, what) in counts {
             *ours = ours.checked_add(theirs).ok_or(what)?;
         }
-        self.coverage.try_merge(&other.coverage)?;
+        // (Into `try_merge`'s copy: a failure leaves the caller's summary as it was.)
+        self.coverage.add_checked(&other.coverage)?;
         self.campaign_hash = self.campaign_hash.wrapping_add(other.campaign_hash);
         for (invariant, failures) in &other.failures {
             self.failures
