@@ -8,6 +8,7 @@ use leasehold_sim::coverage::Probe;
 use leasehold_sim::engine::{Delivery, Engine, HandlerRun, Setup as EngineSetup};
 use leasehold_sim::event::DrainEnd;
 use leasehold_sim::seeded::campaign::Campaign;
+use leasehold_sim::seeded::run::STOPPED_AT_FIRST_VIOLATION;
 use leasehold_sim::seeded::seeded_file::{run_setup, run_setup_with};
 use leasehold_sim::seeded::{BackendKind, RunOptions, Setup};
 use leasehold_sim::trace::Fault;
@@ -56,6 +57,54 @@ fn incremental_checks_reach_the_verdicts_of_full_audits_after_every_step() {
         }
     }
     assert!(broken > 10, "the mutants did break invariants ({broken})");
+}
+
+/// A campaign re-runs its first failing seed with a recorder to show the lines before the
+/// first violation: that re-run stops after the step that found it, with the same violation
+/// as the full run, instead of recording the whole run (whose memory grows with its length).
+#[test]
+fn a_failing_seed_re_run_for_its_story_stops_at_its_first_violation() {
+    let stop = RunOptions {
+        record: true,
+        stop_at_first_violation: true,
+        ..RunOptions::default()
+    };
+    let mut stopped_early = 0;
+    for variant in [
+        Variant::VolatileAck,
+        Variant::MaxSeenFrontier,
+        Variant::DlqDrop,
+    ] {
+        let mut setup = Setup::default_for(variant);
+        setup.events = 2_000;
+        for seed in 1..4 {
+            setup.seed = seed;
+            let full = run_setup(&setup, BackendKind::Pure, false);
+            let story = run_setup_with(&setup, BackendKind::Pure, &stop);
+            let Some(first) = full.violations.first() else {
+                assert!(story.violations.is_empty(), "{variant} seed {seed}");
+                continue;
+            };
+            assert_eq!(
+                story.violations.first(),
+                Some(first),
+                "{variant} seed {seed}"
+            );
+            let recorded = story.recorded.as_ref().expect("a recorded run");
+            assert_eq!(
+                recorded.trace.violations.first().map(|f| &f.violation),
+                Some(first),
+                "{variant} seed {seed}"
+            );
+            if story.end == STOPPED_AT_FIRST_VIOLATION {
+                // The step that found it (counted from 0) was the run's last.
+                assert_eq!(story.steps, first.step + 1, "{variant} seed {seed}");
+                assert!(story.steps < full.steps, "{variant} seed {seed}");
+                stopped_early += 1;
+            }
+        }
+    }
+    assert!(stopped_early >= 6, "{stopped_early} runs stopped early");
 }
 
 /// A long run keeps only its live set: the engine drops a lease once nothing names it, frees

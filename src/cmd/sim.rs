@@ -19,9 +19,9 @@ use leasehold_sim::seeded::campaign::{
     recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
 };
 use leasehold_sim::seeded::seeded_file::{
-    check_expect, load_seeded, parse_toml, run_setup, run_setup_with, scenario_of, to_toml,
+    check_expect, load_seeded, parse_toml, run_setup_with, scenario_of, to_toml,
 };
-use leasehold_sim::seeded::summary::parse_shard;
+use leasehold_sim::seeded::summary::{parse_shard, FirstFailure};
 use leasehold_sim::seeded::{
     BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
 };
@@ -599,7 +599,7 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
         ));
     }
     if let Some(first) = &report.summary.first_failure {
-        text.push_str(&failure_story(campaign, first.seed));
+        text.push_str(&failure_story(campaign, first));
     }
     if args.backend == "redis" {
         if let Some(line) = redis::servers_line() {
@@ -622,19 +622,26 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
     Ok(Status::Ok)
 }
 
-/// The smallest failing seed, re-run with a recorder: the end of its timeline, up to its first
-/// violation. The re-run must give the campaign's run back (same violations), or determinism
-/// is broken.
-fn failure_story(campaign: &Campaign, seed: u64) -> String {
+/// The smallest failing seed, re-run with a recorder up to the step that found its first
+/// violation: the end of its timeline, up to that violation. The re-run must find the
+/// campaign's first violation again, or determinism is broken.
+fn failure_story(campaign: &Campaign, first: &FirstFailure) -> String {
     const CONTEXT_LINES: usize = 8;
+    let seed = first.seed;
     let setup = campaign.setup(seed);
-    let outcome = run_setup(&setup, campaign.backend, true);
+    let options = RunOptions {
+        record: true,
+        stop_at_first_violation: true,
+        ..RunOptions::default()
+    };
+    let outcome = run_setup_with(&setup, campaign.backend, &options);
     let Some(recorded) = &outcome.recorded else {
         return String::new();
     };
     let rendered = timeline::render(&recorded.trace);
-    let Some(found) = recorded.trace.violations.first() else {
-        return format!("seed {seed} did not fail again when re-run: the run is not deterministic (a bug: please report it)\n");
+    let again = recorded.trace.violations.first();
+    let Some(found) = again.filter(|f| first.violations.first() == Some(&f.violation)) else {
+        return format!("seed {seed} did not fail the same way when re-run: the run is not deterministic (a bug: please report it)\n");
     };
     let last = rendered.t_of(found.line).unwrap_or(0);
     let first = (last + 1).saturating_sub(CONTEXT_LINES);

@@ -83,6 +83,11 @@ pub struct RunOptions {
     pub progress: Option<std::sync::Arc<Progress>>,
     /// With `record`: called with the trace and the broker at the end of every step.
     pub observer: Option<crate::recorder::StepObserver>,
+    /// End the run after the step that found its first violation (the rest of a failing
+    /// seed's story is not needed: a campaign re-runs a failing seed to show the lines before
+    /// its first violation). A violation in the liveness phase is found at its end, as
+    /// always.
+    pub stop_at_first_violation: bool,
 }
 
 /// A run's progress, published every [`PROGRESS_EVERY_STEPS`] steps (written by the run, read
@@ -100,6 +105,9 @@ pub struct Progress {
     /// Set when the run ended.
     pub done: AtomicU64,
 }
+
+/// [`RunOutcome::end`] of a run stopped by [`RunOptions::stop_at_first_violation`].
+pub const STOPPED_AT_FIRST_VIOLATION: &str = "stopped at the first violation";
 
 /// How often a run publishes its progress.
 pub const PROGRESS_EVERY_STEPS: u64 = 1 << 14;
@@ -199,6 +207,7 @@ struct Driver<'a, B: Backend> {
     /// Events published during the run so far.
     published: u32,
     progress: Option<std::sync::Arc<Progress>>,
+    stop_at_first_violation: bool,
 }
 
 /// Runs `setup` against `backend` (a fresh broker built from [`Setup::broker_config`]).
@@ -307,6 +316,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             publishes: Prng::named(seed, "publish"),
             published: 0,
             progress: options.progress.clone(),
+            stop_at_first_violation: options.stop_at_first_violation,
         }
     }
 
@@ -317,6 +327,11 @@ impl<'a, B: Backend> Driver<'a, B> {
                 progress.publish(&self.engine);
             }
         }
+    }
+
+    /// Whether the run ends here: it was asked to stop at its first violation, and has one.
+    fn stops_here(&self) -> bool {
+        self.stop_at_first_violation && self.engine.oracle().any_violated()
     }
 
     fn run(&mut self) -> (String, Option<Bound>) {
@@ -361,11 +376,17 @@ impl<'a, B: Backend> Driver<'a, B> {
                 }
             }
             self.end_step();
+            if self.stops_here() {
+                return (STOPPED_AT_FIRST_VIOLATION.to_string(), None);
+            }
             if self.engine.all_settled() {
                 break;
             }
         }
         self.engine.audit();
+        if self.stops_here() {
+            return (STOPPED_AT_FIRST_VIOLATION.to_string(), None);
+        }
         self.heal_and_drain()
     }
 
@@ -390,6 +411,9 @@ impl<'a, B: Backend> Driver<'a, B> {
             }
             self.engine.run_until(at);
             self.end_step();
+            if self.stops_here() {
+                return (STOPPED_AT_FIRST_VIOLATION.to_string(), None);
+            }
         }
         let poison = &self.poison;
         let handler = |_group, seq: u32, _attempt| healed_run(setup, is_poison(poison, seq));
