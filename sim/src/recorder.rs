@@ -10,17 +10,22 @@
 //!   request's later consequences (its answer, the reply, the runtime's follow-up) attached to
 //!   the line that sent it — what [`crate::timeline`] and [`crate::svg`] render.
 //!
-//! Memory grows with the run: a recorder is for runs a person will read.
+//! Memory grows with the run: a recorder is for runs a person will read. A **streamed**
+//! recorder ([`Recorder::streaming`]) keeps neither: it hands each timeline line to a sink as
+//! soon as nothing can change it any more, and drops the lines, requests and leases nothing
+//! will read again, so its memory follows what is still open (requests in flight, handler
+//! runs, restarts not yet folded), not the length of the run.
 
 use crate::engine::describe_outcome;
 use crate::event::{Event, FetchOutcome, Origin, Readback};
+use crate::timeline::Renderer;
 use crate::trace::{
     Effect, FetchResult, Found, LeaseEnd, LeaseInfo, Line, LineKind, Part, Request, RequestId,
-    Trace, WorkerIx,
+    Trace, Window, WorkerIx,
 };
 use leasehold_model::{BrokerView, GroupIx, Issuance, Lease, Ms, Seq, SettleError};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One entry of the event log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -47,6 +52,79 @@ impl std::fmt::Debug for StepObserver {
     }
 }
 
+/// Where a streamed timeline goes: called with each line's text (without its newline), in
+/// order, as soon as the line is final.
+#[derive(Clone)]
+pub struct TimelineSink(pub std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl std::fmt::Debug for TimelineSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TimelineSink")
+    }
+}
+
+/// What a streamed timeline told, besides its lines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Streamed {
+    /// Lines shown (the last one is `t{lines - 1}`).
+    pub lines: usize,
+    /// For each violation of the trace, the `tN` it shows at (as [`crate::timeline::Timeline::t_of`]).
+    pub violation_t: Vec<Option<usize>>,
+    /// The most trace lines kept at once (the memory a streamed recorder needs).
+    pub kept_lines_max: usize,
+}
+
+/// Lines a streamed recorder lets accumulate before it renders and drops what it can (more
+/// when many lines wait on one that is still open: the work stays linear).
+const STREAM_FLUSH_LINES: usize = 256;
+
+/// A streamed recorder's state: what is still open, and the renderer.
+#[derive(Clone, Debug)]
+struct Stream {
+    sink: TimelineSink,
+    renderer: Renderer,
+    /// By request id, the request a follow-up nack answers.
+    follow_ups: Window<Option<RequestId>>,
+    /// Requests whose messages are not all done: their lines may still change.
+    open_requests: BTreeSet<RequestId>,
+    /// Handler runs not ended, by run id: the line each started on.
+    open_runs: BTreeMap<u32, usize>,
+    /// Per worker, its earliest restart with no later line of that worker yet (it may fold).
+    pending_restart: Vec<Option<usize>>,
+    /// Per worker, its latest line that is not a restart.
+    last_not_restart: Vec<Option<usize>>,
+    /// The latest line that is not an expiry (the expiries after it may still change: see
+    /// [`Recorder::tell_batch_move_once`]).
+    last_not_expiry: Option<usize>,
+    /// Lines not rendered yet that go on with a handler run: the line the run started on.
+    resumed: BTreeMap<usize, usize>,
+    /// The `tN` of each violation, once known.
+    violation_t: Vec<Option<usize>>,
+    /// Render and drop when the trace has this many lines.
+    flush_at: usize,
+    kept_lines_max: usize,
+}
+
+impl Stream {
+    /// The first line that may still change (the lines before it are final): the last line
+    /// (it may take more parts, and marks of violations found after it), a line of an open
+    /// request or handler run, a restart that may fold into its worker's next line, an expiry
+    /// of the batch at the end (its frontier move may go to a later one).
+    fn render_limit(&self, trace: &Trace, run_line: &Window<usize>) -> usize {
+        let mut limit = trace.lines.len().saturating_sub(1);
+        for &id in &self.open_requests {
+            limit = limit.min(trace.request(id).line);
+        }
+        for &run in self.open_runs.keys() {
+            limit = limit.min(run_line[run as usize]);
+        }
+        for &restart in self.pending_restart.iter().flatten() {
+            limit = limit.min(restart);
+        }
+        limit.min(self.last_not_expiry.map_or(0, |line| line + 1))
+    }
+}
+
 /// Keeps a run's events and builds its trace.
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
@@ -54,7 +132,9 @@ pub struct Recorder {
     trace: Trace,
     events: Vec<Stamped>,
     /// The line of each handler run, by run id.
-    run_line: Vec<usize>,
+    run_line: Window<usize>,
+    /// Streamed: the timeline goes to a sink as it becomes final ([`Recorder::streaming`]).
+    stream: Option<Box<Stream>>,
     /// Leases issued by the fetch in progress.
     issued: Vec<Issuance>,
     /// Renewed leases carried by replies not yet received.
@@ -75,16 +155,183 @@ impl Recorder {
         }
     }
 
+    /// A streamed recorder for a run of these workers and groups: each timeline line goes to
+    /// `sink` as soon as it is final, and what nothing will read again is dropped. It keeps no
+    /// event log; its trace keeps what is still open, and every violation. For a seeded run,
+    /// whose driver names only leases its workers hold; the engine tells it when a request is
+    /// done ([`Recorder::request_done`]) and which leases it still tracks
+    /// ([`Recorder::end_step`]).
+    pub fn streaming(workers: &[String], groups: &[String], sink: TimelineSink) -> Recorder {
+        let mut recorder = Recorder::new(workers, groups);
+        recorder.stream = Some(Box::new(Stream {
+            sink,
+            renderer: Renderer::new(workers.len()),
+            follow_ups: Window::default(),
+            open_requests: BTreeSet::new(),
+            open_runs: BTreeMap::new(),
+            pending_restart: vec![None; workers.len()],
+            last_not_restart: vec![None; workers.len()],
+            last_not_expiry: None,
+            resumed: BTreeMap::new(),
+            violation_t: Vec::new(),
+            flush_at: STREAM_FLUSH_LINES,
+            kept_lines_max: 0,
+        }));
+        recorder
+    }
+
+    /// Whether the recorder streams its timeline.
+    pub fn is_streaming(&self) -> bool {
+        self.stream.is_some()
+    }
+
     /// Calls `observer` at the end of every step from now on.
     pub fn observe_with(&mut self, observer: StepObserver) {
         self.observer = Some(observer);
     }
 
-    /// A step ended: the observer, if any, sees the trace and the broker.
-    pub fn end_step(&self, broker: &dyn BrokerView) {
+    /// A step ended: the observer, if any, sees the trace and the broker. Streamed, the lines
+    /// that became final go to the sink; `leases_from` is the first lease the engine still
+    /// tracks (None: none), below which no later event names a lease.
+    pub fn end_step(&mut self, broker: &dyn BrokerView, leases_from: Option<Issuance>) {
         if let Some(observer) = &self.observer {
             (observer.0)(&self.trace, broker);
         }
+        if self
+            .stream
+            .as_ref()
+            .is_some_and(|s| self.trace.lines.len() >= s.flush_at)
+        {
+            self.flush(false, leases_from);
+        }
+    }
+
+    /// A request's messages are all done (landed or lost, replied, duplicates delivered):
+    /// nothing will change it any more.
+    pub fn request_done(&mut self, id: RequestId) {
+        if let Some(stream) = &mut self.stream {
+            stream.open_requests.remove(&id);
+        }
+    }
+
+    /// Streamed: renders the lines that are final (every line, at the `end` of the run), then
+    /// drops what nothing will read again.
+    fn flush(&mut self, end: bool, leases_from: Option<Issuance>) {
+        let Some(mut stream) = self.stream.take() else {
+            return;
+        };
+        let trace = &self.trace;
+        let len = trace.lines.len();
+        let limit = if end {
+            len
+        } else {
+            stream.render_limit(trace, &self.run_line)
+        };
+        let sink = stream.sink.clone();
+        let mut emit = |text: &str| (sink.0)(text);
+        for i in stream.renderer.next()..limit.max(stream.renderer.next()) {
+            let has_later = trace.lines[i]
+                .worker
+                .is_some_and(|w| stream.last_not_restart[w].is_some_and(|l| l > i));
+            stream
+                .renderer
+                .line(trace, &stream.follow_ups, i, has_later, &mut emit);
+            stream.resumed.remove(&i);
+        }
+        while let Some(found) = trace.violations.get(stream.violation_t.len()) {
+            let t = match found.line {
+                None => None,
+                Some(line) => match stream.renderer.t_of(line) {
+                    Some(t) => t,
+                    None if end => None,
+                    None => break,
+                },
+            };
+            stream.violation_t.push(t);
+        }
+        stream.kept_lines_max = stream.kept_lines_max.max(trace.lines.kept());
+        if !end {
+            self.drop_done(&mut stream, leases_from);
+            let waiting = len - stream.renderer.next();
+            stream.flush_at = len + STREAM_FLUSH_LINES.max(waiting);
+        }
+        self.stream = Some(stream);
+    }
+
+    /// Streamed: drops the lines, requests and leases below the first that something still
+    /// reads — a line not rendered yet, a request still open, a handler run, a restart not
+    /// folded yet, a violation whose `tN` is not known yet, a lease the engine tracks.
+    fn drop_done(&mut self, stream: &mut Stream, leases_from: Option<Issuance>) {
+        let trace = &self.trace;
+        let mut lines_from = stream.renderer.next();
+        let mut requests_from = trace.requests.len();
+        let mut leases_from = leases_from.map_or(trace.leases.len(), |l| l.0 as usize);
+        let lease = |issuance: Issuance, from: &mut usize| {
+            *from = (*from).min(issuance.0 as usize);
+        };
+        for &id in &stream.open_requests {
+            let r = trace.request(id);
+            lines_from = lines_from.min(r.line);
+            requests_from = requests_from.min(id.0 as usize);
+            lease(r.issuance, &mut leases_from);
+        }
+        for &start in stream.open_runs.values().chain(stream.resumed.values()) {
+            lines_from = lines_from.min(start);
+        }
+        for found in &trace.violations[stream.violation_t.len()..] {
+            lines_from = lines_from.min(found.line.unwrap_or(usize::MAX));
+        }
+        if let Some(fold) = stream.renderer.first_fold() {
+            lines_from = lines_from.min(fold);
+        }
+        for line in trace.lines.range(stream.renderer.next()..trace.lines.len()) {
+            match &line.kind {
+                LineKind::Handle { issuance }
+                | LineKind::HandlerResumed { issuance }
+                | LineKind::Expired { issuance, .. } => lease(*issuance, &mut leases_from),
+                LineKind::Fetched {
+                    result: FetchResult::Leased { leases, .. },
+                    ..
+                } => {
+                    for &issuance in leases {
+                        lease(issuance, &mut leases_from);
+                    }
+                }
+                _ => {}
+            }
+            for part in &line.parts {
+                let (Part::Request(id) | Part::Landed { request: id, .. }) = *part else {
+                    continue;
+                };
+                let r = trace.request(id);
+                // A landing names the line its request was sent on (`sent at tN`).
+                lines_from = lines_from.min(r.line);
+                let parent = stream.follow_ups.get(id.0 as usize).copied().flatten();
+                requests_from = requests_from.min(parent.unwrap_or(id).0 as usize);
+                lease(r.issuance, &mut leases_from);
+            }
+        }
+        // A handler run's later line reads the requests sent on the lines since it started.
+        let sent_from = trace
+            .lines
+            .range(lines_from..trace.lines.len())
+            .flat_map(|line| &line.parts)
+            .find_map(|part| match *part {
+                Part::Request(id) => Some(id.0 as usize),
+                _ => None,
+            });
+        requests_from = requests_from.min(sent_from.unwrap_or(usize::MAX));
+        let runs_from = stream
+            .open_runs
+            .keys()
+            .next()
+            .map_or(self.run_line.len(), |&run| run as usize);
+        self.trace.lines.drop_below(lines_from);
+        stream.renderer.drop_below(lines_from);
+        self.trace.requests.drop_below(requests_from);
+        stream.follow_ups.drop_below(requests_from);
+        self.trace.leases.drop_below(leases_from);
+        self.run_line.drop_below(runs_from);
     }
 
     /// The trace so far.
@@ -101,6 +348,21 @@ impl Recorder {
     pub fn finish(mut self, end_ms: Ms) -> (Trace, Vec<Stamped>) {
         self.trace.end_ms = end_ms;
         (self.trace, self.events)
+    }
+
+    /// Streamed: renders the lines still held back (the run ended: every line is final) and
+    /// returns what the timeline told, with what is left of the trace (its violations, its
+    /// end time). `None` for a recorder that does not stream.
+    pub fn finish_streaming(mut self, end_ms: Ms) -> Option<(Trace, Streamed)> {
+        self.trace.end_ms = end_ms;
+        self.flush(true, None);
+        let stream = self.stream.take()?;
+        let streamed = Streamed {
+            lines: stream.renderer.shown(),
+            violation_t: stream.violation_t,
+            kept_lines_max: stream.kept_lines_max,
+        };
+        Some((self.trace, streamed))
     }
 
     /// The latest line of handler run `run` (where it started, or where it went on), once it
@@ -122,14 +384,29 @@ impl Recorder {
     }
 
     fn line(&mut self, at_ms: Ms, worker: Option<WorkerIx>, kind: LineKind) -> usize {
+        if let Some(stream) = &mut self.stream {
+            let i = self.trace.lines.len();
+            match (worker, &kind) {
+                (Some(w), LineKind::Restarted) => {
+                    stream.pending_restart[w].get_or_insert(i);
+                }
+                (Some(w), _) => {
+                    stream.pending_restart[w] = None;
+                    stream.last_not_restart[w] = Some(i);
+                }
+                (None, _) => {}
+            }
+            if !matches!(kind, LineKind::Expired { .. }) {
+                stream.last_not_expiry = Some(i);
+            }
+        }
         self.trace.lines.push(Line {
             at_ms,
             worker,
             step: self.step,
             kind,
             parts: Vec::new(),
-        });
-        self.trace.lines.len() - 1
+        })
     }
 
     /// The line to tell something of `line`'s story at `at_ms`: `line` itself when it is the
@@ -182,6 +459,9 @@ impl Recorder {
     #[inline(never)]
     pub fn record_owned(&mut self, at_ms: Ms, event: Event) {
         self.apply(at_ms, &event);
+        if self.stream.is_some() {
+            return;
+        }
         self.events.push(Stamped {
             at_ms,
             step: self.step,
@@ -256,7 +536,7 @@ impl Recorder {
         dead_lettered: bool,
     ) -> Option<(Seq, Seq)> {
         let (before, _) = frontier?;
-        for i in (0..self.trace.lines.len()).rev() {
+        for i in (self.trace.lines.start()..self.trace.lines.len()).rev() {
             let leases = &self.trace.leases;
             let LineKind::Expired {
                 issuance,
@@ -293,6 +573,9 @@ impl Recorder {
                 };
                 let line = self.line(at_ms, Some(*worker), kind);
                 self.run_line.push(line);
+                if let Some(stream) = &mut self.stream {
+                    stream.open_runs.insert(run.0, line);
+                }
             }
             Event::HandlerFinished { run, outcome } => {
                 let line = self.resume_run(at_ms, run.0 as usize);
@@ -300,10 +583,16 @@ impl Recorder {
                     outcome: describe_outcome(outcome),
                     success: outcome.is_success(),
                 });
+                if let Some(stream) = &mut self.stream {
+                    stream.open_runs.remove(&run.0);
+                }
             }
             Event::HandlerKilled { run } => {
                 let line = self.run_line[run.0 as usize];
                 self.trace.lines[line].parts.push(Part::HandlerKilled);
+                if let Some(stream) = &mut self.stream {
+                    stream.open_runs.remove(&run.0);
+                }
             }
             _ => unreachable!("handled by apply"),
         }
@@ -321,6 +610,12 @@ impl Recorder {
             issuance,
         });
         self.run_line[run] = line;
+        if let Some(stream) = &mut self.stream {
+            if line != started {
+                let first = stream.open_runs.get(&(run as u32)).copied();
+                stream.resumed.insert(line, first.unwrap_or(started));
+            }
+        }
         line
     }
 
@@ -463,6 +758,14 @@ impl Recorder {
             line: 0,
             landed_line: None,
         });
+        if let Some(stream) = &mut self.stream {
+            stream.open_requests.insert(id);
+            let parent = match origin {
+                Origin::FollowUp(failed) => Some(failed),
+                _ => None,
+            };
+            stream.follow_ups.push(parent);
+        }
         let line = match origin {
             Origin::Own => self.line(at_ms, Some(worker), LineKind::Settle),
             Origin::Handler(run) => self.resume_run(at_ms, run.0 as usize),

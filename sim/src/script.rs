@@ -584,8 +584,10 @@ fn fetch_step<B: Backend>(
         .unwrap_or_default();
     let before = engine.trace().leases.len();
     let result = engine.fetch(worker, *group, *limit, *lease_ms, &wanted, step.fault);
-    let issued: Vec<(String, Issuance)> = engine.trace().leases[before..]
-        .iter()
+    let issued: Vec<(String, Issuance)> = engine
+        .trace()
+        .leases
+        .range(before..usize::MAX)
         .map(|info| (info.name.clone(), info.issuance))
         .collect();
     for (name, issuance) in issued {
@@ -639,8 +641,9 @@ fn settle_step<B: Backend>(
     engine.handle(worker, issuance, run.clone(), delivery);
     engine.run_until(now);
     let trace = engine.trace();
-    trace.requests[first..]
-        .iter()
+    trace
+        .requests
+        .range(first..usize::MAX)
         .filter(|r| r.worker == worker && r.issuance == issuance)
         .filter_map(|r| r.result())
         .find(Result::is_err)

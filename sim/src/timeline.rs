@@ -24,7 +24,9 @@
 //!
 //! Timelines are stable text, made for snapshot tests.
 
-use crate::trace::{FetchResult, Found, LineKind, Part, Request, RequestId, Trace, WorkerIx};
+use crate::trace::{
+    FetchResult, Found, LineKind, Part, Request, RequestId, Trace, Window, WorkerIx,
+};
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -71,45 +73,134 @@ pub fn render(trace: &Trace) -> Timeline {
 /// Renders every line of `trace`, handing each visible line (without its newline) to `emit`;
 /// the returned timeline has the index but no lines.
 fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
-    let mut timeline = Timeline {
-        lines: Vec::new(),
-        index: vec![None; trace.lines.len()],
-    };
     let follow_ups = follow_ups(trace);
-    let mut shown = 0;
-    let mut out = String::new();
-    let mut text = String::new();
-    let mut restarted = vec![false; trace.workers.len()];
-    let mut folded_restarts = Vec::new();
-    let mut marked = 0;
-    for (i, line) in trace.lines.iter().enumerate() {
-        if line.kind == LineKind::Restarted {
-            let worker = line.worker.expect("a restart names its worker");
-            if has_later_line(trace, i, worker) {
-                restarted[worker] = true;
-                folded_restarts.push(i);
-                continue;
+    let mut renderer = Renderer::new(trace.workers.len());
+    for i in 0..trace.lines.len() {
+        let has_later = trace.lines[i]
+            .worker
+            .is_some_and(|worker| has_later_line(trace, i, worker));
+        renderer.line(trace, &follow_ups, i, has_later, &mut emit);
+    }
+    debug_assert!(
+        renderer.folds.is_empty(),
+        "a folded restart has a later line of its worker"
+    );
+    Timeline {
+        lines: Vec::new(),
+        index: renderer.index.iter().copied().collect(),
+    }
+}
+
+/// Renders the lines of a trace one at a time, in order, keeping what a line's text takes
+/// from the lines before it (its `tN`, a restart folded into it, the violations since the
+/// last shown line). A whole trace is rendered by [`render`]; a streamed one line by line as
+/// each becomes final ([`crate::recorder::Recorder::streaming`]).
+#[derive(Clone, Debug)]
+pub struct Renderer {
+    /// Lines shown so far: the next shown line's `tN`.
+    shown: usize,
+    /// Per worker: a restart folded into its next line.
+    restarted: Vec<bool>,
+    /// Folded restarts whose worker has no rendered line after them yet: (line, worker).
+    folds: Vec<(usize, WorkerIx)>,
+    /// The first line whose violations are not marked yet.
+    marked: usize,
+    /// For each rendered line, the `tN` it shows as (a folded restart: that of its worker's
+    /// next line, once rendered).
+    index: Window<Option<usize>>,
+    /// The `tN` of the latest line dropped from `index` that had one.
+    dropped_t: Option<usize>,
+    text: String,
+    out: String,
+}
+
+impl Renderer {
+    /// A renderer for a run of `workers` workers, before its first line.
+    pub fn new(workers: usize) -> Renderer {
+        Renderer {
+            shown: 0,
+            restarted: vec![false; workers],
+            folds: Vec::new(),
+            marked: 0,
+            index: Window::default(),
+            dropped_t: None,
+            text: String::new(),
+            out: String::new(),
+        }
+    }
+
+    /// The next line to render.
+    pub fn next(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Lines shown so far.
+    pub fn shown(&self) -> usize {
+        self.shown
+    }
+
+    /// The first line a folded restart still waits on (its `tN` is not known yet).
+    pub fn first_fold(&self) -> Option<usize> {
+        self.folds.first().map(|&(line, _)| line)
+    }
+
+    /// Renders line `i` of `trace` (the next one: `i == self.next()`), handing its text to
+    /// `emit` unless it is a restart that folds into its worker's next line (`has_later`: the
+    /// worker has a later line that is not a restart). `follow_ups`: each request's parent, as
+    /// the runtime's follow-up nack names it.
+    pub fn line(
+        &mut self,
+        trace: &Trace,
+        follow_ups: &Window<Option<RequestId>>,
+        i: usize,
+        has_later: bool,
+        emit: &mut impl FnMut(&str),
+    ) {
+        debug_assert_eq!(i, self.next(), "lines render in order");
+        let line = &trace.lines[i];
+        if let Some(worker) = line.worker {
+            // The first rendered line of a worker after a folded restart gives it its `tN`
+            // (none, when that line is itself a folded restart).
+            let folded_here = line.kind == LineKind::Restarted && has_later;
+            let t = (!folded_here).then_some(self.shown);
+            let index = &mut self.index;
+            self.folds.retain(|&(fold, w)| {
+                if w != worker {
+                    return true;
+                }
+                if let Some(slot) = index.get_mut(fold) {
+                    *slot = t;
+                }
+                false
+            });
+            if folded_here {
+                self.restarted[worker] = true;
+                self.folds.push((i, worker));
+                self.index.push(None);
+                return;
             }
         }
         let mut notes = Vec::new();
         if let Some(worker) = line.worker {
-            if std::mem::take(&mut restarted[worker]) && line.kind != LineKind::Restarted {
+            if std::mem::take(&mut self.restarted[worker]) && line.kind != LineKind::Restarted {
                 notes.push("restarted");
             }
         }
+        let mut text = std::mem::take(&mut self.text);
         text.clear();
         let at = At {
             trace,
-            follow_ups: &follow_ups,
-            index: &timeline.index,
+            follow_ups,
+            index: &self.index,
             i,
         };
         body(&mut text, &at, &mut notes);
-        let t = shown;
-        shown += 1;
-        timeline.index[i] = Some(t);
-        marks(&mut text, trace, marked..=i);
-        marked = i + 1;
+        let t = self.shown;
+        self.shown += 1;
+        self.index.push(Some(t));
+        marks(&mut text, trace, self.marked..=i);
+        self.marked = i + 1;
+        let out = &mut self.out;
         out.clear();
         // Writing into a String cannot fail.
         let _ = write!(out, "t{t}  ");
@@ -128,23 +219,40 @@ fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
             None => {}
         }
         out.push_str(&text);
-        emit(&out);
+        self.text = text;
+        emit(&self.out);
     }
-    for i in folded_restarts {
-        let worker = trace.lines[i].worker;
-        timeline.index[i] = ((i + 1)..trace.lines.len())
-            .find(|&j| trace.lines[j].worker == worker)
-            .and_then(|j| timeline.index[j]);
+
+    /// The `tN` at which a violation recorded after line `line` shows ([`Timeline::t_of`]),
+    /// once known: every line up to `line` is rendered and no folded restart up to it waits.
+    pub fn t_of(&self, line: usize) -> Option<Option<usize>> {
+        if line >= self.next() || self.first_fold().is_some_and(|fold| fold <= line) {
+            return None;
+        }
+        let first = self.index.start();
+        let found = (first..=line).rev().find_map(|j| self.index[j]);
+        Some(found.or(self.dropped_t))
     }
-    timeline
+
+    /// Forgets the `tN` of the lines below `end` (a streamed trace dropped them); a folded
+    /// restart still waiting is kept.
+    pub fn drop_below(&mut self, end: usize) {
+        let end = end
+            .min(self.next())
+            .min(self.first_fold().unwrap_or(usize::MAX));
+        if let Some(t) = self.index.range(0..end).rev().find_map(|t| *t) {
+            self.dropped_t = Some(t);
+        }
+        self.index.drop_below(end);
+    }
 }
 
 /// Where a line is rendered: the trace, which requests are follow-ups, the `tN` index of the
 /// lines shown so far, and the line.
 struct At<'a> {
     trace: &'a Trace,
-    follow_ups: &'a [Option<RequestId>],
-    index: &'a [Option<usize>],
+    follow_ups: &'a Window<Option<RequestId>>,
+    index: &'a Window<Option<usize>>,
     i: usize,
 }
 
@@ -159,8 +267,8 @@ fn marks(out: &mut String, trace: &Trace, lines: std::ops::RangeInclusive<usize>
 
 /// For each request, the request it follows up, if it is the runtime's nack after another
 /// request failed (it is told as part of that request).
-fn follow_ups(trace: &Trace) -> Vec<Option<RequestId>> {
-    let mut parents = vec![None; trace.requests.len()];
+fn follow_ups(trace: &Trace) -> Window<Option<RequestId>> {
+    let mut parents: Window<Option<RequestId>> = (0..trace.requests.len()).map(|_| None).collect();
     for (parent, r) in trace.requests.iter().enumerate() {
         if let Some(id) = r.follow_up_request {
             if let Some(slot) = parents.get_mut(id.0 as usize) {
@@ -172,13 +280,14 @@ fn follow_ups(trace: &Trace) -> Vec<Option<RequestId>> {
     parents
 }
 
-fn is_follow_up(follow_ups: &[Option<RequestId>], id: RequestId) -> bool {
+fn is_follow_up(follow_ups: &Window<Option<RequestId>>, id: RequestId) -> bool {
     follow_ups.get(id.0 as usize).is_some_and(Option::is_some)
 }
 
 fn has_later_line(trace: &Trace, i: usize, worker: WorkerIx) -> bool {
-    trace.lines[i + 1..]
-        .iter()
+    trace
+        .lines
+        .range(i + 1..trace.lines.len())
         .any(|line| line.worker == Some(worker) && line.kind != LineKind::Restarted)
 }
 
@@ -346,15 +455,18 @@ fn handle_line(
 /// Whether the handler run told on line `i` sent anything (on this line or an earlier one).
 fn sent_by_run(trace: &Trace, i: usize, issuance: Issuance) -> bool {
     let worker = trace.lines[i].worker;
-    let start = trace.lines[..=i]
-        .iter()
+    let first = trace.lines.start();
+    let start = trace
+        .lines
+        .range(first..i + 1)
         .rposition(|l| {
             l.worker == worker
                 && matches!(l.kind, LineKind::Handle { issuance: x } if x == issuance)
         })
-        .unwrap_or(i);
-    trace.lines[start..=i]
-        .iter()
+        .map_or(i, |offset| first + offset);
+    trace
+        .lines
+        .range(start..i + 1)
         .filter(|l| l.worker == worker)
         .flat_map(|l| &l.parts)
         .any(|p| matches!(p, Part::Request(id) if trace.request(*id).issuance == issuance))
@@ -617,8 +729,14 @@ fn effect(out: &mut String, trace: &Trace, request: &Request) {
 /// `I1 stale-never-counts violated at t31 (step 40): …` — a violation named by the timeline
 /// line it was found on.
 pub fn violation_text(found: &Found, timeline: &Timeline) -> String {
+    violation_text_at(found, timeline.t_of(found.line))
+}
+
+/// [`violation_text`] for a violation shown at `t` (a streamed timeline's
+/// [`crate::recorder::Streamed::violation_t`]).
+pub fn violation_text_at(found: &Found, t: Option<usize>) -> String {
     let mut out = format!("{} violated", found.invariant());
-    if let Some(t) = timeline.t_of(found.line) {
+    if let Some(t) = t {
         let _ = write!(out, " at t{t}");
     }
     let _ = write!(

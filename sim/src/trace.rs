@@ -322,7 +322,145 @@ impl Found {
     }
 }
 
-/// The whole trace of a run.
+/// The entries of a sequence numbered from 0 that are still kept: those from
+/// [`Window::start`] on. Indexed by their number, whatever was dropped before.
+///
+/// A whole trace keeps every entry (its start stays 0). A streamed one
+/// ([`crate::recorder::Recorder::streaming`]) drops the entries nothing will read again, so its
+/// memory follows what is still open, not the length of the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Window<T> {
+    start: usize,
+    items: std::collections::VecDeque<T>,
+}
+
+impl<T> Default for Window<T> {
+    fn default() -> Window<T> {
+        Window {
+            start: 0,
+            items: std::collections::VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Window<T> {
+    /// The number of the first entry kept.
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// How many entries there ever were: the number the next one gets.
+    pub fn len(&self) -> usize {
+        self.start + self.items.len()
+    }
+
+    /// Whether there never was an entry.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// How many entries are kept.
+    pub fn kept(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Appends an entry; returns its number.
+    pub fn push(&mut self, item: T) -> usize {
+        self.items.push_back(item);
+        self.len() - 1
+    }
+
+    /// Entry `i`, unless it was dropped or does not exist yet.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.items.get(i.checked_sub(self.start)?)
+    }
+
+    /// Entry `i`, to change it, unless it was dropped or does not exist yet.
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
+        self.items.get_mut(i.checked_sub(self.start)?)
+    }
+
+    /// The last entry, if it is kept.
+    pub fn last(&self) -> Option<&T> {
+        self.items.back()
+    }
+
+    /// The kept entries, in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+        self.items.iter()
+    }
+
+    /// The kept entries numbered in `range`, in order (the part of it that is kept).
+    pub fn range(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator {
+        let from = range.start.clamp(self.start, self.len()) - self.start;
+        let to = range.end.clamp(self.start, self.len()) - self.start;
+        self.items.range(from..to.max(from))
+    }
+
+    /// Drops the entries numbered below `end` (those kept).
+    pub fn drop_below(&mut self, end: usize) {
+        let n = end.saturating_sub(self.start).min(self.items.len());
+        self.items.drain(..n);
+        self.start += n;
+    }
+}
+
+impl<T> std::ops::Index<usize> for Window<T> {
+    type Output = T;
+
+    /// # Panics
+    /// When entry `i` was dropped or does not exist.
+    fn index(&self, i: usize) -> &T {
+        match self.get(i) {
+            Some(item) => item,
+            None => panic!(
+                "entry {i} is not kept (kept: {}..{})",
+                self.start,
+                self.len()
+            ),
+        }
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Window<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        let (start, len) = (self.start, self.len());
+        match self.get_mut(i) {
+            Some(item) => item,
+            None => panic!("entry {i} is not kept (kept: {start}..{len})"),
+        }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Window<T> {
+    type Item = &'a T;
+    type IntoIter = std::collections::vec_deque::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<T> FromIterator<T> for Window<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Window<T> {
+        Window {
+            start: 0,
+            items: iter.into_iter().collect(),
+        }
+    }
+}
+
+impl<T: Serialize> Serialize for Window<T> {
+    /// The kept entries, as a sequence.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.items.iter())
+    }
+}
+
+/// The whole trace of a run (or, streamed, what of it is still open).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Trace {
     /// Worker names.
@@ -330,11 +468,11 @@ pub struct Trace {
     /// Group names.
     pub groups: Vec<String>,
     /// Every issued lease, by issuance.
-    pub leases: Vec<LeaseInfo>,
+    pub leases: Window<LeaseInfo>,
     /// Every settle or renew request, by id.
-    pub requests: Vec<Request>,
+    pub requests: Window<Request>,
     /// The lines, in the order they started.
-    pub lines: Vec<Line>,
+    pub lines: Window<Line>,
     /// Violations found, in the order found.
     pub violations: Vec<Found>,
     /// Virtual time at the end of the run.

@@ -6,7 +6,7 @@
 //! is the replay recipe of the whole campaign; each failing invariant's smallest seed is
 //! written as a seeded scenario under `scenarios/found/` with the command that replays it.
 
-mod progress;
+pub(crate) mod progress;
 
 use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::redis::{self, RedisArgs};
@@ -358,7 +358,8 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
         println!("faults{swarm_flag}: {}", setup.faults.summary());
     }
     let started = Instant::now();
-    let outcome = progress::run_one_seed(&setup, campaign.backend, args.trace, args.json);
+    let story = single_seed_story(args);
+    let outcome = progress::run_one_seed(&setup, campaign.backend, &story, args.json);
     let wall = started.elapsed();
     let status = report_one(args, &header, &setup, &outcome, wall)?;
     if !outcome.violations.is_empty() && !args.no_save {
@@ -385,7 +386,8 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
         println!("faults: {}", setup.faults.summary());
     }
     let started = Instant::now();
-    let outcome = progress::run_one_seed(&setup, backend, args.trace, args.json);
+    let story = single_seed_story(args);
+    let outcome = progress::run_one_seed(&setup, backend, &story, args.json);
     let wall = started.elapsed();
     report_one(args, &header, &setup, &outcome, wall)?;
     // A file's [expect] decides the status, as for `replay`.
@@ -418,6 +420,16 @@ pub fn load_seeded_file(path: &Path) -> Result<(Scenario, Setup), UserError> {
     let scenario = scenario_of_toml(&text, &name).map_err(|e| UserError(e.to_string()))?;
     let setup = load_seeded(&text, &name).map_err(UserError)?;
     Ok((scenario, setup))
+}
+
+/// A single seed's timeline (`--trace`) streams to standard output as the run goes (`--json`
+/// prints no timeline).
+fn single_seed_story(args: &Options) -> progress::Story {
+    if args.trace && !args.json {
+        progress::Story::Streamed(progress::StdoutTimeline::new())
+    } else {
+        progress::Story::None
+    }
 }
 
 fn report_one(
@@ -706,7 +718,10 @@ pub fn replay_if_seeded(
     backend: &str,
 ) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
-    let Some((scenario, outcome)) = record_if_seeded(path, backend)? else {
+    if !json {
+        return replay_seeded_text(path, backend);
+    }
+    let Some((scenario, outcome)) = record_if_seeded(path, backend, None)? else {
         return Ok(None);
     };
     let mismatches = check_expect(&scenario, &outcome);
@@ -723,7 +738,7 @@ pub fn replay_if_seeded(
         .iter()
         .map(|found| timeline::violation_text(found, &rendered))
         .collect();
-    if json {
+    {
         let value = serde_json::json!({
             "header": format!("leasehold replay {name}"),
             "seed": scenario.seed,
@@ -737,8 +752,18 @@ pub fn replay_if_seeded(
             "matched": mismatches.is_empty(),
         });
         println!("{value}");
-        return Ok(Some(status));
+        Ok(Some(status))
     }
+}
+
+/// [`replay_if_seeded`] in text: the header, then the timeline as the run tells it (streamed:
+/// a large seed's replay keeps only what is still open), then the violations, the bound, the
+/// mismatches and the trace hash.
+fn replay_seeded_text(path: &Path, backend: &str) -> Result<Option<Status>, UserError> {
+    let name = path.display().to_string();
+    let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
+        return Ok(None);
+    };
     println!(
         "leasehold replay {name}   (seed {}, variant {})",
         scenario.seed.unwrap_or_default(),
@@ -747,8 +772,15 @@ pub fn replay_if_seeded(
     if let Some(faults) = &scenario.faults {
         println!("faults: {}", faults.summary());
     }
-    print!("{}", outcome.trace.as_deref().unwrap_or_default());
-    for violation in &violations {
+    let out = progress::StdoutTimeline::new();
+    let outcome = progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out), false);
+    let mismatches = check_expect(&scenario, &outcome);
+    let status = if mismatches.is_empty() {
+        Status::Ok
+    } else {
+        Status::Failed
+    };
+    for violation in streamed_violations(&outcome) {
         println!("{violation}");
     }
     if let Some(bound) = outcome.inconclusive {
@@ -761,12 +793,53 @@ pub fn replay_if_seeded(
     Ok(Some(status))
 }
 
+/// A streamed run's violations as `violation_text` words them, each at its `tN`.
+pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
+    let (Some(recorded), Some(streamed)) = (&outcome.recorded, &outcome.streamed) else {
+        return Vec::new();
+    };
+    recorded
+        .trace
+        .violations
+        .iter()
+        .zip(&streamed.violation_t)
+        .map(|(found, &t)| timeline::violation_text_at(found, t))
+        .collect()
+}
+
 /// When `path` holds a seeded scenario (`seed = N`, no steps): the file and its run on
-/// `backend`, recorded. `Ok(None)` for a scripted scenario.
+/// `backend`, recorded (streamed into `stream`, when given). `Ok(None)` for a scripted
+/// scenario.
 pub fn record_if_seeded(
     path: &Path,
     backend: &str,
+    stream: Option<&progress::StdoutTimeline>,
 ) -> Result<Option<(Scenario, leasehold_sim::seeded::RunOutcome)>, UserError> {
+    let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
+        return Ok(None);
+    };
+    let outcome = match stream {
+        Some(out) => {
+            progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out.clone()), false)
+        }
+        None => run_setup_with(
+            &setup,
+            kind,
+            &RunOptions {
+                record: true,
+                ..RunOptions::default()
+            },
+        ),
+    };
+    Ok(Some((scenario, outcome)))
+}
+
+/// When `path` holds a seeded scenario (`seed = N`, no steps): the file, its validated setup
+/// and the backend to run it on. `Ok(None)` for a scripted scenario.
+fn seeded_setup(
+    path: &Path,
+    backend: &str,
+) -> Result<Option<(Scenario, Setup, BackendKind)>, UserError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
@@ -784,10 +857,5 @@ pub fn record_if_seeded(
     }
     kind.check(&setup)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
-    let options = RunOptions {
-        record: true,
-        ..RunOptions::default()
-    };
-    let outcome = run_setup_with(&setup, kind, &options);
-    Ok(Some((scenario, outcome)))
+    Ok(Some((scenario, setup, kind)))
 }

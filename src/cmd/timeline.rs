@@ -6,7 +6,8 @@
 use crate::cli::{CmdResult, Status};
 use crate::cmd::redis::{self, RedisArgs};
 use crate::cmd::replay::{load, run_on, BACKENDS};
-use crate::cmd::sim::record_if_seeded;
+use crate::cmd::sim::progress::StdoutTimeline;
+use crate::cmd::sim::{record_if_seeded, streamed_violations};
 use crate::files::{is_stream, write_atomic};
 use leasehold_sim::{svg, timeline};
 use std::path::PathBuf;
@@ -33,7 +34,17 @@ pub fn run(args: Args) -> CmdResult {
     if args.backend == "redis" {
         redis::configure(&args.redis)?;
     }
-    let (trace, name, subtitle) = match record_if_seeded(&args.file, &args.backend)? {
+    if args.svg.is_none() {
+        // A seeded run's text timeline streams as the run tells it.
+        let out = StdoutTimeline::new();
+        if let Some((_, outcome)) = record_if_seeded(&args.file, &args.backend, Some(&out))? {
+            for violation in streamed_violations(&outcome) {
+                println!("{violation}");
+            }
+            return Ok(Status::Ok);
+        }
+    }
+    let (trace, name, subtitle) = match record_if_seeded(&args.file, &args.backend, None)? {
         Some((scenario, outcome)) => {
             let recorded = outcome.recorded.expect("a recorded run");
             let subtitle = format!(

@@ -28,8 +28,8 @@ impl<B: Backend> Engine<B> {
         if self.oracle.any_violated() {
             self.collect_violations();
         }
-        if let Some(recorder) = &self.recorder {
-            recorder.end_step(&self.backend);
+        if let Some(recorder) = &mut self.recorder {
+            recorder.end_step(&self.backend, self.leases.first_issuance());
         }
     }
 

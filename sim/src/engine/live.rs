@@ -148,6 +148,12 @@ impl LiveLeases {
         self.leases.iter().any(|l| l.ended.is_none())
     }
 
+    /// The first lease the table holds (issuances grow): a seeded driver names no lease below
+    /// it any more.
+    pub fn first_issuance(&self) -> Option<Issuance> {
+        self.leases.first().map(|l| l.issuance)
+    }
+
     /// How many leases the table holds.
     pub fn len(&self) -> usize {
         self.leases.len()

@@ -109,9 +109,12 @@ impl<B: Backend> Engine<B> {
         let flight = self.flights.get_mut(slot);
         flight.pending -= 1;
         if flight.pending == 0 {
-            let issuance = flight.issuance;
+            let (issuance, id) = (flight.issuance, flight.id);
             self.flights.free(slot);
             self.leases.release(issuance);
+            if let Some(recorder) = &mut self.recorder {
+                recorder.request_done(id);
+            }
         }
     }
 

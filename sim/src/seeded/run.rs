@@ -20,7 +20,7 @@ use super::setup::Setup;
 use crate::bound::Bound;
 use crate::coverage::{Hits, Probe};
 use crate::engine::{self, Delivery, Engine, HandlerRun};
-use crate::recorder::Stamped;
+use crate::recorder::{Recorder, Stamped, Streamed, TimelineSink};
 use crate::timeline;
 use crate::trace::{Fault as WireFault, Trace};
 use leasehold_model::{AckPolicy, Backend, Issuance, Ms, Outcome, Reason, SettleOp, Violation};
@@ -48,8 +48,11 @@ pub struct RunOutcome {
     pub trace_hash: u64,
     /// The timeline text, when the run was recorded.
     pub trace: Option<String>,
-    /// The recorded trace and event log, when the run was recorded.
+    /// The recorded trace and event log, when the run was recorded (streamed: what is left of
+    /// the trace — its violations — and no event log).
     pub recorded: Option<Box<Recorded>>,
+    /// What a streamed timeline ([`RunOptions::timeline`]) told besides its lines.
+    pub streamed: Option<Streamed>,
     /// How often the run reached each coverage probe.
     pub hits: Hits,
     /// Handler runs beyond the first per (group, event), as the oracle counted them.
@@ -83,6 +86,10 @@ pub struct RunOptions {
     pub progress: Option<std::sync::Arc<Progress>>,
     /// With `record`: called with the trace and the broker at the end of every step.
     pub observer: Option<crate::recorder::StepObserver>,
+    /// Stream the run's timeline: each line goes to this sink as soon as it is final, and the
+    /// recorder keeps only what is still open (its memory follows the live set, not the run's
+    /// length). Implies `record`, without the event log or the timeline text.
+    pub timeline: Option<TimelineSink>,
     /// End the run after the step that found its first violation (the rest of a failing
     /// seed's story is not needed: a campaign re-runs a failing seed to show the lines before
     /// its first violation). A violation in the liveness phase is found at its end, as
@@ -294,11 +301,14 @@ impl<'a, B: Backend> Driver<'a, B> {
         engine_setup.clock_offset_ms = workers.iter().map(|w| w.offset_ms).collect();
         engine_setup.expiry = setup.expiry;
         engine_setup.audit_every_step = options.audit_every_step;
-        let mut engine = if options.record {
+        let mut engine = if options.record || options.timeline.is_some() {
             Engine::new(backend, engine_setup)
         } else {
             Engine::without_trace(backend, engine_setup)
         };
+        if let (Some(recorder), Some(sink)) = (engine.recorder_mut(), &options.timeline) {
+            *recorder = Recorder::streaming(&setup.worker_names, &setup.group_names, sink.clone());
+        }
         if let (Some(recorder), Some(observer)) = (engine.recorder_mut(), &options.observer) {
             recorder.observe_with(observer.clone());
         }
@@ -438,11 +448,22 @@ impl<'a, B: Backend> Driver<'a, B> {
         let sim_ms = self.engine.now_ms();
         let trace_hash = self.engine.trace_hash();
         let hits = *self.engine.hits();
-        let recorded = self.engine.into_recorder().map(|recorder| {
-            let (trace, events) = recorder.finish(sim_ms);
-            Box::new(Recorded { trace, events })
-        });
-        let text = recorded.as_ref().map(|r| timeline::text(&r.trace));
+        let (recorded, text, streamed) = match self.engine.into_recorder() {
+            None => (None, None, None),
+            Some(recorder) if recorder.is_streaming() => {
+                let (trace, streamed) = recorder.finish_streaming(sim_ms).expect("streaming");
+                let recorded = Recorded {
+                    trace,
+                    events: Vec::new(),
+                };
+                (Some(Box::new(recorded)), None, Some(streamed))
+            }
+            Some(recorder) => {
+                let (trace, events) = recorder.finish(sim_ms);
+                let text = timeline::text(&trace);
+                (Some(Box::new(Recorded { trace, events })), Some(text), None)
+            }
+        };
         RunOutcome {
             seed: setup.seed,
             violations,
@@ -454,6 +475,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             trace_hash,
             trace: text,
             recorded,
+            streamed,
             hits,
             duplicate_runs,
             duplicate_writes,

@@ -2,13 +2,14 @@
 //! records settled of the total, simulated time and steps/s for a single seed. The bars read
 //! what the run publishes and never feed anything back into it.
 
+use leasehold_sim::recorder::TimelineSink;
 use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::run::{Progress, RunOptions};
 use leasehold_sim::seeded::seeded_file::run_setup_with;
 use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup, Summary};
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often a single seed's bar is redrawn.
@@ -18,13 +19,75 @@ fn bars_wanted(json: bool) -> bool {
     !json && std::io::stderr().is_terminal()
 }
 
-/// Runs one seed (recorded when `record`), with a progress bar on a terminal.
-pub fn run_one_seed(setup: &Setup, backend: BackendKind, record: bool, json: bool) -> RunOutcome {
-    let mut options = RunOptions {
-        record,
-        ..RunOptions::default()
-    };
-    if !bars_wanted(json) {
+/// A timeline streamed to standard output as the run tells it: each line is printed once final,
+/// a write per [`StdoutTimeline::CHUNK`] bytes. [`StdoutTimeline::flush`] prints the rest.
+#[derive(Clone, Default)]
+pub struct StdoutTimeline(Arc<Mutex<String>>);
+
+impl StdoutTimeline {
+    /// Bytes gathered before a write.
+    const CHUNK: usize = 1 << 16;
+
+    /// A new, empty stream.
+    pub fn new() -> StdoutTimeline {
+        StdoutTimeline::default()
+    }
+
+    /// The sink a run streams into.
+    pub fn sink(&self) -> TimelineSink {
+        let buffer = Arc::clone(&self.0);
+        TimelineSink(Arc::new(move |line: &str| {
+            let mut buffer = buffer.lock().unwrap_or_else(|e| e.into_inner());
+            buffer.push_str(line);
+            buffer.push('\n');
+            if buffer.len() >= StdoutTimeline::CHUNK {
+                print!("{buffer}");
+                buffer.clear();
+            }
+        }))
+    }
+
+    /// Prints what is gathered.
+    pub fn flush(&self) {
+        let mut buffer = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        print!("{buffer}");
+        buffer.clear();
+    }
+}
+
+/// How a single seed's run tells its story.
+#[derive(Clone, Default)]
+pub enum Story {
+    /// Not at all: the trace hash only.
+    #[default]
+    None,
+    /// Streamed to standard output as it happens, in memory that follows the live set.
+    Streamed(StdoutTimeline),
+}
+
+/// Runs one seed, telling its story as `story` says, with a progress bar on a terminal (not
+/// when the story streams to one).
+pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story, json: bool) -> RunOutcome {
+    let mut options = RunOptions::default();
+    let mut bars = bars_wanted(json);
+    if let Story::Streamed(out) = story {
+        options.timeline = Some(out.sink());
+        bars &= !std::io::stdout().is_terminal();
+    }
+    let outcome = run_with_bar(setup, backend, options, bars);
+    if let Story::Streamed(out) = story {
+        out.flush();
+    }
+    outcome
+}
+
+fn run_with_bar(
+    setup: &Setup,
+    backend: BackendKind,
+    mut options: RunOptions,
+    bars: bool,
+) -> RunOutcome {
+    if !bars {
         return run_setup_with(setup, backend, &options);
     }
     let progress = Arc::new(Progress::default());

@@ -1,0 +1,106 @@
+//! A streamed timeline ([`RunOptions::timeline`]) tells, line for line, the story the whole
+//! recorded trace tells, with the same `tN` for every violation, while keeping only what is
+//! still open.
+
+use leasehold_model::Variant;
+use leasehold_sim::recorder::TimelineSink;
+use leasehold_sim::seeded::campaign::Campaign;
+use leasehold_sim::seeded::seeded_file::{run_setup, run_setup_with};
+use leasehold_sim::seeded::{BackendKind, RunOptions, RunOutcome, Setup};
+use leasehold_sim::timeline;
+use std::sync::{Arc, Mutex};
+
+/// Runs `setup` with a streamed timeline: its lines, and the outcome.
+fn streamed(setup: &Setup) -> (Vec<String>, RunOutcome) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&lines);
+    let options = RunOptions {
+        timeline: Some(TimelineSink(Arc::new(move |line: &str| {
+            sink.lock().unwrap().push(line.to_string());
+        }))),
+        ..RunOptions::default()
+    };
+    let outcome = run_setup_with(setup, BackendKind::Pure, &options);
+    let lines = std::mem::take(&mut *lines.lock().unwrap());
+    (lines, outcome)
+}
+
+/// Compares the streamed run of `setup` with its whole recording; returns the lines shown.
+fn same_story(setup: &Setup, what: &str) -> usize {
+    let whole = run_setup(setup, BackendKind::Pure, true);
+    let recorded = whole.recorded.as_ref().expect("a recorded run");
+    let rendered = timeline::render(&recorded.trace);
+    let (lines, outcome) = streamed(setup);
+    assert_eq!(outcome.trace_hash, whole.trace_hash, "{what}");
+    assert_eq!(outcome.violations, whole.violations, "{what}");
+    if let Some(k) =
+        (0..lines.len().min(rendered.lines.len())).find(|&k| lines[k] != rendered.lines[k])
+    {
+        panic!(
+            "{what}: line {k} differs\n streamed: {}\n recorded: {}",
+            lines[k], rendered.lines[k]
+        );
+    }
+    assert_eq!(lines.len(), rendered.lines.len(), "{what}");
+    let told = outcome.streamed.expect("a streamed run");
+    assert_eq!(told.lines, lines.len(), "{what}");
+    let t: Vec<Option<usize>> = recorded
+        .trace
+        .violations
+        .iter()
+        .map(|found| rendered.t_of(found.line))
+        .collect();
+    assert_eq!(told.violation_t, t, "{what}");
+    let kept = outcome.recorded.expect("what is left of the trace");
+    assert_eq!(kept.trace.violations, recorded.trace.violations, "{what}");
+    lines.len()
+}
+
+#[test]
+fn a_streamed_timeline_is_the_recorded_one_line_for_line() {
+    let mut lines = 0;
+    for &variant in Variant::ALL {
+        for swarm in [false, true] {
+            let mut campaign = Campaign::new(Setup::default_for(variant), 0..1);
+            campaign.swarm = swarm;
+            campaign.expiry_mixed = swarm;
+            for seed in 0..16 {
+                let setup = campaign.setup(seed);
+                lines += same_story(&setup, &format!("{variant} swarm {swarm} seed {seed}"));
+            }
+        }
+    }
+    for (variant, events, seeds) in [
+        (Variant::Fenced, 3_000, 0..2),
+        (Variant::VolatileAck, 1_000, 0..2),
+        (Variant::RedisStreams, 1_000, 0..2),
+    ] {
+        let mut setup = Setup::default_for(variant);
+        setup.events = events;
+        for seed in seeds {
+            setup.seed = seed;
+            lines += same_story(&setup, &format!("{variant} events {events} seed {seed}"));
+        }
+    }
+    assert!(lines > 50_000, "{lines} lines compared");
+}
+
+/// The streamed recorder's memory follows what is open, not the run: on a run of 83,390
+/// lines it never keeps more than a small number of them at once.
+#[test]
+fn a_streamed_recorder_keeps_what_is_open_not_the_run() {
+    let mut setup = Setup::default_for(Variant::Fenced);
+    setup.events = 10_000;
+    setup.seed = 1;
+    let (lines, outcome) = streamed(&setup);
+    let told = outcome.streamed.expect("a streamed run");
+    assert!(lines.len() > 50_000, "{} lines", lines.len());
+    assert!(
+        told.kept_lines_max < 2_000,
+        "kept {} of {} lines at once",
+        told.kept_lines_max,
+        lines.len()
+    );
+    let kept = outcome.recorded.expect("what is left of the trace");
+    assert!(kept.events.is_empty(), "no event log");
+}
