@@ -5,7 +5,7 @@
 use leasehold_model::Variant;
 use leasehold_sim::recorder::TimelineSink;
 use leasehold_sim::seeded::campaign::Campaign;
-use leasehold_sim::seeded::seeded_file::{run_setup, run_setup_with};
+use leasehold_sim::seeded::seeded_file::{first_violation_story, run_setup, run_setup_with};
 use leasehold_sim::seeded::{BackendKind, RunOptions, RunOutcome, Setup};
 use leasehold_sim::timeline;
 use std::sync::{Arc, Mutex};
@@ -103,4 +103,51 @@ fn a_streamed_recorder_keeps_what_is_open_not_the_run() {
     );
     let kept = outcome.recorded.expect("what is left of the trace");
     assert!(kept.events.is_empty(), "no event log");
+}
+
+/// A campaign's failure story keeps only the end of the streamed timeline: its lines are the
+/// last lines, up to the first violation's `tN`, of the same run recorded whole.
+#[test]
+fn a_failing_seeds_story_is_the_end_of_its_timeline_up_to_the_first_violation() {
+    const CONTEXT: usize = 8;
+    let recorded_to_first = RunOptions {
+        record: true,
+        stop_at_first_violation: true,
+        ..RunOptions::default()
+    };
+    let mut told = 0;
+    for variant in [
+        Variant::VolatileAck,
+        Variant::LeaseIdReuse,
+        Variant::DlqDrop,
+        Variant::MaxSeenFrontier,
+        Variant::RedisStreams,
+        Variant::RenewRevives,
+    ] {
+        for seed in 0..8 {
+            let mut setup = Setup::default_for(variant);
+            setup.seed = seed;
+            let whole = run_setup_with(&setup, BackendKind::Pure, &recorded_to_first);
+            let story = first_violation_story(&setup, BackendKind::Pure, CONTEXT);
+            let Some(first) = whole.violations.first() else {
+                assert_eq!(story, None, "{variant} seed {seed}");
+                continue;
+            };
+            let story = story.expect("a failing seed has a story");
+            assert_eq!(&story.found.violation, first, "{variant} seed {seed}");
+            let recorded = whole.recorded.as_ref().expect("a recorded run");
+            let rendered = timeline::render(&recorded.trace);
+            let t = rendered.t_of(recorded.trace.violations[0].line);
+            assert_eq!(story.t, t, "{variant} seed {seed}");
+            let last = t.unwrap_or(0);
+            let from = (last + 1).saturating_sub(CONTEXT);
+            assert_eq!(
+                story.lines,
+                rendered.lines[from..=last],
+                "{variant} seed {seed}"
+            );
+            told += 1;
+        }
+    }
+    assert!(told >= 20, "{told} stories compared");
 }

@@ -19,7 +19,8 @@ use leasehold_sim::seeded::campaign::{
     recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
 };
 use leasehold_sim::seeded::seeded_file::{
-    check_expect, load_seeded, parse_toml, run_setup_with, scenario_of, to_toml,
+    check_expect, first_violation_story, load_seeded, parse_toml, run_setup_with, scenario_of,
+    to_toml,
 };
 use leasehold_sim::seeded::summary::{parse_shard, FirstFailure};
 use leasehold_sim::seeded::{
@@ -634,36 +635,24 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
     Ok(Status::Ok)
 }
 
-/// The smallest failing seed, re-run with a recorder up to the step that found its first
-/// violation: the end of its timeline, up to that violation. The re-run must find the
-/// campaign's first violation again, or determinism is broken.
+/// The smallest failing seed, re-run up to the step that found its first violation, its
+/// timeline streamed and only its end kept: the lines before that violation. The re-run must
+/// find the campaign's first violation again, or determinism is broken.
 fn failure_story(campaign: &Campaign, first: &FirstFailure) -> String {
     const CONTEXT_LINES: usize = 8;
     let seed = first.seed;
     let setup = campaign.setup(seed);
-    let options = RunOptions {
-        record: true,
-        stop_at_first_violation: true,
-        ..RunOptions::default()
-    };
-    let outcome = run_setup_with(&setup, campaign.backend, &options);
-    let Some(recorded) = &outcome.recorded else {
-        return String::new();
-    };
-    let rendered = timeline::render(&recorded.trace);
-    let again = recorded.trace.violations.first();
-    let Some(found) = again.filter(|f| first.violations.first() == Some(&f.violation)) else {
+    let story = first_violation_story(&setup, campaign.backend, CONTEXT_LINES);
+    let Some(story) = story.filter(|s| first.violations.first() == Some(&s.found.violation)) else {
         return format!("seed {seed} did not fail the same way when re-run: the run is not deterministic (a bug: please report it)\n");
     };
-    let last = rendered.t_of(found.line).unwrap_or(0);
-    let first = (last + 1).saturating_sub(CONTEXT_LINES);
     let mut out = format!("timeline of seed {seed} up to its first violation:\n");
-    for line in rendered.lines.iter().take(last + 1).skip(first) {
+    for line in &story.lines {
         out.push_str(&format!("  {line}\n"));
     }
     out.push_str(&format!(
         "  → {}\n",
-        timeline::violation_text(found, &rendered)
+        timeline::violation_text_at(&story.found, story.t)
     ));
     out
 }

@@ -4,10 +4,13 @@
 use super::run::{run, RunOptions, RunOutcome};
 use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
+use crate::recorder::TimelineSink;
 use crate::scenario::{Config, Expect, Scenario};
+use crate::trace::Found;
 use leasehold_model::{AckPolicy, Backend, Broker, BrokerConfig, Variant};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 /// Builds a broker under test for a run's configuration (an error: the backend cannot run it).
 pub type MakeBackend = fn(&BrokerConfig) -> Result<Box<dyn Backend + Send>, String>;
@@ -84,6 +87,58 @@ pub fn run_setup_with(setup: &Setup, kind: BackendKind, options: &RunOptions) ->
             run(setup, backend, options)
         }
     }
+}
+
+/// The end of a failing seed's timeline, up to its first violation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FirstViolationStory {
+    /// The first violation, where it was found.
+    pub found: Found,
+    /// The `tN` of the line it shows at.
+    pub t: Option<usize>,
+    /// The timeline lines up to that one (at most the `context` asked for), in order.
+    pub lines: Vec<String>,
+}
+
+/// Runs `setup` on `kind` up to the step that finds its first violation, streaming its
+/// timeline and keeping only its last lines: the `context` lines that end at the violation's
+/// `tN`. Its memory follows the run's live set, wherever the violation is. `None` when the run
+/// finds no violation.
+///
+/// # Panics
+/// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
+pub fn first_violation_story(
+    setup: &Setup,
+    kind: BackendKind,
+    context: usize,
+) -> Option<FirstViolationStory> {
+    // A violation found after a restart that folds into a later line shows a few lines back.
+    let keep = context.saturating_add(64);
+    let tail = Arc::new(Mutex::new(VecDeque::with_capacity(keep)));
+    let sink_tail = Arc::clone(&tail);
+    let sink = TimelineSink(Arc::new(move |line: &str| {
+        let mut tail = sink_tail.lock().unwrap_or_else(|e| e.into_inner());
+        if tail.len() == keep {
+            tail.pop_front();
+        }
+        tail.push_back(line.to_string());
+    }));
+    let options = RunOptions {
+        timeline: Some(sink),
+        stop_at_first_violation: true,
+        ..RunOptions::default()
+    };
+    let outcome = run_setup_with(setup, kind, &options);
+    let streamed = outcome.streamed?;
+    let found = outcome.recorded?.trace.violations.first()?.clone();
+    let t = streamed.violation_t.first().copied().flatten();
+    let tail = std::mem::take(&mut *tail.lock().unwrap_or_else(|e| e.into_inner()));
+    let first_kept = streamed.lines - tail.len();
+    let last = t.unwrap_or(0);
+    let lines = ((last + 1).saturating_sub(context)..=last)
+        .filter_map(|k| tail.get(k.checked_sub(first_kept)?).cloned())
+        .collect();
+    Some(FirstViolationStory { found, t, lines })
 }
 
 /// Runs a seeded scenario (one with `seed = S`) on `kind`, recorded. Errors name the field that
