@@ -109,12 +109,22 @@ impl<B: Backend> Engine<B> {
         let flight = self.flights.get_mut(slot);
         flight.pending -= 1;
         if flight.pending == 0 {
-            let (issuance, id) = (flight.issuance, flight.id);
+            let issuance = flight.issuance;
+            if self.recorder.is_some() {
+                self.tell_request_done(slot);
+            }
             self.flights.free(slot);
             self.leases.release(issuance);
-            if let Some(recorder) = &mut self.recorder {
-                recorder.request_done(id);
-            }
+        }
+    }
+
+    /// Tells the recorder that the request of flight `slot` is done (its last message ran).
+    #[cold]
+    #[inline(never)]
+    fn tell_request_done(&mut self, slot: u32) {
+        let id = self.flights.get(slot).id;
+        if let Some(recorder) = &mut self.recorder {
+            recorder.request_done(id);
         }
     }
 
