@@ -157,10 +157,11 @@ impl Recorder {
 
     /// A streamed recorder for a run of these workers and groups: each timeline line goes to
     /// `sink` as soon as it is final, and what nothing will read again is dropped. It keeps no
-    /// event log; its trace keeps what is still open, and every violation. For a seeded run,
-    /// whose driver names only leases its workers hold; the engine tells it when a request is
-    /// done ([`Recorder::request_done`]) and which leases it still tracks
-    /// ([`Recorder::end_step`]).
+    /// event log; its trace keeps what is still open, and every violation. The engine tells it
+    /// when a request is done ([`Recorder::request_done`]) and which leases it still tracks
+    /// ([`Recorder::end_step`]). Meant for seeded runs: their driver names only leases its
+    /// workers hold, so a lease the recorder dropped is never asked of it again (a scripted
+    /// scenario may name any lease it bound, at any time: it is recorded whole).
     pub fn streaming(workers: &[String], groups: &[String], sink: TimelineSink) -> Recorder {
         let mut recorder = Recorder::new(workers, groups);
         recorder.stream = Some(Box::new(Stream {
