@@ -469,3 +469,61 @@ fn the_summary_shows_coverage_and_flags_what_the_mix_never_reaches() {
     assert!(tally["seeds"].as_u64().unwrap() > 0, "{value}");
     assert!(tally["first_seed"].is_u64(), "{value}");
 }
+
+/// `replay` and `timeline` of a seeded file stream its timeline as the run tells it; `replay
+/// --json` renders the whole recorded trace. They print the same lines, and the same
+/// violations at the same `tN`.
+#[test]
+fn a_seeded_replay_streams_the_timeline_its_json_renders_whole() {
+    let dir = scratch_dir("streamed");
+    let out = leasehold(&[
+        "sim",
+        "--variant",
+        "volatile-ack",
+        "--events",
+        "300",
+        "--seeds",
+        "0..3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let saved = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = saved.to_str().unwrap();
+    let whole = json(&leasehold(&["replay", file, "--json"]));
+    let rendered: Vec<&str> = whole["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line.as_str().unwrap())
+        .collect();
+    assert!(rendered.len() > 1_000, "{} lines", rendered.len());
+    let violations: Vec<&str> = whole["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!violations.is_empty());
+    for command in ["replay", "timeline"] {
+        let streamed = leasehold(&[command, file]);
+        let text = stdout(&streamed);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with('t') && l[1..].starts_with(|c: char| c.is_ascii_digit()))
+            .collect();
+        assert_eq!(lines, rendered, "{command}");
+        for violation in &violations {
+            assert!(
+                text.lines().any(|l| l == *violation),
+                "{command}: {violation}"
+            );
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

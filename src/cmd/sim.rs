@@ -706,10 +706,10 @@ pub fn replay_if_seeded(
     json: bool,
     backend: &str,
 ) -> Result<Option<Status>, UserError> {
-    let name = path.display().to_string();
     if !json {
         return replay_seeded_text(path, backend);
     }
+    let name = path.display().to_string();
     let Some((scenario, outcome)) = record_if_seeded(path, backend, None)? else {
         return Ok(None);
     };
@@ -727,22 +727,20 @@ pub fn replay_if_seeded(
         .iter()
         .map(|found| timeline::violation_text(found, &rendered))
         .collect();
-    {
-        let value = serde_json::json!({
-            "header": format!("leasehold replay {name}"),
-            "seed": scenario.seed,
-            "timeline": rendered.lines,
-            "records": timeline::records(&recorded.trace, &rendered),
-            "violations": violations,
-            "inconclusive": outcome.inconclusive.map(|b| b.name()),
-            "steps": outcome.steps,
-            "mismatches": mismatches,
-            "trace_hash": format!("{:016x}", outcome.trace_hash),
-            "matched": mismatches.is_empty(),
-        });
-        println!("{value}");
-        Ok(Some(status))
-    }
+    let value = serde_json::json!({
+        "header": format!("leasehold replay {name}"),
+        "seed": scenario.seed,
+        "timeline": rendered.lines,
+        "records": timeline::records(&recorded.trace, &rendered),
+        "violations": violations,
+        "inconclusive": outcome.inconclusive.map(|b| b.name()),
+        "steps": outcome.steps,
+        "mismatches": mismatches,
+        "trace_hash": format!("{:016x}", outcome.trace_hash),
+        "matched": mismatches.is_empty(),
+    });
+    println!("{value}");
+    Ok(Some(status))
 }
 
 /// [`replay_if_seeded`] in text: the header, then the timeline as the run tells it (streamed:

@@ -1,6 +1,7 @@
 //! Progress on a terminal (stderr, and only when it is a terminal): seeds done for a campaign;
 //! records settled of the total, simulated time and steps/s for a single seed. The bars read
-//! what the run publishes and never feed anything back into it.
+//! what the run publishes and never feed anything back into it. A single seed's timeline, when
+//! asked for, streams to standard output as the run goes ([`StdoutTimeline`]).
 
 use leasehold_sim::recorder::TimelineSink;
 use leasehold_sim::seeded::campaign::Campaign;
