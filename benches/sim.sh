@@ -17,11 +17,16 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 # best_of CMD...: runs CMD RUNS times under /usr/bin/time -v; leaves the fastest run's stdout
-# in $OUT/best.out and its time report in $OUT/best.time.
+# in $OUT/best.out and its time report in $OUT/best.time. With FILTER set (a command or
+# function), the stdout kept is what FILTER makes of it (a long timeline is counted, not kept).
 best_of() {
   local best=""
   for _ in $(seq "$RUNS"); do
-    /usr/bin/time -v "$@" > "$OUT/run.out" 2> "$OUT/run.time" || true
+    if [ -n "${FILTER:-}" ]; then
+      /usr/bin/time -v "$@" 2> "$OUT/run.time" | "$FILTER" > "$OUT/run.out" || true
+    else
+      /usr/bin/time -v "$@" > "$OUT/run.out" 2> "$OUT/run.time" || true
+    fi
     local wall
     wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$OUT/run.time" |
       awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
@@ -104,20 +109,10 @@ echo '```'
 echo
 echo "| --events | timeline lines | wall | peak RSS |"
 echo "|---|---|---|---|"
+count_timeline_lines() { grep -c '^t[0-9]' || true; }
 for n in ${TRACE_SIZES:-1000 10000 100000 1000000}; do
-  best=""
-  for _ in $(seq "$RUNS"); do
-    /usr/bin/time -v "$BIN" sim --events "$n" --seed 1 --trace --no-save 2> "$OUT/run.time" |
-      grep -c '^t[0-9]' > "$OUT/run.lines" || true
-    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$OUT/run.time" |
-      awk -F: '{ if (NF == 3) print $1*3600 + $2*60 + $3; else print $1*60 + $2 }')
-    if [ -z "$best" ] || awk -v a="$wall" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-      best=$wall
-      cp "$OUT/run.time" "$OUT/best.time"
-      cp "$OUT/run.lines" "$OUT/best.lines"
-    fi
-  done
-  lines=$(cat "$OUT/best.lines")
+  FILTER=count_timeline_lines best_of "$BIN" sim --events "$n" --seed 1 --trace --no-save
+  lines=$(cat "$OUT/best.out")
   wall=$(field "Elapsed (wall clock) time (h:mm:ss or m:ss)")
   rss=$(field "Maximum resident set size (kbytes)")
   python3 -c 'import sys; n, lines, wall, rss = sys.argv[1:]

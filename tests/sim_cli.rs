@@ -25,6 +25,16 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The first file `dir` lists (a campaign's `--out` folder holding one finding).
+fn first_file(dir: &std::path::Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).expect("--json prints one JSON object")
 }
@@ -213,12 +223,7 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1));
-    let saved = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let saved = first_file(&dir);
     let status = replay_if_seeded(&saved, true, "pure").unwrap();
     assert_eq!(
         status,
@@ -488,12 +493,7 @@ fn a_seeded_replay_streams_the_timeline_its_json_renders_whole() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let saved = std::fs::read_dir(&dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let saved = first_file(&dir);
     let file = saved.to_str().unwrap();
     let whole = json(&leasehold(&["replay", file, "--json"]));
     let rendered: Vec<&str> = whole["timeline"]
