@@ -34,40 +34,39 @@ pub fn run(args: Args) -> CmdResult {
     if args.backend == "redis" {
         redis::configure(&args.redis)?;
     }
-    if args.svg.is_none() {
-        // A seeded run's text timeline streams as the run tells it.
-        let out = StdoutTimeline::new();
-        if let Some((_, outcome)) = record_if_seeded(&args.file, &args.backend, Some(&out))? {
-            for violation in streamed_violations(&outcome) {
-                println!("{violation}");
+    // A seeded run's text timeline streams as the run tells it; a drawing needs the whole trace.
+    let stream = args.svg.is_none().then(StdoutTimeline::new);
+    let (trace, name, subtitle) =
+        match record_if_seeded(&args.file, &args.backend, stream.as_ref())? {
+            Some((_, outcome)) if stream.is_some() => {
+                for violation in streamed_violations(&outcome) {
+                    println!("{violation}");
+                }
+                return Ok(Status::Ok);
             }
-            return Ok(Status::Ok);
-        }
-    }
-    let (trace, name, subtitle) = match record_if_seeded(&args.file, &args.backend, None)? {
-        Some((scenario, outcome)) => {
-            let recorded = outcome.recorded.expect("a recorded run");
-            let subtitle = format!(
-                "variant {} · ack_policy {} · seed {} · {}",
-                scenario.variant,
-                scenario.config.ack_policy,
-                scenario.seed.unwrap_or_default(),
-                args.file.display()
-            );
-            (recorded.trace, scenario.name, subtitle)
-        }
-        None => {
-            let script = load(&args.file)?;
-            let replay = run_on(&script, &args.backend)?;
-            let subtitle = format!(
-                "variant {} · ack_policy {} · {}",
-                script.variant,
-                script.setup.ack_policy,
-                args.file.display()
-            );
-            (replay.trace, script.scenario.name.clone(), subtitle)
-        }
-    };
+            Some((scenario, outcome)) => {
+                let recorded = outcome.recorded.expect("a recorded run");
+                let subtitle = format!(
+                    "variant {} · ack_policy {} · seed {} · {}",
+                    scenario.variant,
+                    scenario.config.ack_policy,
+                    scenario.seed.unwrap_or_default(),
+                    args.file.display()
+                );
+                (recorded.trace, scenario.name, subtitle)
+            }
+            None => {
+                let script = load(&args.file)?;
+                let replay = run_on(&script, &args.backend)?;
+                let subtitle = format!(
+                    "variant {} · ack_policy {} · {}",
+                    script.variant,
+                    script.setup.ack_policy,
+                    args.file.display()
+                );
+                (replay.trace, script.scenario.name.clone(), subtitle)
+            }
+        };
     match &args.svg {
         Some(out) => {
             let provenance = format!(
