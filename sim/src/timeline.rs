@@ -835,13 +835,16 @@ fn operation(kind: &LineKind) -> (&'static str, Option<Issuance>) {
     }
 }
 
-/// The shown lines of `trace` as structured records, in timeline order.
+/// The shown lines of `trace` as structured records, in timeline order: one per `tN`.
 pub fn records(trace: &Trace, timeline: &Timeline) -> Vec<Record> {
     let mut out: Vec<Record> = Vec::new();
     for (i, line) in trace.lines.iter().enumerate() {
         let Some(t) = timeline.index[i] else { continue };
-        if out.last().is_some_and(|r| r.t == t) {
-            continue; // a folded restart
+        if line.kind == LineKind::Restarted
+            && line.worker.is_some_and(|w| has_later_line(trace, i, w))
+        {
+            // A folded restart: told on its worker's next line, which is its own record.
+            continue;
         }
         let (operation, issuance) = operation(&line.kind);
         let mut requests = Vec::new();

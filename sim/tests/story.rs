@@ -223,3 +223,49 @@ fn every_found_timeline_tells_the_landings_in_order_and_matches_the_broker() {
     let errors: Vec<String> = found_files().iter().flat_map(check_file).collect();
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
+
+/// `--json`'s records: one per shown line, in `tN` order, each with its line's text and the
+/// violations that line marks. A restart folded into its worker's next line is that line's
+/// record, not one of its own (which would repeat a `tN` out of order).
+#[test]
+fn every_shown_line_has_one_record_in_order() {
+    use leasehold_model::Variant;
+    use leasehold_sim::seeded::campaign::Campaign;
+    use leasehold_sim::seeded::seeded_file::run_setup;
+    use leasehold_sim::seeded::Setup;
+    let mut folds = 0;
+    for &variant in Variant::ALL {
+        for swarm in [false, true] {
+            let mut campaign = Campaign::new(Setup::default_for(variant), 0..1);
+            campaign.swarm = swarm;
+            campaign.expiry_mixed = swarm;
+            for seed in 0..12 {
+                let what = format!("{variant} swarm {swarm} seed {seed}");
+                let outcome = run_setup(&campaign.setup(seed), BackendKind::Pure, true);
+                let trace = &outcome.recorded.as_ref().expect("recorded").trace;
+                let rendered = timeline::render(trace);
+                let records = timeline::records(trace, &rendered);
+                folds += rendered
+                    .lines
+                    .iter()
+                    .filter(|l| l.contains("(restarted"))
+                    .count();
+                assert_eq!(records.len(), rendered.lines.len(), "{what}");
+                for (t, (record, line)) in records.iter().zip(&rendered.lines).enumerate() {
+                    assert_eq!(record.t, t, "{what}");
+                    assert_eq!(&record.text, line, "{what}");
+                    let mut marked: Vec<&str> = line
+                        .split("⚠ ")
+                        .skip(1)
+                        .filter_map(|mark| mark.split(' ').next())
+                        .collect();
+                    let mut told = record.violations.clone();
+                    marked.sort_unstable();
+                    told.sort_unstable();
+                    assert_eq!(told, marked, "{what} t{t}");
+                }
+            }
+        }
+    }
+    assert!(folds > 100, "the seeds fold restarts ({folds})");
+}
