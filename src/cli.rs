@@ -82,15 +82,28 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
         }
         _ => {
             let text = error.to_string();
-            let first = text
-                .lines()
-                .find(|line| !line.trim().is_empty())
-                .unwrap_or("bad usage")
-                .trim_start_matches("error: ");
+            let first = first_paragraph(&text);
+            let first = if first.is_empty() {
+                "bad usage"
+            } else {
+                &first
+            };
+            let first = first.trim_start_matches("error: ");
             eprintln!("leasehold: error: {first} (see 'leasehold --help')");
             Status::BadInput.into()
         }
     }
+}
+
+/// The first paragraph of clap's message, its lines joined by spaces: a missing argument's
+/// name is on the line after the sentence that announces it.
+fn first_paragraph(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .skip_while(|line| line.is_empty())
+        .take_while(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A panic's message, when it has one (`panic!` with a literal or a formatted text).

@@ -165,6 +165,8 @@ fn json_output_names_the_verdicts() {
     let written: serde_json::Value = serde_json::from_str(&written).expect("json");
     assert_eq!(json, written);
     assert_eq!(json["outcome"], "violated");
+    // The variant by the name the command line and scenario files use.
+    assert_eq!(json["config"]["variant"], "unfenced-settle");
     assert_eq!(json["properties"][0]["name"], "I1 stale-never-counts");
     assert_eq!(json["properties"][0]["verdict"], "violated");
     assert_eq!(json["counterexamples"][0]["steps"], 4);

@@ -118,6 +118,17 @@ fn an_unknown_flag_exits_2_with_one_line() {
 }
 
 #[test]
+fn a_missing_argument_is_named_in_its_one_line() {
+    for command in ["replay", "timeline", "shrink"] {
+        let out = leasehold(&[command]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let stderr = text(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{command}: {stderr:?}");
+        assert!(stderr.contains("<FILE>"), "{command}: {stderr:?}");
+    }
+}
+
+#[test]
 fn help_exits_0_and_lists_the_commands() {
     let out = leasehold(&["--help"]);
     assert_eq!(out.status.code(), Some(0));

@@ -283,6 +283,34 @@ fn malformed_files_exit_2_with_file_and_line() {
 }
 
 #[test]
+fn a_file_with_a_seed_and_steps_exits_2_on_every_command() {
+    let text = t0_t5_with("variant = \"fenced\"", "variant = \"fenced\"\nseed = 3");
+    let path = scratch("seed-and-steps.toml", &text);
+    let shown = path.display().to_string();
+    let step_line = text.lines().position(|l| l == "[[step]]").expect("a step") + 1;
+    for args in [
+        vec!["replay", &shown],
+        vec!["replay", &shown, "--json"],
+        vec!["timeline", &shown],
+        vec!["sim", "--file", &shown],
+    ] {
+        let out = leasehold(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("{shown}:{step_line}:")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("either 'seed' or '[[step]]'"),
+            "{args:?}: {err}"
+        );
+        assert!(stdout(&out).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
 fn a_missing_file_exits_2() {
     let out = leasehold(&["replay", "scenarios/does-not-exist.toml"]);
     assert_eq!(out.status.code(), Some(2));

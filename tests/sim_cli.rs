@@ -290,6 +290,7 @@ fn huge_inputs_are_one_line_errors_or_run_never_a_panic() {
         (vec!["sim", "--threads", "100000"], "--threads"),
         (vec!["sim", "--threads", "0"], "--threads"),
         (vec!["sim", "--shard", "5/99999999999"], "--shard"),
+        (vec!["sim", "--seeds", "0..3", "--trace"], "--trace"),
     ] {
         let out = leasehold(&args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -335,6 +336,56 @@ fn a_seeded_file_with_a_huge_lease_is_refused_with_its_file_and_line() {
     }
     let out = leasehold(&["sim", "--file", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A zero where a run needs at least one (leases per fetch, milliseconds of polling, of a
+/// handler, of waiting for a reply) is refused with the file, its line and the field, not
+/// silently taken as one.
+#[test]
+fn a_seeded_file_with_a_zero_workload_size_is_refused_with_its_file_and_line() {
+    let dir = scratch_dir("zero");
+    let found = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/found/inclusive-deadline-seed0.toml");
+    let text = std::fs::read_to_string(found).unwrap();
+    for key in [
+        "fetch_limit",
+        "poll_ms",
+        "handler_ms_max",
+        "request_timeout_ms",
+    ] {
+        let (line, _) = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.starts_with(&format!("{key} = ")))
+            .expect("the key is in the file");
+        let zeroed: Vec<String> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                if i == line {
+                    format!("{key} = 0")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{key}.toml"));
+        std::fs::write(&path, zeroed.join("\n")).unwrap();
+        let file = path.to_str().unwrap();
+        for args in [vec!["replay", file], vec!["sim", "--file", file]] {
+            let out = leasehold(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{key}.toml:{}:", line + 1)),
+                "{args:?}: {err}"
+            );
+            assert!(err.contains(&format!("workload.{key}")), "{args:?}: {err}");
+            assert!(err.contains("at least 1"), "{args:?}: {err}");
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -42,8 +42,9 @@ pub enum FrontierRule {
 
 macro_rules! variants {
     ($( $v:ident => $name:literal, $kind:ident, $expect:expr, $summary:literal; )*) => {
-        /// A protocol variant or mutant, selected by name.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        /// A protocol variant or mutant, selected by name (its name is also its serialized
+        /// form, as on the command line and in scenario files).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum Variant { $( #[doc = $summary] $v, )* }
 
         impl Variant {
@@ -102,6 +103,24 @@ variants! {
         "a lease's expiry timer is not cancelled when the lease is settled; when it fires it expires whatever lease then holds the record";
     VolatilePublish => "volatile-publish", Mutant, Some(Invariant::I3),
         "a publish is acknowledged before it is durable; a broker restart loses the events published since the last flush";
+}
+
+impl Serialize for Variant {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Variant {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Variant, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Variant::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown variant '{name}' (one of: {})",
+                Variant::names()
+            ))
+        })
+    }
 }
 
 impl Variant {

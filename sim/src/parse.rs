@@ -426,6 +426,23 @@ impl<'a> Validator<'a> {
                     .to_string(),
             );
         }
+        if self.scenario.seed.is_none() {
+            // A scripted scenario says what happens step by step: a seeded run's sections
+            // would be silently unused.
+            let sections = [
+                ("faults", self.scenario.faults.is_some()),
+                ("workload", self.scenario.workload.is_some()),
+            ];
+            if let Some((section, _)) = sections.iter().find(|(_, present)| *present) {
+                return self.fail(
+                    &[Seg::Key(section)],
+                    format!(
+                        "[{section}] belongs to a seeded scenario (`seed = N`); a scripted one \
+                         sets its faults on its steps"
+                    ),
+                );
+            }
+        }
         let steps = self.steps(&setup)?;
         let expect = self.expect(&setup)?;
         let uses_raw_ack = steps.iter().any(|s| {

@@ -375,3 +375,19 @@ fn every_scenario_file_round_trips_through_the_types() {
     }
     assert!(count >= 20);
 }
+
+#[test]
+fn a_scripted_scenario_has_no_seeded_sections() {
+    check(
+        &with("[expect]", "[faults]\ncrash = \"1/2\"\n\n[expect]"),
+        25,
+        Some("faults"),
+        "[faults] belongs to a seeded scenario",
+    );
+    check(
+        &with("[expect]", "[workload]\npoll_ms = 10\n\n[expect]"),
+        25,
+        Some("workload"),
+        "[workload] belongs to a seeded scenario",
+    );
+}

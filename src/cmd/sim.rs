@@ -188,6 +188,13 @@ pub fn run(args: Args) -> CmdResult {
             args.threads
         )));
     }
+    if args.trace && args.seed.is_none() && args.file.is_none() {
+        return Err(UserError(
+            "--trace: a single seed's timeline, with --seed or --file (a campaign prints the \
+             story of its first failing seed)"
+                .to_string(),
+        ));
+    }
     if let Some(path) = &args.file {
         return run_file(&args, path, backend);
     }
@@ -833,7 +840,7 @@ fn seeded_setup(
     let Ok(scenario) = parse_toml(&text) else {
         return Ok(None); // Not ours to report: the scripted parser locates the error.
     };
-    if scenario.seed.is_none() || !scenario.steps.is_empty() {
+    if scenario.seed.is_none() {
         return Ok(None);
     }
     let kind = backend_kind(backend)?;

@@ -332,6 +332,19 @@ impl Setup {
                 "at least 1".to_string(),
             ));
         }
+        // Zero would not mean "none" here: a fetch asks for a lease, a poll waits, a handler
+        // runs and a reply is waited for at least a millisecond.
+        let w = &self.workload;
+        for (key, value) in [
+            ("fetch_limit", u64::from(w.fetch_limit)),
+            ("poll_ms", w.poll_ms),
+            ("handler_ms_max", w.handler_ms_max),
+            ("request_timeout_ms", w.request_timeout_ms),
+        ] {
+            if value == 0 {
+                return Err(SetupError::new("workload", key, "at least 1".to_string()));
+            }
+        }
         if self.clock_offset_ms.len() != self.worker_names.len() {
             return Err(SetupError::new(
                 "config",

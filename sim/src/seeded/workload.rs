@@ -30,6 +30,8 @@ pub struct Workload {
     /// Leases per fetch.
     pub fetch_limit: u32,
     /// How long a worker waits for a reply before it gives the request up (`ambiguous`).
+    /// The bounds of a run allow for it; the simulator itself tells a worker of a lost reply
+    /// after the reply's network latency, as if the timeout were that short.
     pub request_timeout_ms: u64,
     /// Safety phase bound: faults are injected until every event is settled or this much
     /// simulated time has passed (the phase ends; the liveness phase follows).
