@@ -4,6 +4,7 @@
 //! giving the result the model saw. A lasso's loop runs several passes and returns to where it
 //! started. Malformed loops are one-line errors.
 
+use leasehold_model::check::path::{self, Step as Told};
 use leasehold_model::check::{run, Budgets, CheckConfig, Fairness, LeaseModel, Options, Renews};
 use leasehold_model::{Invariant, Variant};
 use leasehold_sim::counterexample::replay;
@@ -35,6 +36,29 @@ fn every_counterexample_replays_to_the_same_violation() {
                 "{variant}: {:?}",
                 replay.violations
             );
+            if cx.loop_start.is_none() && cx.invariant != Invariant::I6 {
+                // The broker is sent what the model delivered, each request once: the
+                // runtime's own nack after a failed settle is not written out a second time.
+                let states = path::replay(&model, &cx.actions);
+                let told = path::steps(&model, &cx.actions, &states);
+                let delivered = told
+                    .iter()
+                    .filter(|step| matches!(step, Told::Deliver { .. }))
+                    .count();
+                let landed = replay
+                    .trace
+                    .requests
+                    .iter()
+                    .filter(|r| r.landed_line.is_some())
+                    .count();
+                assert_eq!(
+                    landed,
+                    delivered,
+                    "{variant} {}:\n{text}\n{}",
+                    cx.invariant,
+                    replay.timeline.join("\n")
+                );
+            }
             replayed += 1;
         }
     }

@@ -14,7 +14,10 @@
 //! request is the same settle step twice; a crash is a `crash` step and a `restart` step at the
 //! same time (the model's crashed worker is idle at once); the `worker-clock-expiry` mutant
 //! gets clock offsets that keep the workers' clocks before every deadline, as the model's
-//! workers' clocks are. Each model expiry is a zero-length `pause` step at the lease's deadline,
+//! workers' clocks are. The runtime's nack after a settle it saw fail is part of that settle's
+//! step, sent and landed at once as the scenario executor does: the model's delivery of it is
+//! not a step of its own (a follow-up the model delivers only after other steps, or drops, is
+//! still landed at once by the replay). Each model expiry is a zero-length `pause` step at the lease's deadline,
 //! so that the replay ends an oracle step right after the expiry, as the model does.
 //!
 //! An I6 counterexample that ends in a state with no action enabled ends with a `drain` step
@@ -160,8 +163,13 @@ pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
     let config = model.config();
     let unrolled = unroll(model, cx);
     let durations = durations(&unrolled);
+    let follow_ups = follow_up_deliveries(&unrolled.told[..unrolled.written]);
     let mut out = Vec::new();
     for index in 0..unrolled.written {
+        if follow_ups.contains(&index) {
+            // The scenario's settle step already sends and lands the runtime's nack.
+            continue;
+        }
         let repeat = unrolled.loop_start.is_some_and(|start| index >= start);
         let base = Step {
             at_ms: unrolled.at_ms[index],
@@ -335,6 +343,41 @@ fn settle_step(
         step.expect = Some("ambiguous".to_string());
     }
     step
+}
+
+/// The steps that deliver the runtime's own nack after a settle it saw fail (`then_nack`): a
+/// scenario's settle step sends that nack itself, at once, so the model's delivery of it is
+/// not a step of its own (written out, the broker would be sent the nack twice).
+fn follow_up_deliveries(told: &[Told]) -> std::collections::BTreeSet<usize> {
+    let mut out = std::collections::BTreeSet::new();
+    for (index, step) in told.iter().enumerate() {
+        let (Told::Deliver {
+            worker,
+            lease,
+            then_nack: true,
+            ..
+        }
+        | Told::Drop {
+            worker,
+            lease,
+            then_nack: true,
+            ..
+        }) = step
+        else {
+            continue;
+        };
+        let delivered = told.iter().enumerate().skip(index + 1).find(|(_, later)| {
+            matches!(
+                later,
+                Told::Deliver { worker: w, lease: l, op: SettleOp::Nack { .. }, .. }
+                    if w == worker && l == lease
+            )
+        });
+        if let Some((later, _)) = delivered {
+            out.insert(later);
+        }
+    }
+    out
 }
 
 /// The scenario of `cx` as TOML text, parsed back and replayed on the pure broker: the
