@@ -193,6 +193,7 @@ fn bad_input_exits_2_with_one_line() {
         &["check", "--renews", "unbounded", "--fairness", "strong"],
         &["check", "--threads", "0"],
         &["check", "--max-states", "0"],
+        &["check", "--outcomes", "some"],
     ] {
         let output = leasehold(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

@@ -18,6 +18,7 @@ fn config(variant: Variant, events: u32, workers: usize, max_attempts: u32) -> C
         budgets: Budgets::default(),
         renews: Renews::Budget,
         fairness: Fairness::Weak,
+        outcomes: Default::default(),
     }
 }
 

@@ -109,6 +109,7 @@ fn configurations() -> Vec<CheckConfig> {
         budgets,
         renews: Renews::Budget,
         fairness: Fairness::Weak,
+        outcomes: Default::default(),
     };
     let mut out = Vec::new();
     for &variant in Variant::ALL {

@@ -20,6 +20,7 @@ fn small(variant: Variant, events: u32, workers: usize, budgets: Budgets) -> Che
         budgets,
         renews: Renews::Budget,
         fairness: Fairness::Weak,
+        outcomes: Default::default(),
     }
 }
 

@@ -9,7 +9,7 @@ use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_model::check::{
     run as check, Budgets, CheckConfig, Counterexample, Counts, Fairness, LeaseModel, Limits,
-    Options, Outcome, Renews, Report, Verdict,
+    Options, Outcome, Outcomes, Renews, Report, Verdict,
 };
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::counterexample;
@@ -71,6 +71,10 @@ pub struct Args {
     /// worker, each lease's expiry and each request in flight) or `none`.
     #[arg(long)]
     pub fairness: Option<String>,
+    /// Handler outcomes explored: `plain` (success or an error; the default) or `all` (also
+    /// the handler's `AckMessage`, `NackMessage` and `RejectMessage`).
+    #[arg(long)]
+    pub outcomes: Option<String>,
     /// Search threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -158,6 +162,10 @@ pub fn config(args: &Args) -> Result<CheckConfig, UserError> {
                 "--fairness {text}: only with --renews unbounded (with finite budgets every behaviour is finite and no fairness is assumed)"
             )));
         }
+    }
+    if let Some(text) = &args.outcomes {
+        config.outcomes = Outcomes::from_name(text)
+            .ok_or_else(|| user(format!("--outcomes {text}: expected plain or all")))?;
     }
     config.validate().map_err(user)?;
     Ok(config)

@@ -65,6 +65,39 @@ pub enum Fairness {
     Weak,
 }
 
+/// The handler outcomes a `Handle` action chooses among.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcomes {
+    /// Success and an error: every settle the runtime sends without handle calls under
+    /// `nack_on_error` and `ack_always` (ack, nack, nothing).
+    #[default]
+    Plain,
+    /// Also the handler's own verdicts, `AckMessage`, `NackMessage` and `RejectMessage`: the
+    /// reject path (dead-letter by reject, a reject of a lease that ended), and under `manual`
+    /// an explicit ack. Outcomes the policy turns into the same settle are explored once.
+    All,
+}
+
+impl Outcomes {
+    /// `plain` or `all`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcomes::Plain => "plain",
+            Outcomes::All => "all",
+        }
+    }
+
+    /// Parses `plain` or `all`.
+    pub fn from_name(name: &str) -> Option<Outcomes> {
+        match name {
+            "plain" => Some(Outcomes::Plain),
+            "all" => Some(Outcomes::All),
+            _ => None,
+        }
+    }
+}
+
 impl Fairness {
     /// `none` or `weak`.
     pub fn name(self) -> &'static str {
@@ -108,6 +141,9 @@ pub struct CheckConfig {
     /// finite budgets every behaviour is finite and no assumption is needed).
     #[serde(default)]
     pub fairness: Fairness,
+    /// The handler outcomes explored.
+    #[serde(default)]
+    pub outcomes: Outcomes,
 }
 
 /// Upper limits on sizes, so that a typo cannot ask for an astronomically large check.
@@ -223,6 +259,7 @@ impl CheckConfig {
             budgets,
             renews: Renews::Budget,
             fairness: Fairness::Weak,
+            outcomes: Outcomes::Plain,
         }
     }
 
@@ -268,8 +305,12 @@ impl CheckConfig {
             Renews::Budget => b.renews.to_string(),
             Renews::Unbounded => format!("unbounded --fairness {}", self.fairness.name()),
         };
+        let outcomes = match self.outcomes {
+            Outcomes::Plain => String::new(),
+            other => format!(" --outcomes {}", other.name()),
+        };
         format!(
-            "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}",
+            "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}{outcomes}",
             self.group_count,
             self.event_count,
             self.worker_count,

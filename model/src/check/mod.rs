@@ -34,7 +34,7 @@ pub mod shortest;
 pub mod state;
 pub mod table;
 
-pub use config::{Budgets, CheckConfig, Fairness, Renews};
+pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
 pub use model::{LeaseModel, SAFETY, SOMETIMES};
 pub use run::{run, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
 pub use search::{Counts, Limits};

@@ -3,7 +3,7 @@
 //! search against stateright's).
 
 use crate::broker::{Broker, BrokerConfig, SettleRequest, Timer};
-use crate::check::config::{CheckConfig, Renews};
+use crate::check::config::{CheckConfig, Outcomes, Renews};
 use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
 use crate::inline::InlineVec;
 use crate::invariant::Invariant;
@@ -54,16 +54,34 @@ pub const SOMETIMES: [(Witness, &str); 4] = [
     ),
 ];
 
-/// The handler outcomes a `Handle` action chooses among: success and a failure are enough to
-/// reach every settle the runtime can send without handle calls (ack, nack, nothing).
-fn outcomes() -> Vec<Outcome> {
-    vec![
+/// The handler outcomes a `Handle` action chooses among ([`Outcomes`]): by default success and
+/// a failure, which reach every settle `nack_on_error` and `ack_always` send without handle
+/// calls (ack, nack, nothing); with [`Outcomes::All`] the handler's own verdicts too, less
+/// those the policy turns into a settle (and a handler success) an earlier outcome gives.
+fn outcomes(config: &CheckConfig) -> Vec<Outcome> {
+    let plain = [
         Outcome::Ok,
         Outcome::Error {
             kind: Reason::from_static("HandlerError"),
             text: Reason::EMPTY,
         },
-    ]
+    ];
+    if config.outcomes == Outcomes::Plain {
+        return plain.to_vec();
+    }
+    let verdicts = [
+        Outcome::Ack,
+        Outcome::Nack(Reason::EMPTY),
+        Outcome::Reject(Reason::from_static("unprocessable")),
+    ];
+    let mut kept: Vec<Outcome> = Vec::new();
+    for outcome in plain.into_iter().chain(verdicts) {
+        let effect = |o: &Outcome| (decide(config.policy, &[], o), o.is_success());
+        if !kept.iter().any(|k| effect(k) == effect(&outcome)) {
+            kept.push(outcome);
+        }
+    }
+    kept
 }
 
 /// The model: a bounded configuration of one broker, its oracle and interchangeable workers.
@@ -89,7 +107,7 @@ pub struct LeaseModel {
 impl LeaseModel {
     /// A model of `config` (validate it first with [`CheckConfig::validate`]).
     pub fn new(config: CheckConfig) -> LeaseModel {
-        let outcomes = outcomes();
+        let outcomes = outcomes(&config);
         let mut ops: Vec<SettleOp> = Vec::new();
         let intern = |op: SettleOp, ops: &mut Vec<SettleOp>| -> u8 {
             if let Some(index) = ops.iter().position(|o| *o == op) {
