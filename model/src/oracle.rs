@@ -524,6 +524,11 @@ impl Oracle {
         self.next_issuance = rename(Issuance(self.next_issuance)).0;
     }
 
+    /// The leases live by their contract, with their deadlines (in issuance order).
+    pub fn live_deadlines(&self) -> impl Iterator<Item = (Issuance, Ms)> + '_ {
+        self.live.iter().map(|l| (l.issuance, l.deadline_ms))
+    }
+
     /// Whether `issuance` is live and current (no later lease of its record was issued): what
     /// [`Oracle::handler_started`] answers, asked at another moment (an engine asks it when a
     /// handler writes its result). Costs the number of live leases.

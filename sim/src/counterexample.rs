@@ -17,8 +17,9 @@
 //! workers' clocks are. The runtime's nack after a settle it saw fail is part of that settle's
 //! step, sent and landed at once as the scenario executor does: the model's delivery of it is
 //! not a step of its own (a follow-up the model delivers only after other steps, or drops, is
-//! still landed at once by the replay). Each model expiry is a zero-length `pause` step at the lease's deadline,
-//! so that the replay ends an oracle step right after the expiry, as the model does.
+//! still landed at once by the replay). Each model expiry is a `wait` step at the lease's deadline, so that the
+//! replay ends an oracle step right after the expiry, as the model does, and tells the lease
+//! as lapsed.
 //!
 //! An I6 counterexample that ends in a state with no action enabled ends with a `drain` step
 //! (the liveness phase), after which the replay checks I6. A lasso (I6 with cycles) marks its
@@ -300,12 +301,11 @@ fn steps_of(told: &Told, base: Step, duration: Option<u64>, groups: usize) -> Ve
             ..base
         }],
         // The lease's deadline is this step's time: the oracle's lease ends before this
-        // step, as in the model; the broker expires it at its next fetch. A zero-length pause
-        // changes nothing else.
+        // step, as in the model; the broker expires it at its next fetch. A wait changes
+        // nothing else, and tells the lease as lapsed.
         Told::Expire { .. } => vec![Step {
-            for_ms: Some(0),
-            expect: None,
-            ..worker_step(0, "pause")
+            op: "wait".to_string(),
+            ..base
         }],
         Told::Handle { .. } | Told::Renew { .. } | Told::Drop { .. } | Told::Duplicate { .. } => {
             Vec::new()

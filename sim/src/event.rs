@@ -249,6 +249,13 @@ pub enum Event {
         /// Per group whose frontier moved: (group, before, after).
         frontier: SmallVec<[(GroupIx, Seq, Seq); 1]>,
     },
+    /// A lease's deadline passed while the broker, which expires lazily (at its next fetch),
+    /// still holds its record under it: the lease has ended by its contract (a scripted
+    /// `wait` step tells it).
+    Lapsed {
+        /// The lease.
+        issuance: Issuance,
+    },
     /// Faults heal and the workers drain the queue (liveness phase).
     DrainStarted,
     /// The liveness phase ended.
@@ -287,6 +294,7 @@ const BROKER_RESTARTED: u64 = 15;
 const DRAIN_STARTED: u64 = 16;
 const DRAIN_ENDED: u64 = 17;
 const VIOLATED: u64 = 18;
+const LAPSED: u64 = 19;
 
 /// A tag and up to 56 bits of small fields: `tag << 56 ^ low`.
 #[inline]
@@ -442,6 +450,7 @@ impl Event {
             | Event::Expired { .. }
             | Event::Restarted { .. }
             | Event::Paused { .. }
+            | Event::Lapsed { .. }
             | Event::DrainStarted => false,
         }
     }
@@ -592,6 +601,7 @@ impl Event {
                     h.word(pair(u64::from(before), u64::from(after)));
                 }
             }
+            Event::Lapsed { issuance } => h.word(head(LAPSED, u64::from(issuance.0))),
             Event::DrainStarted => h.word(head(DRAIN_STARTED, 0)),
             Event::DrainEnded {
                 end,

@@ -46,7 +46,7 @@ impl fmt::Display for ParseError {
 impl std::error::Error for ParseError {}
 
 /// The ops a step may name.
-pub const OPS: [&str; 12] = [
+pub const OPS: [&str; 13] = [
     "fetch",
     "ack",
     "nack",
@@ -58,6 +58,7 @@ pub const OPS: [&str; 12] = [
     "pause",
     "publish",
     "broker_restart",
+    "wait",
     "drain",
 ];
 
@@ -115,7 +116,7 @@ fn fields_of(op: &str) -> &'static [&'static str] {
         ],
         "crash" | "restart" => &["worker*", "expect"],
         "pause" => &["worker*", "for_ms*", "expect"],
-        "publish" | "broker_restart" => &["expect"],
+        "publish" | "broker_restart" | "wait" => &["expect"],
         "drain" => &[
             "outcome",
             "outcomes",
@@ -1030,6 +1031,7 @@ impl<'a> Validator<'a> {
             },
             "publish" => Op::Publish,
             "broker_restart" => Op::BrokerRestart,
+            "wait" => Op::Wait,
             _ => {
                 let kind = step.outcome.as_deref().unwrap_or("ok");
                 let default = self.outcome(index, step, Seg::Key("outcome"), kind)?;

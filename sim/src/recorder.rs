@@ -289,7 +289,8 @@ impl Recorder {
             match &line.kind {
                 LineKind::Handle { issuance }
                 | LineKind::HandlerResumed { issuance }
-                | LineKind::Expired { issuance, .. } => lease(*issuance, &mut leases_from),
+                | LineKind::Expired { issuance, .. }
+                | LineKind::Lapsed { issuance } => lease(*issuance, &mut leases_from),
                 LineKind::Fetched {
                     result: FetchResult::Leased { leases, .. },
                     ..
@@ -685,6 +686,12 @@ impl Recorder {
             Event::BrokerRestarted { frontier } => {
                 let kind = LineKind::BrokerRestarted {
                     frontier: frontier.to_vec(),
+                };
+                self.line(at_ms, None, kind);
+            }
+            Event::Lapsed { issuance } => {
+                let kind = LineKind::Lapsed {
+                    issuance: *issuance,
                 };
                 self.line(at_ms, None, kind);
             }

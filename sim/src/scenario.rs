@@ -15,6 +15,10 @@
 //! * `calls = ["ack", "nack", "reject"]` on `handle`: the handler's calls on its message handle;
 //! * `error_kind = "RuntimeError"` on `handle` / `drain` with `outcome = "error"`: the error's
 //!   type name (the dead-letter reason when `reason` is empty; default `RuntimeError`);
+//! * op `wait`: time reaches the step's `at_ms` and nothing else happens; the step's checks run,
+//!   and a lease whose deadline passed while the broker still holds its record (it expires
+//!   lazily, `expiry = "on_fetch"`) is told as `lease L1 lapses` (what `check`'s
+//!   counterexamples use for the model's expiry);
 //! * ops `publish` (one more event), `broker_restart`, and `drain`: the liveness phase — faults
 //!   heal (crashed workers restart), the workers fetch and run the handler (`outcome`, or
 //!   `outcomes[seq - 1]` per event) until every event is settled, the queue is quiescent, or
@@ -149,7 +153,7 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
     /// `fetch | ack | nack | renew | reject | handle | crash | restart | pause | publish |
-    /// broker_restart | drain`.
+    /// broker_restart | wait | drain`.
     pub op: String,
     /// `fetch`: the name bound to the returned lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]

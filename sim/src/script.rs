@@ -105,6 +105,10 @@ pub enum Op {
     Publish,
     /// The broker restarts.
     BrokerRestart,
+    /// Time reaches the step's `at_ms` and nothing else happens: the step's checks run, and
+    /// a lease whose deadline passed while the broker (expiring lazily) still holds its
+    /// record is told as lapsed.
+    Wait,
     /// The liveness phase.
     Drain {
         /// The handler's outcome.
@@ -339,13 +343,18 @@ fn run_one<B: Backend>(
     names: &mut BTreeMap<String, Issuance>,
 ) -> Ran {
     engine.set_step(Some(step.index));
+    // The leases a wait sees lapse: live before time moves to the step.
+    let lapsing = match &step.op {
+        Op::Wait => engine.lapsing(step.at_ms),
+        _ => Vec::new(),
+    };
     if step.before_timer {
         engine.run_before(step.at_ms);
     } else {
         engine.run_until(step.at_ms);
     }
     let first_line = engine.trace().lines.len();
-    let actual = run_step(engine, step, names);
+    let actual = run_step(engine, step, names, &lapsing);
     engine.end_step();
     (step.index, step.expect.clone(), first_line, actual)
 }
@@ -519,6 +528,7 @@ fn run_step<B: Backend>(
     engine: &mut Engine<B>,
     step: &ScriptStep,
     names: &mut BTreeMap<String, Issuance>,
+    lapsing: &[Issuance],
 ) -> String {
     let worker = step.worker.unwrap_or(0);
     match &step.op {
@@ -542,6 +552,10 @@ fn run_step<B: Backend>(
         }
         Op::BrokerRestart => {
             engine.broker_restart();
+            "ok".to_string()
+        }
+        Op::Wait => {
+            engine.tell_lapsed(lapsing);
             "ok".to_string()
         }
         Op::Drain {

@@ -358,6 +358,13 @@ fn body(out: &mut String, at: &At, notes: &mut Vec<&'static str>) {
                 out.push(')');
             }
         }
+        LineKind::Lapsed { issuance } => {
+            let _ = write!(
+                out,
+                "lease {} lapses (its deadline passed; the broker expires it at its next fetch)",
+                trace.lease(*issuance).name
+            );
+        }
         LineKind::DrainStarted => out.push_str("faults heal; the workers drain the queue"),
         kind @ LineKind::DrainEnded { .. } => out.push_str(&drain_ended(trace, kind)),
     }
@@ -830,6 +837,7 @@ fn operation(kind: &LineKind) -> (&'static str, Option<Issuance>) {
         LineKind::Paused { .. } => ("pause", None),
         LineKind::BrokerRestarted { .. } => ("broker_restart", None),
         LineKind::Expired { issuance, .. } => ("expire", Some(*issuance)),
+        LineKind::Lapsed { issuance } => ("lapse", Some(*issuance)),
         LineKind::DrainStarted => ("drain_start", None),
         LineKind::DrainEnded { .. } => ("drain_end", None),
     }

@@ -276,6 +276,11 @@ pub enum LineKind {
         /// The group's frontier before and after, when it moved.
         frontier: Option<(Seq, Seq)>,
     },
+    /// A lease's deadline passed; the broker expires it at its next fetch.
+    Lapsed {
+        /// The lease.
+        issuance: Issuance,
+    },
     /// Faults heal and the workers drain the queue (liveness phase).
     DrainStarted,
     /// The liveness phase ended.

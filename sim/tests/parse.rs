@@ -86,7 +86,7 @@ fn unknown_op() {
     assert_eq!((e.line, e.column), (21, 6));
     assert_eq!(
         e.to_string(),
-        "bad.toml:21:6: field `step[1].op`: unknown op 'ackk' (expected one of fetch, ack, nack, renew, reject, handle, crash, restart, pause, publish, broker_restart, drain)"
+        "bad.toml:21:6: field `step[1].op`: unknown op 'ackk' (expected one of fetch, ack, nack, renew, reject, handle, crash, restart, pause, publish, broker_restart, wait, drain)"
     );
 }
 

@@ -26,6 +26,7 @@ const RUN: &[&str] = &[
     "redis-streams-fenced-late-xack.toml",
     "liveness-crash-broker-restart.toml",
     "clock-skew-fenced.toml",
+    "wait-lapse-on-fetch.toml",
     "mutant-unfenced-settle.toml",
     "mutant-renew-revives.toml",
     "mutant-lease-id-reuse.toml",

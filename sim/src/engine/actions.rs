@@ -8,7 +8,7 @@ use crate::coverage::Probe;
 use crate::event::{Event, FetchOutcome, Origin, RunId};
 use crate::trace::{Fault, WorkerIx};
 use leasehold_model::runtime::{self, When};
-use leasehold_model::{Backend, GroupIx, Issuance, Lease, Ms, Seq, SettleError};
+use leasehold_model::{Backend, GroupIx, Issuance, Lease, Ms, Seq, SettleError, Status};
 use smallvec::SmallVec;
 
 impl<B: Backend> Engine<B> {
@@ -308,6 +308,34 @@ impl<B: Backend> Engine<B> {
             self.hits.hit(Probe::PausePastLease);
         }
         self.emit(self.now_ms, Event::Paused { worker, until_ms });
+    }
+
+    /// The leases live by their contract whose deadline is at or before `at_ms`: those that
+    /// lapse when time reaches it.
+    pub fn lapsing(&self, at_ms: Ms) -> Vec<Issuance> {
+        let mut due: Vec<Issuance> = self
+            .oracle
+            .live_deadlines()
+            .filter(|&(_, deadline_ms)| deadline_ms <= at_ms)
+            .map(|(issuance, _)| issuance)
+            .collect();
+        due.sort_unstable();
+        due
+    }
+
+    /// Tells which of `leases` (from [`Engine::lapsing`], time having reached their deadline
+    /// since) ended by their contract while the broker still holds their record leased: a
+    /// broker that expires lazily has not expired them yet. (One the broker expired already
+    /// has its expiry's line.)
+    pub fn tell_lapsed(&mut self, leases: &[Issuance]) {
+        for &issuance in leases {
+            let Some(lease) = self.leases.get(issuance).map(|l| l.lease) else {
+                continue;
+            };
+            if self.backend.status_kind(lease.group, lease.seq) == Status::Leased {
+                self.emit(self.now_ms, Event::Lapsed { issuance });
+            }
+        }
     }
 
     /// The broker restarts: durable state survives, volatile state is lost (per variant).
