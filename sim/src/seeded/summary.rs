@@ -70,7 +70,7 @@ pub struct Summary {
     pub failures: BTreeMap<Invariant, Failures>,
     /// Seeds a named bound stopped without a verdict (inconclusive: never a violation).
     pub seeds_inconclusive: u64,
-    /// Per bound, the seeds it stopped.
+    /// Per bound, the seeds it stopped without a verdict.
     pub inconclusive: BTreeMap<Bound, Failures>,
     /// Steps over all runs.
     pub steps: u64,
@@ -125,14 +125,16 @@ impl Summary {
         self.campaign_hash = self
             .campaign_hash
             .wrapping_add(seed_hash(outcome.seed, outcome.trace_hash));
-        if let Some(bound) = outcome.inconclusive {
-            self.seeds_inconclusive += 1;
-            self.inconclusive
-                .entry(bound)
-                .or_default()
-                .add(outcome.seed);
-        }
         if outcome.violations.is_empty() {
+            // A seed is inconclusive when a bound stopped it without a verdict: one that broke
+            // an invariant first has its verdict (failed), whatever bound it reached later.
+            if let Some(bound) = outcome.inconclusive {
+                self.seeds_inconclusive += 1;
+                self.inconclusive
+                    .entry(bound)
+                    .or_default()
+                    .add(outcome.seed);
+            }
             return;
         }
         self.seeds_failed += 1;
