@@ -192,11 +192,7 @@ fn located(
 pub fn parse(src: &str, file: &str) -> Result<Script, ParseError> {
     let doc = match ImDocument::parse(src) {
         Ok(doc) => doc,
-        Err(error) => {
-            let offset = error.span().map_or(0, |span| span.start);
-            let message = format!("invalid TOML: {}", one_line(error.message()));
-            return Err(located(src, file, offset, None, message));
-        }
+        Err(error) => return Err(syntax_error(src, file, &error)),
     };
     let at = Locator { src, file, doc };
     let scenario = scenario_of_toml(src, file)?;
@@ -208,14 +204,48 @@ pub fn parse(src: &str, file: &str) -> Result<Script, ParseError> {
 pub fn scenario_of_toml(src: &str, file: &str) -> Result<Scenario, ParseError> {
     toml::from_str(src).map_err(|error: toml::de::Error| {
         if let Err(syntax) = ImDocument::parse(src) {
-            let offset = syntax.span().map_or(0, |span| span.start);
-            let message = format!("invalid TOML: {}", one_line(syntax.message()));
-            return located(src, file, offset, None, message);
+            return syntax_error(src, file, &syntax);
         }
         let offset = error.span().map_or(0, |span| span.start);
-        let field = field_at(src, offset);
-        located(src, file, offset, field, one_line(error.message()))
+        let message = one_line(error.message());
+        let field = named_field(src, offset, &message).or_else(|| field_at(src, offset));
+        let message = match message.as_str() {
+            "duplicate field `lease_ms`" if src.contains("claim_idle_ms") => {
+                format!("{message} (`claim_idle_ms` is another name for it: give one of them)")
+            }
+            _ => message,
+        };
+        located(src, file, offset, field, message)
     })
+}
+
+/// The field a "missing field `x`" or "duplicate field `x`" error names, within the table
+/// the error points at (its header's line, or the top level).
+fn named_field(src: &str, offset: usize, message: &str) -> Option<String> {
+    let name = ["missing field `", "duplicate field `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix))?
+        .split('`')
+        .next()?;
+    let line_start = src[..offset.min(src.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let at_header = src[line_start..].trim_start().starts_with('[');
+    match field_at(src, offset) {
+        Some(table) if at_header => Some(format!("{table}.{name}")),
+        _ if offset == 0 => Some(name.to_string()),
+        _ => None,
+    }
+}
+
+/// A TOML syntax error, located; it names the key of its line when it is in a value (a
+/// number too large, a string left open).
+fn syntax_error(src: &str, file: &str, error: &toml_edit::TomlError) -> ParseError {
+    let offset = error.span().map_or(0, |span| span.start).min(src.len());
+    let message = format!("invalid TOML: {}", one_line(error.message()));
+    let line_start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let field = field_at(src, offset).filter(|_| src[line_start..offset].contains('='));
+    located(src, file, offset, field, message)
 }
 
 fn one_line(text: &str) -> String {

@@ -301,6 +301,9 @@ fn syntax_errors_and_wrong_types_are_located() {
     let e = error(&with("at_ms = 1000", "at_ms = \"soon\""));
     assert_eq!(e.line, 19, "{e}");
     assert_eq!(e.field.as_deref(), Some("step[1].at_ms"), "{e}");
+    let e = error(&with("events = 1", "events = 99999999999999999999"));
+    assert_eq!(e.line, 6, "{e}");
+    assert_eq!(e.field.as_deref(), Some("config.events"), "{e}");
 }
 
 #[test]
@@ -389,5 +392,30 @@ fn a_scripted_scenario_has_no_seeded_sections() {
         25,
         Some("workload"),
         "[workload] belongs to a seeded scenario",
+    );
+}
+
+#[test]
+fn a_missing_or_doubled_field_is_named_in_its_table() {
+    check(
+        &with("name = \"base\"\n", ""),
+        1,
+        Some("name"),
+        "missing field `name`",
+    );
+    check(
+        &with("lease_ms = 30000\n", ""),
+        4,
+        Some("config.lease_ms"),
+        "missing field `lease_ms`",
+    );
+    check(
+        &with(
+            "lease_ms = 30000\n",
+            "lease_ms = 30000\nclaim_idle_ms = 5\n",
+        ),
+        4,
+        Some("config.lease_ms"),
+        "`claim_idle_ms` is another name for it",
     );
 }
