@@ -104,6 +104,28 @@ fn a_violation_without_expect_exits_1() {
     let out = leasehold(&["replay", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("violated: I1 stale-never-counts"));
+    // `timeline` answers the same question with its status, text or drawing.
+    let out = leasehold(&["timeline", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("I1 stale-never-counts"));
+    let svg = path.with_extension("svg");
+    let out = leasehold(&[
+        "timeline",
+        path.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(svg.exists());
+    // With the violation expected, it is a regression test that holds: 0.
+    let expected = scratch(
+        "expected.toml",
+        &format!("{src}\n[expect]\nviolated = \"I1\"\n"),
+    );
+    for command in ["replay", "timeline"] {
+        let out = leasehold(&[command, expected.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{command}: {}", stdout(&out));
+    }
 }
 
 #[test]

@@ -1,7 +1,10 @@
 //! `leasehold timeline FILE [--svg OUT]`: prints a scenario's timeline, or draws it as SVG.
 //!
-//! The timeline is the same one `replay` prints, for a scripted or a seeded file; this command does not judge the run (exit 0
-//! whenever the file runs; 2 for a bad file or an unwritable output).
+//! The timeline is the same one `replay` prints, for a scripted or a seeded file. The exit
+//! status answers the question `replay`'s does (SPEC section 7): 0 when the run matched the
+//! file's `[expect]` (a file that expects its known violation draws with 0), 1 when it did
+//! not (a violation a file without `[expect]` did not announce), 2 for a bad file or an
+//! unwritable output.
 
 use crate::cli::{CmdResult, Status};
 use crate::cmd::redis::{self, RedisArgs};
@@ -9,6 +12,7 @@ use crate::cmd::replay::{load, run_on, BACKENDS};
 use crate::cmd::sim::progress::StdoutTimeline;
 use crate::cmd::sim::{record_if_seeded, streamed_violations};
 use crate::files::{is_stream, write_atomic};
+use leasehold_sim::seeded::seeded_file::check_expect;
 use leasehold_sim::{svg, timeline};
 use std::path::PathBuf;
 
@@ -36,15 +40,16 @@ pub fn run(args: Args) -> CmdResult {
     }
     // A seeded run's text timeline streams as the run tells it; a drawing needs the whole trace.
     let stream = args.svg.is_none().then(StdoutTimeline::new);
-    let (trace, name, subtitle) =
+    let (trace, name, subtitle, matched) =
         match record_if_seeded(&args.file, &args.backend, stream.as_ref())? {
-            Some((_, outcome)) if stream.is_some() => {
+            Some((scenario, outcome)) if stream.is_some() => {
                 for violation in streamed_violations(&outcome) {
                     println!("{violation}");
                 }
-                return Ok(Status::Ok);
+                return Ok(status(check_expect(&scenario, &outcome).is_empty()));
             }
             Some((scenario, outcome)) => {
+                let matched = check_expect(&scenario, &outcome).is_empty();
                 let recorded = outcome.recorded.expect("a recorded run");
                 let subtitle = format!(
                     "variant {} · ack_policy {} · seed {} · {}",
@@ -53,7 +58,7 @@ pub fn run(args: Args) -> CmdResult {
                     scenario.seed.unwrap_or_default(),
                     args.file.display()
                 );
-                (recorded.trace, scenario.name, subtitle)
+                (recorded.trace, scenario.name, subtitle, matched)
             }
             None => {
                 let script = load(&args.file)?;
@@ -64,7 +69,12 @@ pub fn run(args: Args) -> CmdResult {
                     script.setup.ack_policy,
                     args.file.display()
                 );
-                (replay.trace, script.scenario.name.clone(), subtitle)
+                (
+                    replay.trace,
+                    script.scenario.name.clone(),
+                    subtitle,
+                    replay.matched,
+                )
             }
         };
     match &args.svg {
@@ -91,5 +101,14 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
     }
-    Ok(Status::Ok)
+    Ok(status(matched))
+}
+
+/// The status of a run that matched (or not) its file's `[expect]`.
+fn status(matched: bool) -> Status {
+    if matched {
+        Status::Ok
+    } else {
+        Status::Failed
+    }
 }
