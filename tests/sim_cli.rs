@@ -191,6 +191,41 @@ fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A hand-written failing script shrinks too: fewer steps, the same violation, a file that
+/// replays as written; a script that holds has nothing to shrink (exit 1).
+#[test]
+fn a_failing_scripted_scenario_shrinks_by_steps() {
+    let dir = scratch_dir("shrink-script");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = dir.join("late-ack.toml");
+    std::fs::copy(root.join("scenarios/mutant-unfenced-settle.toml"), &path).unwrap();
+    let file = path.to_str().unwrap();
+    let steps = |text: &str| text.matches("[[step]]").count();
+    let before = steps(&std::fs::read_to_string(&path).unwrap());
+    let out = leasehold(&["shrink", file]);
+    let report = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    let written = report
+        .lines()
+        .find_map(|l| l.strip_prefix("wrote "))
+        .unwrap_or_else(|| panic!("{report}"));
+    let text = std::fs::read_to_string(written).unwrap();
+    assert!(steps(&text) < before, "{before} steps before:\n{text}");
+    assert!(text.contains("violated = \"I1\""), "{text}");
+    let replay = leasehold(&["replay", written]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    assert!(stdout(&replay).contains("I1 stale-never-counts"));
+
+    let holds = dir.join("holds.toml");
+    std::fs::copy(root.join("scenarios/t0-t5-stale-ack.toml"), &holds).unwrap();
+    let out = leasehold(&["shrink", holds.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("nothing to shrink"));
+    let out = leasehold(&["shrink", file, "--backend", "embedded"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn bad_flags_are_one_line_errors_with_status_2() {
     for args in [

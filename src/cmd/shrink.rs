@@ -1,13 +1,13 @@
-//! `leasehold shrink FILE`: minimises a failing seeded scenario while it still breaks the same
-//! invariant — first its size and faults, then the run written as a scripted scenario, step by
-//! step (delta debugging) — writes the scripted result beside the input (never overwriting)
-//! and prints what shrank.
+//! `leasehold shrink FILE`: minimises a failing scenario while it still breaks the same
+//! invariant — a seeded one first in its size and faults, then as the run written as a
+//! scripted scenario, step by step (delta debugging); a scripted one step by step at once —
+//! writes the scripted result beside the input (never overwriting) and prints what shrank.
 
 use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::sim::{load_scenario, load_seeded_file};
 use crate::files;
 use leasehold_model::Invariant;
-use leasehold_sim::scenario::Scenario;
+use leasehold_sim::scenario::{Expect, Scenario};
 use leasehold_sim::seeded::ddmin;
 use leasehold_sim::seeded::seeded_file::{run_setup, to_toml, BackendKind};
 use leasehold_sim::seeded::shrink::{self, size, Shrunk};
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 /// Arguments of `leasehold shrink`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The failing seeded scenario (as `leasehold sim` writes them).
+    /// The failing scenario: seeded (as `leasehold sim` writes them) or scripted.
     pub file: PathBuf,
     /// Bound on the runs tried.
     #[arg(long, default_value_t = 500)]
@@ -42,9 +42,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let scenario = load_scenario(&args.file)?;
     if scenario.seed.is_none() {
-        return Err(UserError(format!(
-            "{name}: only seeded scenarios (seed = N) can be shrunk; a scripted one is already explicit"
-        )));
+        return shrink_script(&args, &name, scenario);
     }
     let (_, setup) = load_seeded_file(&args.file)?;
     backend
@@ -85,6 +83,76 @@ pub fn run(args: Args) -> CmdResult {
     let Some(story) = story(&name, &shrunk, backend, target, args.runs_max)? else {
         return Ok(Status::Failed);
     };
+    let path = write_beside(&args, &story)?;
+    println!("wrote {}", path.display());
+    Ok(Status::Ok)
+}
+
+/// A scripted scenario that breaks an invariant, minimised by delta debugging on the pure
+/// broker (steps, then the workers, groups and events it does not need) while it breaks the
+/// same one: the invariant its `[expect]` names, else the first it breaks.
+fn shrink_script(args: &Args, name: &str, scenario: Scenario) -> CmdResult {
+    if args.backend != "pure" {
+        return Err(UserError(format!(
+            "{name}: a scripted scenario shrinks on the pure broker (--backend pure); replay the result on {} to compare",
+            args.backend
+        )));
+    }
+    // Validated as `replay` reads it: a bad file is its one-line error.
+    crate::cmd::replay::load(&args.file)?;
+    let replay = ddmin::replay(&scenario, name).map_err(UserError)?;
+    let wanted = scenario.expect.as_ref().and_then(|e| e.violated.clone());
+    let target = match &wanted {
+        Some(id) => Invariant::parse(id)
+            .ok_or_else(|| UserError(format!("{name}: expect.violated: unknown '{id}'")))?,
+        None => match replay.violations.first() {
+            Some(v) => Invariant::parse(&v.id)
+                .ok_or_else(|| UserError(format!("{name}: unknown invariant '{}'", v.id)))?,
+            None => {
+                println!("{name}: every invariant holds; nothing to shrink");
+                return Ok(Status::Failed);
+            }
+        },
+    };
+    if !ddmin::breaks(&scenario, target) {
+        println!("{name}: the run does not break {target}; nothing to shrink");
+        return Ok(Status::Failed);
+    }
+    println!("shrinking {name} while it breaks {target}");
+    let minimized = ddmin::minimize(&scenario, target, args.runs_max.saturating_mul(10));
+    let mut story = minimized.scenario;
+    story.expect = Some(Expect {
+        violated: Some(target.id().to_string()),
+        ..Expect::default()
+    });
+    story.note = Some(format!(
+        "shrunk from {name}: delta debugging kept {} of {} steps ({} replays)",
+        story.steps.len(),
+        minimized.steps_before,
+        minimized.runs
+    ));
+    println!(
+        "script {} → {} steps ({} replays)",
+        minimized.steps_before,
+        story.steps.len(),
+        minimized.runs
+    );
+    let replay = ddmin::replay(&story, name).map_err(UserError)?;
+    if !replay.matched {
+        println!(
+            "{name}: the shrunk script does not replay as written: {:?}",
+            replay.mismatches
+        );
+        return Ok(Status::Failed);
+    }
+    let path = write_beside(args, &story)?;
+    println!("wrote {}", path.display());
+    Ok(Status::Ok)
+}
+
+/// Writes `story` as `<stem>-shrunk.toml` beside the input (or under `--out`), never over an
+/// existing file.
+fn write_beside(args: &Args, story: &Scenario) -> Result<PathBuf, UserError> {
     let dir = args.out.clone().unwrap_or_else(|| {
         args.file
             .parent()
@@ -96,14 +164,12 @@ pub fn run(args: Args) -> CmdResult {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("scenario");
-    let path = files::write_new(
+    Ok(files::write_new(
         &dir,
         &format!("{stem}-shrunk"),
         "toml",
-        to_toml(&story).as_bytes(),
-    )?;
-    println!("wrote {}", path.display());
-    Ok(Status::Ok)
+        to_toml(story).as_bytes(),
+    )?)
 }
 
 /// The shrunk run as a scripted scenario: each broker-level step of the recorded run written
