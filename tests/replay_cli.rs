@@ -166,6 +166,17 @@ fn json_is_one_object_with_the_timeline_hash_and_verdict() {
     assert_eq!(hash.len(), 16);
     let again = leasehold(&["replay", "scenarios/t0-t5-stale-ack.toml", "--json"]);
     assert_eq!(stdout(&out), stdout(&again), "same file, same output");
+    // `timeline --json` is the same object, for a scripted and a seeded file.
+    for file in [
+        "scenarios/t0-t5-stale-ack.toml",
+        "scenarios/found/stale-timer-seed4.toml",
+    ] {
+        let replay = leasehold(&["replay", file, "--json"]);
+        let timeline = leasehold(&["timeline", file, "--json"]);
+        assert_eq!(timeline.status.code(), replay.status.code(), "{file}");
+        assert!(!stdout(&timeline).is_empty(), "{file}");
+        assert_eq!(stdout(&timeline), stdout(&replay), "{file}");
+    }
 }
 
 /// Each malformed file exits 2 with one stderr line that names the file and line.

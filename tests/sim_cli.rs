@@ -223,6 +223,22 @@ fn a_failing_scripted_scenario_shrinks_by_steps() {
     assert!(stdout(&out).contains("nothing to shrink"));
     let out = leasehold(&["shrink", file, "--backend", "embedded"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+
+    // --json: one object with the figures and the same lines.
+    let out = leasehold(&["shrink", file, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one object");
+    assert_eq!(value["shrunk"], true);
+    assert_eq!(value["invariant"], "I1");
+    assert_eq!(value["steps_before"], before);
+    assert_eq!(value["steps_after"], steps(&text));
+    let second = value["written"].as_str().expect("a file written");
+    assert_ne!(second, written);
+    assert_eq!(std::fs::read_to_string(second).unwrap(), text);
+    let out = leasehold(&["shrink", holds.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one object");
+    assert_eq!(value["shrunk"], false);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -31,10 +31,50 @@ pub struct Args {
     /// Where to write the result (default: beside the input).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print one JSON object at the end (what shrank, the file written) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// What `shrink` tells: its lines as it goes, or (`--json`) one object at the end with the
+/// same lines and the figures.
+struct Out {
+    json: bool,
+    lines: Vec<String>,
+    fields: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Out {
+    fn say(&mut self, line: String) {
+        if !self.json {
+            println!("{line}");
+        }
+        self.lines.push(line);
+    }
+
+    fn set(&mut self, key: &str, value: impl Into<serde_json::Value>) {
+        self.fields.insert(key.to_string(), value.into());
+    }
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    let mut out = Out {
+        json: args.json,
+        lines: Vec::new(),
+        fields: serde_json::Map::new(),
+    };
+    out.set("file", args.file.display().to_string());
+    let status = shrink_file(&args, &mut out)?;
+    if args.json {
+        out.set("shrunk", status == Status::Ok);
+        out.set("lines", out.lines.clone());
+        println!("{}", serde_json::Value::Object(out.fields));
+    }
+    Ok(status)
+}
+
+fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
     let name = args.file.display().to_string();
     let backend = crate::cmd::sim::backend_kind(&args.backend)?;
     if args.backend == "redis" {
@@ -42,7 +82,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let scenario = load_scenario(&args.file)?;
     if scenario.seed.is_none() {
-        return shrink_script(&args, &name, scenario);
+        return shrink_script(args, &name, scenario, out);
     }
     let (_, setup) = load_seeded_file(&args.file)?;
     backend
@@ -61,37 +101,45 @@ pub fn run(args: Args) -> CmdResult {
             match outcome.violations.first() {
                 Some(v) => v.invariant,
                 None => {
-                    println!("{name}: every invariant holds; nothing to shrink");
+                    out.say(format!("{name}: every invariant holds; nothing to shrink"));
                     return Ok(Status::Failed);
                 }
             }
         }
     };
+    out.set("invariant", target.id());
+    out.set("seed", setup.seed);
     if !shrink::breaks(&setup, backend, target) {
-        println!("{name}: the run does not break {target}; nothing to shrink");
+        out.say(format!(
+            "{name}: the run does not break {target}; nothing to shrink"
+        ));
         return Ok(Status::Failed);
     }
     let shrunk = shrink::shrink(&setup, backend, target, args.runs_max);
-    println!(
+    out.say(format!(
         "shrinking {name} (seed {}) while it breaks {target}: {} runs",
         setup.seed, shrunk.runs
-    );
+    ));
     for change in &shrunk.changes {
-        println!("  {change}");
+        out.say(format!("  {change}"));
     }
-    println!("size {} → {}", size(&setup), size(&shrunk.setup));
-    let Some(story) = story(&name, &shrunk, backend, target, args.runs_max)? else {
+    out.say(format!("size {} → {}", size(&setup), size(&shrunk.setup)));
+    out.set("changes", shrunk.changes.clone());
+    out.set("size_before", size(&setup));
+    out.set("size_after", size(&shrunk.setup));
+    let Some(story) = story(&name, &shrunk, backend, target, args.runs_max, out)? else {
         return Ok(Status::Failed);
     };
-    let path = write_beside(&args, &story)?;
-    println!("wrote {}", path.display());
+    let path = write_beside(args, &story)?;
+    out.say(format!("wrote {}", path.display()));
+    out.set("written", path.display().to_string());
     Ok(Status::Ok)
 }
 
 /// A scripted scenario that breaks an invariant, minimised by delta debugging on the pure
 /// broker (steps, then the workers, groups and events it does not need) while it breaks the
 /// same one: the invariant its `[expect]` names, else the first it breaks.
-fn shrink_script(args: &Args, name: &str, scenario: Scenario) -> CmdResult {
+fn shrink_script(args: &Args, name: &str, scenario: Scenario, out: &mut Out) -> CmdResult {
     if args.backend != "pure" {
         return Err(UserError(format!(
             "{name}: a scripted scenario shrinks on the pure broker (--backend pure); replay the result on {} to compare",
@@ -109,16 +157,19 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario) -> CmdResult {
             Some(v) => Invariant::parse(&v.id)
                 .ok_or_else(|| UserError(format!("{name}: unknown invariant '{}'", v.id)))?,
             None => {
-                println!("{name}: every invariant holds; nothing to shrink");
+                out.say(format!("{name}: every invariant holds; nothing to shrink"));
                 return Ok(Status::Failed);
             }
         },
     };
+    out.set("invariant", target.id());
     if !ddmin::breaks(&scenario, target) {
-        println!("{name}: the run does not break {target}; nothing to shrink");
+        out.say(format!(
+            "{name}: the run does not break {target}; nothing to shrink"
+        ));
         return Ok(Status::Failed);
     }
-    println!("shrinking {name} while it breaks {target}");
+    out.say(format!("shrinking {name} while it breaks {target}"));
     let minimized = ddmin::minimize(&scenario, target, args.runs_max.saturating_mul(10));
     let mut story = minimized.scenario;
     story.expect = Some(Expect {
@@ -131,22 +182,26 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario) -> CmdResult {
         minimized.steps_before,
         minimized.runs
     ));
-    println!(
+    out.say(format!(
         "script {} → {} steps ({} replays)",
         minimized.steps_before,
         story.steps.len(),
         minimized.runs
-    );
+    ));
+    out.set("steps_before", minimized.steps_before);
+    out.set("steps_after", story.steps.len());
+    out.set("replays", minimized.runs);
     let replay = ddmin::replay(&story, name).map_err(UserError)?;
     if !replay.matched {
-        println!(
+        out.say(format!(
             "{name}: the shrunk script does not replay as written: {:?}",
             replay.mismatches
-        );
+        ));
         return Ok(Status::Failed);
     }
     let path = write_beside(args, &story)?;
-    println!("wrote {}", path.display());
+    out.say(format!("wrote {}", path.display()));
+    out.set("written", path.display().to_string());
     Ok(Status::Ok)
 }
 
@@ -181,6 +236,7 @@ fn story(
     backend: BackendKind,
     target: Invariant,
     runs_max: u64,
+    out: &mut Out,
 ) -> Result<Option<Scenario>, UserError> {
     let outcome = run_setup(&shrunk.setup, backend, true);
     let recorded = outcome
@@ -195,10 +251,10 @@ fn story(
     let seed = shrunk.setup.seed;
     let script = script_of(&shrunk.setup, recorded, target, String::new());
     if !ddmin::breaks(&script, target) {
-        println!(
+        out.say(format!(
             "{name}: the run written as a script ({} steps) does not break {target}; nothing written",
             script.steps.len()
-        );
+        ));
         return Ok(None);
     }
     let minimized = ddmin::minimize(&script, target, runs_max.saturating_mul(10));
@@ -213,18 +269,21 @@ fn story(
         story.steps.len(),
         minimized.runs
     ));
-    println!(
+    out.say(format!(
         "script {} → {} steps ({} replays)",
         minimized.steps_before,
         story.steps.len(),
         minimized.runs
-    );
+    ));
+    out.set("steps_before", minimized.steps_before);
+    out.set("steps_after", story.steps.len());
+    out.set("replays", minimized.runs);
     let replay = ddmin::replay(&story, name).map_err(UserError)?;
     if !replay.matched {
-        println!(
+        out.say(format!(
             "{name}: the shrunk script does not replay as written: {:?}",
             replay.mismatches
-        );
+        ));
         return Ok(None);
     }
     Ok(Some(story))

@@ -24,6 +24,10 @@ pub struct Args {
     /// Write an SVG drawing of the timeline to this file (atomically) instead of printing.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
+    /// Print the timeline as one JSON object (its lines and a structured record per line; the
+    /// object `replay --json` prints).
+    #[arg(long, conflicts_with = "svg")]
+    pub json: bool,
     /// The broker under test: `pure`, `embedded` (`fenced` only) or `redis` (the
     /// `redis-streams` variants only).
     #[arg(long, default_value = "pure", value_parser = BACKENDS)]
@@ -35,6 +39,14 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    if args.json {
+        return crate::cmd::replay::run(crate::cmd::replay::Args {
+            file: args.file,
+            json: true,
+            backend: args.backend,
+            redis: args.redis,
+        });
+    }
     if args.backend == "redis" {
         redis::configure(&args.redis)?;
     }
