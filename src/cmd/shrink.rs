@@ -154,7 +154,7 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario, out: &mut Out) -> 
         Some(id) => Invariant::parse(id)
             .ok_or_else(|| UserError(format!("{name}: expect.violated: unknown '{id}'")))?,
         None => match replay.violations.first() {
-            Some(v) => Invariant::parse(&v.id)
+            Some(v) => Invariant::parse(v.id)
                 .ok_or_else(|| UserError(format!("{name}: unknown invariant '{}'", v.id)))?,
             None => {
                 out.say(format!("{name}: every invariant holds; nothing to shrink"));
@@ -219,12 +219,12 @@ fn write_beside(args: &Args, story: &Scenario) -> Result<PathBuf, UserError> {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("scenario");
-    Ok(files::write_new(
+    files::write_new(
         &dir,
         &format!("{stem}-shrunk"),
         "toml",
         to_toml(story).as_bytes(),
-    )?)
+    )
 }
 
 /// The shrunk run as a scripted scenario: each broker-level step of the recorded run written
