@@ -146,6 +146,13 @@ python3 -c 'import sys; lines, wall, rss = sys.argv[1:]
 print(f"| replay volatile-ack-seed1.toml | {int(lines):,} | {wall} | {int(rss) / 1024:.1f} MB |")' \
   "$(grep -c '^t[0-9]' "$OUT/best.out" || true)" "$(field "Elapsed (wall clock) time (h:mm:ss or m:ss)")" \
   "$(field "Maximum resident set size (kbytes)")"
+# One record per timeline line; the object is one long line: counted as it streams.
+json_timeline_lines() { tr ',' '\n' | grep -c '^"text":"t[0-9]' || true; }
+FILTER=json_timeline_lines best_of "$BIN" replay "$FOUND" --json
+python3 -c 'import sys; lines, wall, rss = sys.argv[1:]
+print(f"| replay volatile-ack-seed1.toml --json (run three times: verdict, records, lines) | {int(lines):,} | {wall} | {int(rss) / 1024:.1f} MB |")' \
+  "$(cat "$OUT/best.out")" "$(field "Elapsed (wall clock) time (h:mm:ss or m:ss)")" \
+  "$(field "Maximum resident set size (kbytes)")"
 echo
 
 echo "## Large seeds of the protocols that hold"

@@ -612,6 +612,29 @@ fn a_seeded_replay_streams_the_timeline_its_json_renders_whole() {
         .map(|v| v.as_str().unwrap())
         .collect();
     assert!(!violations.is_empty());
+    // The JSON is streamed too (the run again per array): it is the whole recorded trace's.
+    {
+        use leasehold_sim::seeded::seeded_file::{load_seeded, run_setup, BackendKind};
+        use leasehold_sim::timeline;
+        let setup = load_seeded(&std::fs::read_to_string(&saved).unwrap(), file).unwrap();
+        let outcome = run_setup(&setup, BackendKind::Pure, true);
+        let trace = &outcome.recorded.as_ref().expect("recorded").trace;
+        let render = timeline::render(trace);
+        assert_eq!(rendered, render.lines);
+        let records = serde_json::to_value(timeline::records(trace, &render)).unwrap();
+        assert_eq!(whole["records"], records);
+        let texts: Vec<String> = trace
+            .violations
+            .iter()
+            .map(|found| timeline::violation_text(found, &render))
+            .collect();
+        assert_eq!(violations, texts);
+        assert_eq!(whole["steps"], outcome.steps);
+        assert_eq!(
+            whole["trace_hash"],
+            format!("{:016x}", outcome.trace_hash).as_str()
+        );
+    }
     for command in ["replay", "timeline"] {
         let streamed = leasehold(&[command, file]);
         let text = stdout(&streamed);

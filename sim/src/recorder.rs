@@ -63,6 +63,17 @@ impl std::fmt::Debug for TimelineSink {
     }
 }
 
+/// Where a streamed timeline's records go ([`crate::timeline::Record`], what `--json` gives
+/// for each shown line): called in order, as soon as each line is final.
+#[derive(Clone)]
+pub struct RecordSink(pub std::sync::Arc<dyn Fn(&crate::timeline::Record) + Send + Sync>);
+
+impl std::fmt::Debug for RecordSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecordSink")
+    }
+}
+
 /// What a streamed timeline told, besides its lines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Streamed {
@@ -82,6 +93,8 @@ const STREAM_FLUSH_LINES: usize = 256;
 #[derive(Clone, Debug)]
 struct Stream {
     sink: TimelineSink,
+    /// Where each shown line's record goes, when asked for.
+    records: Option<RecordSink>,
     renderer: Renderer,
     /// By request id, the request a follow-up nack answers.
     follow_ups: Window<Option<RequestId>>,
@@ -166,6 +179,7 @@ impl Recorder {
         let mut recorder = Recorder::new(workers, groups);
         recorder.stream = Some(Box::new(Stream {
             sink,
+            records: None,
             renderer: Renderer::new(workers.len()),
             follow_ups: Window::default(),
             open_requests: BTreeSet::new(),
@@ -179,6 +193,14 @@ impl Recorder {
             kept_lines_max: 0,
         }));
         recorder
+    }
+
+    /// A streamed recorder that also hands each shown line's record to `records`.
+    pub fn with_records(mut self, records: RecordSink) -> Recorder {
+        if let Some(stream) = &mut self.stream {
+            stream.records = Some(records);
+        }
+        self
     }
 
     /// Whether the recorder streams its timeline.
@@ -229,14 +251,28 @@ impl Recorder {
             stream.render_limit(trace, &self.run_line)
         };
         let sink = stream.sink.clone();
-        let mut emit = |text: &str| (sink.0)(text);
+        let records = stream.records.clone();
+        let mut shown_text = String::new();
         for i in stream.renderer.next()..limit.max(stream.renderer.next()) {
             let has_later = trace.lines[i]
                 .worker
                 .is_some_and(|w| stream.last_not_restart[w].is_some_and(|l| l > i));
+            let (marked, t) = (stream.renderer.marked(), stream.renderer.shown());
+            let mut emit = |text: &str| {
+                (sink.0)(text);
+                if records.is_some() {
+                    shown_text.clear();
+                    shown_text.push_str(text);
+                }
+            };
             stream
                 .renderer
                 .line(trace, &stream.follow_ups, i, has_later, &mut emit);
+            if let Some(records) = records.as_ref().filter(|_| stream.renderer.shown() > t) {
+                let violations = crate::timeline::violations_marked(trace, marked..=i);
+                let text = std::mem::take(&mut shown_text);
+                (records.0)(&crate::timeline::record_of(trace, i, t, text, violations));
+            }
             stream.resumed.remove(&i);
         }
         while let Some(found) = trace.violations.get(stream.violation_t.len()) {

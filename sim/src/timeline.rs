@@ -139,6 +139,12 @@ impl Renderer {
         self.shown
     }
 
+    /// The first line whose violations the next shown line marks (those recorded after a
+    /// line from here on: see [`violations_marked`]).
+    pub fn marked(&self) -> usize {
+        self.marked
+    }
+
     /// The first line a folded restart still waits on (its `tN` is not known yet).
     pub fn first_fold(&self) -> Option<usize> {
         self.folds.first().map(|&(line, _)| line)
@@ -258,11 +264,23 @@ struct At<'a> {
 
 /// Marks the violations found after trace lines `lines` (the last one shown): `⚠ I1 violated`.
 fn marks(out: &mut String, trace: &Trace, lines: std::ops::RangeInclusive<usize>) {
-    for found in &trace.violations {
-        if found.line.is_some_and(|line| lines.contains(&line)) {
-            let _ = write!(out, "   ⚠ {} violated", found.invariant().id());
-        }
+    for id in violations_marked(trace, lines) {
+        let _ = write!(out, "   ⚠ {id} violated");
     }
+}
+
+/// The invariants of the violations found after trace lines `lines`: those a shown line
+/// marks, when `lines` runs from the line after the previous shown one to it.
+pub fn violations_marked(
+    trace: &Trace,
+    lines: std::ops::RangeInclusive<usize>,
+) -> Vec<&'static str> {
+    trace
+        .violations
+        .iter()
+        .filter(|found| found.line.is_some_and(|line| lines.contains(&line)))
+        .map(|found| found.invariant().id())
+        .collect()
 }
 
 /// For each request, the request it follows up, if it is the runtime's nack after another
@@ -843,9 +861,11 @@ fn operation(kind: &LineKind) -> (&'static str, Option<Issuance>) {
     }
 }
 
-/// The shown lines of `trace` as structured records, in timeline order: one per `tN`.
+/// The shown lines of `trace` as structured records, in timeline order: one per `tN`, each
+/// with the violations its line marks.
 pub fn records(trace: &Trace, timeline: &Timeline) -> Vec<Record> {
     let mut out: Vec<Record> = Vec::new();
+    let mut marked = 0;
     for (i, line) in trace.lines.iter().enumerate() {
         let Some(t) = timeline.index[i] else { continue };
         if line.kind == LineKind::Restarted
@@ -854,40 +874,49 @@ pub fn records(trace: &Trace, timeline: &Timeline) -> Vec<Record> {
             // A folded restart: told on its worker's next line, which is its own record.
             continue;
         }
-        let (operation, issuance) = operation(&line.kind);
-        let mut requests = Vec::new();
-        for part in &line.parts {
-            match *part {
-                Part::Request(id) if trace.request(id).landed_line != Some(i) => {
-                    requests.push(request_record(trace, id, "sent"));
-                }
-                Part::Landed { request, duplicate } => {
-                    let event = if duplicate.is_some() {
-                        "duplicate"
-                    } else {
-                        "landed"
-                    };
-                    requests.push(request_record(trace, request, event));
-                }
-                _ => {}
-            }
-        }
-        let violations = trace
-            .violations
-            .iter()
-            .filter(|f| timeline.t_of(f.line) == Some(t))
-            .map(|f| f.invariant().id())
-            .collect();
-        out.push(Record {
-            t,
-            at_ms: line.at_ms,
-            worker: line.worker.map(|w| trace.workers[w].clone()),
-            operation,
-            lease: issuance.map(|l| trace.lease(l).name.clone()),
-            requests,
-            violations,
-            text: timeline.lines.get(t).cloned().unwrap_or_default(),
-        });
+        let violations = violations_marked(trace, marked..=i);
+        marked = i + 1;
+        let text = timeline.lines.get(t).cloned().unwrap_or_default();
+        out.push(record_of(trace, i, t, text, violations));
     }
     out
+}
+
+/// The record of trace line `i`, shown as `tN` = `t` with `text`, marking `violations`.
+pub fn record_of(
+    trace: &Trace,
+    i: usize,
+    t: usize,
+    text: String,
+    violations: Vec<&'static str>,
+) -> Record {
+    let line = &trace.lines[i];
+    let (operation, issuance) = operation(&line.kind);
+    let mut requests = Vec::new();
+    for part in &line.parts {
+        match *part {
+            Part::Request(id) if trace.request(id).landed_line != Some(i) => {
+                requests.push(request_record(trace, id, "sent"));
+            }
+            Part::Landed { request, duplicate } => {
+                let event = if duplicate.is_some() {
+                    "duplicate"
+                } else {
+                    "landed"
+                };
+                requests.push(request_record(trace, request, event));
+            }
+            _ => {}
+        }
+    }
+    Record {
+        t,
+        at_ms: line.at_ms,
+        worker: line.worker.map(|w| trace.workers[w].clone()),
+        operation,
+        lease: issuance.map(|l| trace.lease(l).name.clone()),
+        requests,
+        violations,
+        text,
+    }
 }

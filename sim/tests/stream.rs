@@ -3,26 +3,31 @@
 //! still open.
 
 use leasehold_model::Variant;
-use leasehold_sim::recorder::TimelineSink;
+use leasehold_sim::recorder::{RecordSink, TimelineSink};
 use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::seeded_file::{first_violation_story, run_setup, run_setup_with};
 use leasehold_sim::seeded::{BackendKind, RunOptions, RunOutcome, Setup};
-use leasehold_sim::timeline;
+use leasehold_sim::timeline::{self, Record};
 use std::sync::{Arc, Mutex};
 
-/// Runs `setup` with a streamed timeline: its lines, and the outcome.
-fn streamed(setup: &Setup) -> (Vec<String>, RunOutcome) {
+/// Runs `setup` with a streamed timeline: its lines, its records, and the outcome.
+fn streamed(setup: &Setup) -> (Vec<String>, Vec<Record>, RunOutcome) {
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&lines);
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let (line_sink, record_sink) = (Arc::clone(&lines), Arc::clone(&records));
     let options = RunOptions {
         timeline: Some(TimelineSink(Arc::new(move |line: &str| {
-            sink.lock().unwrap().push(line.to_string());
+            line_sink.lock().unwrap().push(line.to_string());
+        }))),
+        records: Some(RecordSink(Arc::new(move |record: &Record| {
+            record_sink.lock().unwrap().push(record.clone());
         }))),
         ..RunOptions::default()
     };
     let outcome = run_setup_with(setup, BackendKind::Pure, &options);
     let lines = std::mem::take(&mut *lines.lock().unwrap());
-    (lines, outcome)
+    let records = std::mem::take(&mut *records.lock().unwrap());
+    (lines, records, outcome)
 }
 
 /// Compares the streamed run of `setup` with its whole recording; returns the lines shown.
@@ -30,7 +35,7 @@ fn same_story(setup: &Setup, what: &str) -> usize {
     let whole = run_setup(setup, BackendKind::Pure, true);
     let recorded = whole.recorded.as_ref().expect("a recorded run");
     let rendered = timeline::render(&recorded.trace);
-    let (lines, outcome) = streamed(setup);
+    let (lines, records, outcome) = streamed(setup);
     assert_eq!(outcome.trace_hash, whole.trace_hash, "{what}");
     assert_eq!(outcome.violations, whole.violations, "{what}");
     if let Some(k) =
@@ -42,6 +47,15 @@ fn same_story(setup: &Setup, what: &str) -> usize {
         );
     }
     assert_eq!(lines.len(), rendered.lines.len(), "{what}");
+    // The records `--json` gives, streamed with the lines: those of the whole trace.
+    let whole = timeline::records(&recorded.trace, &rendered);
+    if let Some(k) = (0..records.len().min(whole.len())).find(|&k| records[k] != whole[k]) {
+        panic!(
+            "{what}: record {k} differs\n streamed: {:?}\n recorded: {:?}",
+            records[k], whole[k]
+        );
+    }
+    assert_eq!(records.len(), whole.len(), "{what}");
     let told = outcome.streamed.expect("a streamed run");
     assert_eq!(told.lines, lines.len(), "{what}");
     let t: Vec<Option<usize>> = recorded
@@ -92,7 +106,7 @@ fn a_streamed_recorder_keeps_what_is_open_not_the_run() {
     let mut setup = Setup::default_for(Variant::Fenced);
     setup.events = 10_000;
     setup.seed = 1;
-    let (lines, outcome) = streamed(&setup);
+    let (lines, _, outcome) = streamed(&setup);
     let told = outcome.streamed.expect("a streamed run");
     assert!(lines.len() > 50_000, "{} lines", lines.len());
     assert!(

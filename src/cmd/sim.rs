@@ -14,6 +14,7 @@ use crate::files;
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::engine::Expiry;
 use leasehold_sim::parse::scenario_of_toml;
+use leasehold_sim::recorder::{RecordSink, TimelineSink};
 use leasehold_sim::scenario::Scenario;
 use leasehold_sim::seeded::campaign::{
     recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
@@ -28,6 +29,7 @@ use leasehold_sim::seeded::{
 };
 use leasehold_sim::timeline;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Arguments of `leasehold sim` (boxed: they are many).
@@ -713,41 +715,65 @@ pub fn replay_if_seeded(
     json: bool,
     backend: &str,
 ) -> Result<Option<Status>, UserError> {
-    if !json {
-        return replay_seeded_text(path, backend);
+    if json {
+        replay_seeded_json(path, backend)
+    } else {
+        replay_seeded_text(path, backend)
     }
+}
+
+/// [`replay_if_seeded`] as one JSON object, streamed: a seeded run is deterministic, so it
+/// runs three times — for its verdict, then its records, then its lines — each streamed,
+/// keeping only what is still open (a large seed's object is written, never held).
+fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
-    let Some((scenario, outcome)) = record_if_seeded(path, backend, None)? else {
+    let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
     };
+    let streamed = |timeline: TimelineSink, records: Option<RecordSink>| {
+        let options = RunOptions {
+            timeline: Some(timeline),
+            records,
+            ..RunOptions::default()
+        };
+        run_setup_with(&setup, kind, &options)
+    };
+    let outcome = streamed(TimelineSink(Arc::new(|_: &str| {})), None);
     let mismatches = check_expect(&scenario, &outcome);
-    let status = if mismatches.is_empty() {
+    let head = serde_json::json!({
+        "header": format!("leasehold replay {name}"),
+        "inconclusive": outcome.inconclusive.map(|b| b.name()),
+        "matched": mismatches.is_empty(),
+        "mismatches": mismatches,
+    });
+    let tail = serde_json::json!({
+        "seed": scenario.seed,
+        "steps": outcome.steps,
+    });
+    let end = serde_json::json!({
+        "trace_hash": format!("{:016x}", outcome.trace_hash),
+        "violations": streamed_violations(&outcome),
+    });
+    // The keys in the order `serde_json` writes an object's: the same bytes as one object.
+    let inner = |value: &serde_json::Value| {
+        let text = value.to_string();
+        text[1..text.len() - 1].to_string()
+    };
+    let out = progress::StdoutTimeline::new();
+    out.write(&format!("{{{},\"records\":[", inner(&head)));
+    streamed(
+        TimelineSink(Arc::new(|_: &str| {})),
+        Some(out.json_records()),
+    );
+    out.write(&format!("],{},\"timeline\":[", inner(&tail)));
+    streamed(out.json_lines(), None);
+    out.write(&format!("],{}}}\n", inner(&end)));
+    out.flush();
+    Ok(Some(if mismatches.is_empty() {
         Status::Ok
     } else {
         Status::Failed
-    };
-    let recorded = outcome.recorded.as_deref().expect("a recorded run");
-    let rendered = timeline::render(&recorded.trace);
-    let violations: Vec<String> = recorded
-        .trace
-        .violations
-        .iter()
-        .map(|found| timeline::violation_text(found, &rendered))
-        .collect();
-    let value = serde_json::json!({
-        "header": format!("leasehold replay {name}"),
-        "seed": scenario.seed,
-        "timeline": rendered.lines,
-        "records": timeline::records(&recorded.trace, &rendered),
-        "violations": violations,
-        "inconclusive": outcome.inconclusive.map(|b| b.name()),
-        "steps": outcome.steps,
-        "mismatches": mismatches,
-        "trace_hash": format!("{:016x}", outcome.trace_hash),
-        "matched": mismatches.is_empty(),
-    });
-    println!("{value}");
-    Ok(Some(status))
+    }))
 }
 
 /// [`replay_if_seeded`] in text: the header, then the timeline as the run tells it (streamed:

@@ -95,6 +95,9 @@ pub struct RunOptions {
     /// its first violation). A violation in the liveness phase is found at its end, as
     /// always.
     pub stop_at_first_violation: bool,
+    /// With `timeline`: also hand each shown line's structured record to this sink, as the
+    /// line is streamed.
+    pub records: Option<crate::recorder::RecordSink>,
 }
 
 /// A run's progress, published every [`PROGRESS_EVERY_STEPS`] steps (written by the run, read
@@ -308,6 +311,9 @@ impl<'a, B: Backend> Driver<'a, B> {
         };
         if let (Some(recorder), Some(sink)) = (engine.recorder_mut(), &options.timeline) {
             *recorder = Recorder::streaming(&setup.worker_names, &setup.group_names, sink.clone());
+            if let Some(records) = &options.records {
+                *recorder = std::mem::take(recorder).with_records(records.clone());
+            }
         }
         if let (Some(recorder), Some(observer)) = (engine.recorder_mut(), &options.observer) {
             recorder.observe_with(observer.clone());

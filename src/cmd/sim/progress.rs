@@ -3,13 +3,14 @@
 //! what the run publishes and never feed anything back into it. A single seed's timeline, when
 //! asked for, streams to standard output as the run goes ([`StdoutTimeline`]).
 
-use leasehold_sim::recorder::TimelineSink;
+use leasehold_sim::recorder::{RecordSink, TimelineSink};
 use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::run::{Progress, RunOptions};
 use leasehold_sim::seeded::seeded_file::run_setup_with;
 use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup, Summary};
+use leasehold_sim::timeline::Record;
 use std::io::IsTerminal;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,16 +37,46 @@ impl StdoutTimeline {
 
     /// The sink a run streams into.
     pub fn sink(&self) -> TimelineSink {
-        let buffer = Arc::clone(&self.0);
+        let out = self.clone();
         TimelineSink(Arc::new(move |line: &str| {
-            let mut buffer = buffer.lock().unwrap_or_else(|e| e.into_inner());
-            buffer.push_str(line);
-            buffer.push('\n');
-            if buffer.len() >= StdoutTimeline::CHUNK {
-                print!("{buffer}");
-                buffer.clear();
-            }
+            out.write(line);
+            out.write("\n");
         }))
+    }
+
+    /// A sink that writes each line as a JSON string, comma-separated (the inside of an
+    /// array).
+    pub fn json_lines(&self) -> TimelineSink {
+        let (out, first) = (self.clone(), Arc::new(AtomicBool::new(true)));
+        TimelineSink(Arc::new(move |line: &str| {
+            if !first.swap(false, Ordering::Relaxed) {
+                out.write(",");
+            }
+            out.write(&serde_json::Value::from(line).to_string());
+        }))
+    }
+
+    /// A sink that writes each record as a JSON object, comma-separated (the inside of an
+    /// array; keys in the order `replay --json` gives them).
+    pub fn json_records(&self) -> RecordSink {
+        let (out, first) = (self.clone(), Arc::new(AtomicBool::new(true)));
+        RecordSink(Arc::new(move |record: &Record| {
+            if !first.swap(false, Ordering::Relaxed) {
+                out.write(",");
+            }
+            let value = serde_json::to_value(record).unwrap_or_default();
+            out.write(&value.to_string());
+        }))
+    }
+
+    /// Appends `text` to what goes out, writing it a chunk at a time.
+    pub fn write(&self, text: &str) {
+        let mut buffer = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        buffer.push_str(text);
+        if buffer.len() >= StdoutTimeline::CHUNK {
+            print!("{buffer}");
+            buffer.clear();
+        }
     }
 
     /// Prints what is gathered.
