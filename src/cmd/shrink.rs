@@ -182,27 +182,39 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario, out: &mut Out) -> 
         minimized.steps_before,
         minimized.runs
     ));
-    out.say(format!(
-        "script {} → {} steps ({} replays)",
-        minimized.steps_before,
-        story.steps.len(),
-        minimized.runs
-    ));
-    out.set("steps_before", minimized.steps_before);
-    out.set("steps_after", story.steps.len());
-    out.set("replays", minimized.runs);
-    let replay = ddmin::replay(&story, name).map_err(UserError)?;
-    if !replay.matched {
-        out.say(format!(
-            "{name}: the shrunk script does not replay as written: {:?}",
-            replay.mismatches
-        ));
+    if !replays_as_written(out, name, &story, minimized.steps_before, minimized.runs)? {
         return Ok(Status::Failed);
     }
     let path = write_beside(args, &story)?;
     out.say(format!("wrote {}", path.display()));
     out.set("written", path.display().to_string());
     Ok(Status::Ok)
+}
+
+/// Tells how far delta debugging shrank the script (`steps_before` steps, `runs` replays)
+/// and whether `story` replays as it is written (saying why not).
+fn replays_as_written(
+    out: &mut Out,
+    name: &str,
+    story: &Scenario,
+    steps_before: usize,
+    runs: u64,
+) -> Result<bool, UserError> {
+    let steps = story.steps.len();
+    out.say(format!(
+        "script {steps_before} → {steps} steps ({runs} replays)"
+    ));
+    out.set("steps_before", steps_before);
+    out.set("steps_after", steps);
+    out.set("replays", runs);
+    let replay = ddmin::replay(story, name).map_err(UserError)?;
+    if !replay.matched {
+        out.say(format!(
+            "{name}: the shrunk script does not replay as written: {:?}",
+            replay.mismatches
+        ));
+    }
+    Ok(replay.matched)
 }
 
 /// Writes `story` as `<stem>-shrunk.toml` beside the input (or under `--out`), never over an
@@ -269,21 +281,7 @@ fn story(
         story.steps.len(),
         minimized.runs
     ));
-    out.say(format!(
-        "script {} → {} steps ({} replays)",
-        minimized.steps_before,
-        story.steps.len(),
-        minimized.runs
-    ));
-    out.set("steps_before", minimized.steps_before);
-    out.set("steps_after", story.steps.len());
-    out.set("replays", minimized.runs);
-    let replay = ddmin::replay(&story, name).map_err(UserError)?;
-    if !replay.matched {
-        out.say(format!(
-            "{name}: the shrunk script does not replay as written: {:?}",
-            replay.mismatches
-        ));
+    if !replays_as_written(out, name, &story, minimized.steps_before, minimized.runs)? {
         return Ok(None);
     }
     Ok(Some(story))
