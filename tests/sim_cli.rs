@@ -191,6 +191,55 @@ fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A fault's magnitude set by a flag is in the campaign's recipe (which reproduces it), and in
+/// the seeded file a failing seed is written to.
+#[test]
+fn fault_magnitudes_from_flags_are_in_the_recipe_and_the_finding() {
+    let dir = scratch_dir("magnitudes");
+    let args = [
+        "sim",
+        "--variant",
+        "unfenced-settle",
+        "--seeds",
+        "0..40",
+        "--delay-ms-max",
+        "7",
+        "--partition-ms-max",
+        "123",
+        "--stop-on-failure",
+        "--out",
+        dir.to_str().unwrap(),
+    ];
+    let out = leasehold(&args);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let recipe = text.lines().next().unwrap();
+    assert!(recipe.contains(" --delay-ms-max 7"), "{recipe}");
+    assert!(recipe.contains(" --partition-ms-max 123"), "{recipe}");
+    let plain = leasehold(&[
+        "sim",
+        "--variant",
+        "unfenced-settle",
+        "--seeds",
+        "0..40",
+        "--no-save",
+    ]);
+    let hash = |text: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("campaign hash ").map(str::to_string))
+            .unwrap_or_default()
+    };
+    assert_ne!(
+        hash(&text),
+        hash(&stdout(&plain)),
+        "the magnitudes change the runs"
+    );
+    let saved = std::fs::read_to_string(first_file(&dir)).unwrap();
+    assert!(saved.contains("delay_ms_max = 7"), "{saved}");
+    assert!(saved.contains("partition_ms_max = 123"), "{saved}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A hand-written failing script shrinks too: fewer steps, the same violation, a file that
 /// replays as written; a script that holds has nothing to shrink (exit 1).
 #[test]
@@ -342,6 +391,18 @@ fn huge_inputs_are_one_line_errors_or_run_never_a_panic() {
         (vec!["sim", "--threads", "0"], "--threads"),
         (vec!["sim", "--shard", "5/99999999999"], "--shard"),
         (vec!["sim", "--seeds", "0..3", "--trace"], "--trace"),
+        (
+            vec!["sim", "--delay-ms-max", "400000000000000000"],
+            "--delay-ms-max",
+        ),
+        (
+            vec!["sim", "--pause-ms-max", "18446744073709551615"],
+            "--pause-ms-max",
+        ),
+        (
+            vec!["sim", "--clock-drift-ppm-max", "1000000"],
+            "--clock-drift-ppm-max",
+        ),
     ] {
         let out = leasehold(&args);
         let err = String::from_utf8_lossy(&out.stderr);

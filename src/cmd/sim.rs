@@ -104,6 +104,30 @@ pub struct Options {
     /// Requests aimed at their lease's deadline (± 1 ms), per settle or renew.
     #[arg(long)]
     pub boundary: Option<Ratio>,
+    /// Longest crash downtime, ms (default: three leases).
+    #[arg(long, value_name = "MS")]
+    pub crash_downtime_ms_max: Option<u64>,
+    /// Longest worker pause, ms (default: three leases; a pause lasts at least a lease).
+    #[arg(long, value_name = "MS")]
+    pub pause_ms_max: Option<u64>,
+    /// Longest network delay, ms (default: a fifth of a lease).
+    #[arg(long, value_name = "MS")]
+    pub delay_ms_max: Option<u64>,
+    /// Longest extra delay of a reordered message, ms (default: half a lease).
+    #[arg(long, value_name = "MS")]
+    pub reorder_ms_max: Option<u64>,
+    /// Longest partition, ms (default: three leases).
+    #[arg(long, value_name = "MS")]
+    pub partition_ms_max: Option<u64>,
+    /// Largest worker clock offset either way, ms (default: a lease and a half).
+    #[arg(long, value_name = "MS")]
+    pub clock_offset_ms_max: Option<u64>,
+    /// Largest worker clock drift either way, parts per million (default: 50,000).
+    #[arg(long, value_name = "PPM")]
+    pub clock_drift_ppm_max: Option<u64>,
+    /// Longest slow handler, ms (default: three leases; a slow handler runs at least a lease).
+    #[arg(long, value_name = "MS")]
+    pub slow_handler_ms_max: Option<u64>,
     /// Events published at time 0.
     #[arg(long, default_value_t = 20)]
     pub events: u32,
@@ -299,6 +323,21 @@ pub fn template_pinned(args: &Options) -> Result<(Setup, Pinned), UserError> {
     for (fault, value) in fault_flags(args) {
         if let Some(ratio) = value {
             *setup.faults.ratio_mut(fault) = ratio;
+        }
+    }
+    let f = &mut setup.faults;
+    for (field, value) in [
+        (&mut f.crash_downtime_ms_max, args.crash_downtime_ms_max),
+        (&mut f.pause_ms_max, args.pause_ms_max),
+        (&mut f.delay_ms_max, args.delay_ms_max),
+        (&mut f.reorder_ms_max, args.reorder_ms_max),
+        (&mut f.partition_ms_max, args.partition_ms_max),
+        (&mut f.clock_offset_ms_max, args.clock_offset_ms_max),
+        (&mut f.clock_drift_ppm_max, args.clock_drift_ppm_max),
+        (&mut f.slow_handler_ms_max, args.slow_handler_ms_max),
+    ] {
+        if let Some(value) = value {
+            *field = value;
         }
     }
     setup.resize(args.events, args.groups as usize, args.workers as usize);

@@ -112,6 +112,17 @@ impl SetupError {
                 "config",
                 "events" | "groups" | "workers" | "lease_ms" | "max_attempts"
             ) | ("workload", "safety_ms_max" | "steps_max")
+                | (
+                    "faults",
+                    "crash_downtime_ms_max"
+                        | "pause_ms_max"
+                        | "delay_ms_max"
+                        | "reorder_ms_max"
+                        | "partition_ms_max"
+                        | "clock_offset_ms_max"
+                        | "clock_drift_ppm_max"
+                        | "slow_handler_ms_max"
+                )
         );
         flagged.then(|| format!("--{}", self.key.replace('_', "-")))
     }
@@ -236,6 +247,25 @@ impl Setup {
             + u128::from(w.request_timeout_ms)
     }
 
+    /// The duration other than the lease that makes most of a delivery's bound, when it
+    /// outweighs the lease's share (a run too long for simulated time then names it).
+    fn dominant_duration(&self) -> Option<(&'static str, &'static str, u64)> {
+        let (w, f) = (&self.workload, &self.faults);
+        let lease_share = u128::from(self.lease_ms) * 3;
+        [
+            ("workload", "handler_ms_max", w.handler_ms_max, 1),
+            ("faults", "delay_ms_max", f.delay_ms_max, 2),
+            ("faults", "reorder_ms_max", f.reorder_ms_max, 2),
+            ("workload", "poll_ms", w.poll_ms, 1),
+            ("workload", "request_timeout_ms", w.request_timeout_ms, 1),
+        ]
+        .into_iter()
+        .map(|(table, key, value, times)| (table, key, value, u128::from(value) * times))
+        .filter(|&(.., share)| share > lease_share)
+        .max_by_key(|&(.., share)| share)
+        .map(|(table, key, value, _)| (table, key, value))
+    }
+
     /// `liveness_ms_max`: the bound on the healed phase. Every (group, event) needs at most
     /// `max_attempts` deliveries; the workers share them; a pause or slow handler that began
     /// before the heal may still run out. (Saturates: [`Setup::validate`] rejects a setup
@@ -273,6 +303,18 @@ impl Setup {
         }
         let liveness = self.liveness_ms_max_wide();
         if safety + liveness > u128::from(TIME_MS_MAX) {
+            if let Some((table, key, value)) = self.dominant_duration() {
+                return Err(SetupError::new(
+                    table,
+                    key,
+                    format!(
+                        "{value} is too long for {} events × {} groups × {} attempts: the liveness phase could last {liveness} ms, past the end of simulated time ({TIME_MS_MAX} ms); use a shorter one",
+                        self.events,
+                        self.group_names.len(),
+                        self.max_attempts
+                    ),
+                ));
+            }
             return Err(SetupError::new(
                 "config",
                 "events",
