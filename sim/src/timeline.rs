@@ -772,45 +772,48 @@ pub fn violation_text_at(found: &Found, t: Option<usize>) -> String {
     out
 }
 
-/// One timeline line as a structured record (`replay --json`).
+/// One timeline line as a structured record (`replay --json`). Its fields are in alphabetical
+/// order, as are [`RequestRecord`]'s: serialized directly, a record is the same bytes as the
+/// JSON object `serde_json` builds of it (which sorts its keys), so a streamed `--json` need
+/// not build one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Record {
-    /// Its `tN` index.
-    pub t: usize,
     /// Virtual time of the line.
     pub at_ms: u64,
-    /// The acting worker (the sender, for a landing).
-    pub worker: Option<String>,
+    /// The lease the line is about, for a fetch, handle or expiry.
+    pub lease: Option<String>,
     /// `publish`, `fetch`, `settle`, `landing`, `handle`, `crash`, `restart`, `pause`,
     /// `expire`, `broker_restart`, `drain_start`, `drain_end`.
     pub operation: &'static str,
-    /// The lease the line is about, for a fetch, handle or expiry.
-    pub lease: Option<String>,
     /// The requests sent or landing on this line.
     pub requests: Vec<RequestRecord>,
-    /// The invariants found violated after this line.
-    pub violations: Vec<&'static str>,
+    /// Its `tN` index.
+    pub t: usize,
     /// The rendered text.
     pub text: String,
+    /// The invariants found violated after this line.
+    pub violations: Vec<&'static str>,
+    /// The acting worker (the sender, for a landing).
+    pub worker: Option<String>,
 }
 
-/// A request as told on one line.
+/// A request as told on one line (fields in alphabetical order: see [`Record`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RequestRecord {
-    /// `ack`, `nack`, `reject`, `renew`.
-    pub op: &'static str,
-    /// The lease it names.
-    pub lease: String,
     /// `sent` (still on the wire), `landed` or `duplicate`.
     pub event: &'static str,
-    /// When it was sent.
-    pub sent_ms: u64,
+    /// The group's frontier before and after, when an accepted request moved it.
+    pub frontier: Option<(u32, u32)>,
+    /// The lease it names.
+    pub lease: String,
+    /// `ack`, `nack`, `reject`, `renew`.
+    pub op: &'static str,
     /// The broker's answer: `ok`, an error name, or `not_applied` (lost, refused).
     pub result: Option<String>,
     /// What the worker saw, when the reply came.
     pub seen: Option<String>,
-    /// The group's frontier before and after, when an accepted request moved it.
-    pub frontier: Option<(u32, u32)>,
+    /// When it was sent.
+    pub sent_ms: u64,
     /// The record's status after an accepted request.
     pub status: Option<String>,
 }

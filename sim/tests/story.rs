@@ -253,6 +253,11 @@ fn every_shown_line_has_one_record_in_order() {
                 assert_eq!(records.len(), rendered.lines.len(), "{what}");
                 for (t, (record, line)) in records.iter().zip(&rendered.lines).enumerate() {
                     assert_eq!(record.t, t, "{what}");
+                    // Written directly (as a streamed `--json` writes it), a record is the
+                    // object `serde_json` builds of it, keys sorted.
+                    let direct = serde_json::to_string(record).unwrap();
+                    let object = serde_json::to_value(record).unwrap().to_string();
+                    assert_eq!(direct, object, "{what} t{t}");
                     assert_eq!(&record.text, line, "{what}");
                     let mut marked: Vec<&str> = line
                         .split("⚠ ")
