@@ -49,6 +49,16 @@ impl From<Status> for ExitCode {
 }
 
 impl Status {
+    /// `Ok` when everything held (or the run matched its file's expectations), else
+    /// `Failed`.
+    pub fn held(held: bool) -> Status {
+        if held {
+            Status::Ok
+        } else {
+            Status::Failed
+        }
+    }
+
     /// The numeric exit status: 0, 1 or 2.
     pub fn code(self) -> u8 {
         match self {

@@ -227,10 +227,7 @@ fn named_field(src: &str, offset: usize, message: &str) -> Option<String> {
         .find_map(|prefix| message.strip_prefix(prefix))?
         .split('`')
         .next()?;
-    let line_start = src[..offset.min(src.len())]
-        .rfind('\n')
-        .map_or(0, |i| i + 1);
-    let at_header = src[line_start..].trim_start().starts_with('[');
+    let at_header = src[line_start(src, offset)..].trim_start().starts_with('[');
     match field_at(src, offset) {
         Some(table) if at_header => Some(format!("{table}.{name}")),
         _ if offset == 0 => Some(name.to_string()),
@@ -241,10 +238,10 @@ fn named_field(src: &str, offset: usize, message: &str) -> Option<String> {
 /// A TOML syntax error, located; it names the key of its line when it is in a value (a
 /// number too large, a string left open).
 fn syntax_error(src: &str, file: &str, error: &toml_edit::TomlError) -> ParseError {
-    let offset = error.span().map_or(0, |span| span.start).min(src.len());
+    let offset = char_boundary(src, error.span().map_or(0, |span| span.start));
     let message = format!("invalid TOML: {}", one_line(error.message()));
-    let line_start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let field = field_at(src, offset).filter(|_| src[line_start..offset].contains('='));
+    let in_value = src[line_start(src, offset)..offset].contains('=');
+    let field = field_at(src, offset).filter(|_| in_value);
     located(src, file, offset, field, message)
 }
 
@@ -264,19 +261,25 @@ pub fn error_at_key(src: &str, file: &str, path: &[&str], message: String) -> Pa
 
 /// 1-based line and column (in characters) of a byte offset.
 pub fn position(src: &str, offset: usize) -> (usize, usize) {
+    let offset = char_boundary(src, offset);
+    let line = src[..offset].matches('\n').count() + 1;
+    let column = src[line_start(src, offset)..offset].chars().count() + 1;
+    (line, column)
+}
+
+/// `offset`, moved back to the nearest character boundary within `src`.
+fn char_boundary(src: &str, offset: usize) -> usize {
     let mut offset = offset.min(src.len());
     while !src.is_char_boundary(offset) {
         offset -= 1;
     }
-    let before = &src[..offset];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rfind('\n')
-        .map_or(before, |i| &before[i + 1..])
-        .chars()
-        .count()
-        + 1;
-    (line, column)
+    offset
+}
+
+/// Where the line holding byte `offset` of `src` starts.
+fn line_start(src: &str, offset: usize) -> usize {
+    let offset = char_boundary(src, offset);
+    src[..offset].rfind('\n').map_or(0, |i| i + 1)
 }
 
 /// The field path at a byte offset, from the table headers above it and the key on its line.

@@ -351,11 +351,7 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         print!("{}", text(&printed));
     }
-    Ok(if printed.report.outcome == Outcome::Holds {
-        Status::Ok
-    } else {
-        Status::Failed
-    })
+    Ok(Status::held(printed.report.outcome == Outcome::Holds))
 }
 
 fn header(command: &str, config: &CheckConfig, options: &Options) -> String {

@@ -120,9 +120,5 @@ pub fn run(args: Args) -> CmdResult {
     } else {
         print!("{}", replay.text());
     }
-    Ok(if replay.matched {
-        Status::Ok
-    } else {
-        Status::Failed
-    })
+    Ok(Status::held(replay.matched))
 }

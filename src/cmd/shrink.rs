@@ -92,22 +92,13 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
         crate::cmd::redis::refuse_restarts(crate::cmd::redis::plan_restarts(&setup.faults))
             .map_err(|e| UserError(format!("{name}: {e}")))?;
     }
-    let wanted = scenario.expect.as_ref().and_then(|e| e.violated.clone());
-    let target = match &wanted {
-        Some(id) => Invariant::parse(id)
-            .ok_or_else(|| UserError(format!("{name}: expect.violated: unknown '{id}'")))?,
-        None => {
-            let outcome = run_setup(&setup, backend, false);
-            match outcome.violations.first() {
-                Some(v) => v.invariant,
-                None => {
-                    out.say(format!("{name}: every invariant holds; nothing to shrink"));
-                    return Ok(Status::Failed);
-                }
-            }
-        }
+    let first_broken = || {
+        let outcome = run_setup(&setup, backend, false);
+        Ok(outcome.violations.first().map(|v| v.invariant))
     };
-    out.set("invariant", target.id());
+    let Some(target) = target(&name, &scenario, out, first_broken)? else {
+        return Ok(Status::Failed);
+    };
     out.set("seed", setup.seed);
     if !shrink::breaks(&setup, backend, target) {
         out.say(format!(
@@ -148,21 +139,16 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario, out: &mut Out) -> 
     }
     // Validated as `replay` reads it: a bad file is its one-line error.
     crate::cmd::replay::load(&args.file)?;
-    let replay = ddmin::replay(&scenario, name).map_err(UserError)?;
-    let wanted = scenario.expect.as_ref().and_then(|e| e.violated.clone());
-    let target = match &wanted {
-        Some(id) => Invariant::parse(id)
-            .ok_or_else(|| UserError(format!("{name}: expect.violated: unknown '{id}'")))?,
-        None => match replay.violations.first() {
-            Some(v) => Invariant::parse(v.id)
-                .ok_or_else(|| UserError(format!("{name}: unknown invariant '{}'", v.id)))?,
-            None => {
-                out.say(format!("{name}: every invariant holds; nothing to shrink"));
-                return Ok(Status::Failed);
-            }
-        },
+    let first_broken = || {
+        let replay = ddmin::replay(&scenario, name).map_err(UserError)?;
+        Ok(replay
+            .violations
+            .first()
+            .and_then(|v| Invariant::parse(v.id)))
     };
-    out.set("invariant", target.id());
+    let Some(target) = target(name, &scenario, out, first_broken)? else {
+        return Ok(Status::Failed);
+    };
     if !ddmin::breaks(&scenario, target) {
         out.say(format!(
             "{name}: the run does not break {target}; nothing to shrink"
@@ -189,6 +175,29 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario, out: &mut Out) -> 
     out.say(format!("wrote {}", path.display()));
     out.set("written", path.display().to_string());
     Ok(Status::Ok)
+}
+
+/// The invariant to shrink for: the one the file's `[expect]` names, else the first the run
+/// breaks (`first_broken`, run only then). `None`, said, when the run breaks none.
+fn target(
+    name: &str,
+    scenario: &Scenario,
+    out: &mut Out,
+    first_broken: impl FnOnce() -> Result<Option<Invariant>, UserError>,
+) -> Result<Option<Invariant>, UserError> {
+    let wanted = scenario.expect.as_ref().and_then(|e| e.violated.as_deref());
+    let target = match wanted {
+        Some(id) => Some(
+            Invariant::parse(id)
+                .ok_or_else(|| UserError(format!("{name}: expect.violated: unknown '{id}'")))?,
+        ),
+        None => first_broken()?,
+    };
+    match target {
+        Some(target) => out.set("invariant", target.id()),
+        None => out.say(format!("{name}: every invariant holds; nothing to shrink")),
+    }
+    Ok(target)
 }
 
 /// Tells how far delta debugging shrank the script (`steps_before` steps, `runs` replays)

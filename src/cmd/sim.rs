@@ -325,17 +325,18 @@ pub fn template_pinned(args: &Options) -> Result<(Setup, Pinned), UserError> {
             *setup.faults.ratio_mut(fault) = ratio;
         }
     }
-    let f = &mut setup.faults;
-    for (field, value) in [
-        (&mut f.crash_downtime_ms_max, args.crash_downtime_ms_max),
-        (&mut f.pause_ms_max, args.pause_ms_max),
-        (&mut f.delay_ms_max, args.delay_ms_max),
-        (&mut f.reorder_ms_max, args.reorder_ms_max),
-        (&mut f.partition_ms_max, args.partition_ms_max),
-        (&mut f.clock_offset_ms_max, args.clock_offset_ms_max),
-        (&mut f.clock_drift_ppm_max, args.clock_drift_ppm_max),
-        (&mut f.slow_handler_ms_max, args.slow_handler_ms_max),
-    ] {
+    let given = [
+        args.crash_downtime_ms_max,
+        args.pause_ms_max,
+        args.delay_ms_max,
+        args.reorder_ms_max,
+        args.partition_ms_max,
+        args.clock_offset_ms_max,
+        args.clock_drift_ppm_max,
+        args.slow_handler_ms_max,
+    ];
+    // (In the order of `FaultPlan::MAGNITUDES`.)
+    for ((_, field), value) in setup.faults.magnitudes_mut().into_iter().zip(given) {
         if let Some(value) = value {
             *field = value;
         }
@@ -446,11 +447,7 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
             println!("mismatch: {mismatch}");
         }
     }
-    Ok(if mismatches.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
-    })
+    Ok(Status::held(mismatches.is_empty()))
 }
 
 /// Reads a scenario file; a parse error is one line naming the file.
@@ -488,11 +485,7 @@ fn report_one(
     outcome: &RunOutcome,
     wall: Duration,
 ) -> CmdResult {
-    let status = if outcome.violations.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
-    };
+    let status = Status::held(outcome.violations.is_empty());
     if args.json {
         let value = one_json(header, setup, outcome, wall);
         println!("{}", serde_json::to_string_pretty(&value).expect("json"));
@@ -609,11 +602,7 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
     };
     let report = campaign.report(summary, wall.as_millis() as u64, saved);
     print_report(args, campaign, &report)?;
-    Ok(if report.summary.seeds_failed > 0 {
-        Status::Failed
-    } else {
-        Status::Ok
-    })
+    Ok(Status::held(report.summary.seeds_failed == 0))
 }
 
 /// Writes the smallest failing seed of each broken invariant as a seeded scenario (the
@@ -737,11 +726,7 @@ fn run_merge(args: &Options) -> CmdResult {
             );
         }
     }
-    Ok(if merged.summary.seeds_failed > 0 {
-        Status::Failed
-    } else {
-        Status::Ok
-    })
+    Ok(Status::held(merged.summary.seeds_failed == 0))
 }
 
 /// The seeded half of `leasehold replay FILE`: when `path` holds a seeded scenario (`seed = N`,
@@ -808,11 +793,7 @@ fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, User
     streamed(out.json_lines(), None);
     out.write(&format!("],{}}}\n", inner(&end)));
     out.flush();
-    Ok(Some(if mismatches.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
-    }))
+    Ok(Some(Status::held(mismatches.is_empty())))
 }
 
 /// [`replay_if_seeded`] in text: the header, then the timeline as the run tells it (streamed:
@@ -834,11 +815,7 @@ fn replay_seeded_text(path: &Path, backend: &str) -> Result<Option<Status>, User
     let out = progress::StdoutTimeline::new();
     let outcome = progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out), false);
     let mismatches = check_expect(&scenario, &outcome);
-    let status = if mismatches.is_empty() {
-        Status::Ok
-    } else {
-        Status::Failed
-    };
+    let status = Status::held(mismatches.is_empty());
     for violation in streamed_violations(&outcome) {
         println!("{violation}");
     }

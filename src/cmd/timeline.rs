@@ -58,7 +58,7 @@ pub fn run(args: Args) -> CmdResult {
                 for violation in streamed_violations(&outcome) {
                     println!("{violation}");
                 }
-                return Ok(status(check_expect(&scenario, &outcome).is_empty()));
+                return Ok(Status::held(check_expect(&scenario, &outcome).is_empty()));
             }
             Some((scenario, outcome)) => {
                 let matched = check_expect(&scenario, &outcome).is_empty();
@@ -113,14 +113,5 @@ pub fn run(args: Args) -> CmdResult {
             }
         }
     }
-    Ok(status(matched))
-}
-
-/// The status of a run that matched (or not) its file's `[expect]`.
-fn status(matched: bool) -> Status {
-    if matched {
-        Status::Ok
-    } else {
-        Status::Failed
-    }
+    Ok(Status::held(matched))
 }

@@ -332,38 +332,9 @@ pub fn recipe(setup: &Setup, swarm: bool, expiry: Option<Expiry>, pinned: Pinned
             let _ = write!(out, " --{flag} {}", plan.ratio(fault));
         }
     }
-    for (flag, value, default) in [
-        (
-            "crash-downtime-ms-max",
-            plan.crash_downtime_ms_max,
-            base.crash_downtime_ms_max,
-        ),
-        ("pause-ms-max", plan.pause_ms_max, base.pause_ms_max),
-        ("delay-ms-max", plan.delay_ms_max, base.delay_ms_max),
-        ("reorder-ms-max", plan.reorder_ms_max, base.reorder_ms_max),
-        (
-            "partition-ms-max",
-            plan.partition_ms_max,
-            base.partition_ms_max,
-        ),
-        (
-            "clock-offset-ms-max",
-            plan.clock_offset_ms_max,
-            base.clock_offset_ms_max,
-        ),
-        (
-            "clock-drift-ppm-max",
-            plan.clock_drift_ppm_max,
-            base.clock_drift_ppm_max,
-        ),
-        (
-            "slow-handler-ms-max",
-            plan.slow_handler_ms_max,
-            base.slow_handler_ms_max,
-        ),
-    ] {
+    for ((name, value), (_, default)) in plan.magnitudes().into_iter().zip(base.magnitudes()) {
         if value != default {
-            let _ = write!(out, " --{flag} {value}");
+            let _ = write!(out, " --{} {value}", name.replace('_', "-"));
         }
     }
     out

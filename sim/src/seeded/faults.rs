@@ -259,6 +259,41 @@ impl FaultPlan {
         }
     }
 
+    /// The names of the faults' magnitudes (the fields of a file's `[faults]`; with `-` for
+    /// `_`, `sim`'s flags), in the order of [`FaultPlan::magnitudes_mut`].
+    pub const MAGNITUDES: [&'static str; 8] = [
+        "crash_downtime_ms_max",
+        "pause_ms_max",
+        "delay_ms_max",
+        "reorder_ms_max",
+        "partition_ms_max",
+        "clock_offset_ms_max",
+        "clock_drift_ppm_max",
+        "slow_handler_ms_max",
+    ];
+
+    /// The faults' magnitudes, named as in [`FaultPlan::MAGNITUDES`], to read or change.
+    pub fn magnitudes_mut(&mut self) -> [(&'static str, &mut u64); 8] {
+        let names = FaultPlan::MAGNITUDES;
+        [
+            (names[0], &mut self.crash_downtime_ms_max),
+            (names[1], &mut self.pause_ms_max),
+            (names[2], &mut self.delay_ms_max),
+            (names[3], &mut self.reorder_ms_max),
+            (names[4], &mut self.partition_ms_max),
+            (names[5], &mut self.clock_offset_ms_max),
+            (names[6], &mut self.clock_drift_ppm_max),
+            (names[7], &mut self.slow_handler_ms_max),
+        ]
+    }
+
+    /// The faults' magnitudes, named as in [`FaultPlan::MAGNITUDES`].
+    pub fn magnitudes(&self) -> [(&'static str, u64); 8] {
+        self.clone()
+            .magnitudes_mut()
+            .map(|(name, value)| (name, *value))
+    }
+
     /// The faults that are on.
     pub fn enabled(&self) -> Vec<Fault> {
         Fault::ALL

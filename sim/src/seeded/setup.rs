@@ -112,18 +112,8 @@ impl SetupError {
                 "config",
                 "events" | "groups" | "workers" | "lease_ms" | "max_attempts"
             ) | ("workload", "safety_ms_max" | "steps_max")
-                | (
-                    "faults",
-                    "crash_downtime_ms_max"
-                        | "pause_ms_max"
-                        | "delay_ms_max"
-                        | "reorder_ms_max"
-                        | "partition_ms_max"
-                        | "clock_offset_ms_max"
-                        | "clock_drift_ppm_max"
-                        | "slow_handler_ms_max"
-                )
-        );
+        ) || (self.table == "faults"
+            && FaultPlan::MAGNITUDES.contains(&self.key.as_str()));
         flagged.then(|| format!("--{}", self.key.replace('_', "-")))
     }
 }
@@ -237,33 +227,38 @@ impl Setup {
     }
 
     fn delivery_ms_max_wide(&self) -> u128 {
-        let w = &self.workload;
-        let f = &self.faults;
-        let network_ms = 2 * (1 + u128::from(f.delay_ms_max) + u128::from(f.reorder_ms_max));
-        3 * u128::from(self.lease_ms)
-            + u128::from(w.handler_ms_max)
-            + network_ms
-            + u128::from(w.poll_ms)
-            + u128::from(w.request_timeout_ms)
+        // Two messages, each at least a millisecond, besides the terms.
+        2 + self
+            .delivery_terms()
+            .iter()
+            .map(|&(.., value, times)| u128::from(value) * times)
+            .sum::<u128>()
     }
 
-    /// The duration other than the lease that makes most of a delivery's bound, when it
-    /// outweighs the lease's share (a run too long for simulated time then names it).
-    fn dominant_duration(&self) -> Option<(&'static str, &'static str, u64)> {
+    /// The durations one delivery's bound adds up, each with its field and how many times it
+    /// counts: a long handler's three leases, the handler, a request and its reply (each
+    /// delayed and reordered), a poll and a reply's timeout. The lease comes last.
+    fn delivery_terms(&self) -> [(&'static str, &'static str, u64, u128); 6] {
         let (w, f) = (&self.workload, &self.faults);
-        let lease_share = u128::from(self.lease_ms) * 3;
         [
             ("workload", "handler_ms_max", w.handler_ms_max, 1),
             ("faults", "delay_ms_max", f.delay_ms_max, 2),
             ("faults", "reorder_ms_max", f.reorder_ms_max, 2),
             ("workload", "poll_ms", w.poll_ms, 1),
             ("workload", "request_timeout_ms", w.request_timeout_ms, 1),
+            ("config", "lease_ms", self.lease_ms, 3),
         ]
-        .into_iter()
-        .map(|(table, key, value, times)| (table, key, value, u128::from(value) * times))
-        .filter(|&(.., share)| share > lease_share)
-        .max_by_key(|&(.., share)| share)
-        .map(|(table, key, value, _)| (table, key, value))
+    }
+
+    /// The duration other than the lease that makes most of a delivery's bound, when it
+    /// outweighs the lease's share (a run too long for simulated time then names it).
+    fn dominant_duration(&self) -> Option<(&'static str, &'static str, u64)> {
+        // The last of equal shares wins: the lease, on a tie.
+        self.delivery_terms()
+            .into_iter()
+            .max_by_key(|&(.., value, times)| u128::from(value) * times)
+            .filter(|&(_, key, ..)| key != "lease_ms")
+            .map(|(table, key, value, _)| (table, key, value))
     }
 
     /// `liveness_ms_max`: the bound on the healed phase. Every (group, event) needs at most

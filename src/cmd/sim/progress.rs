@@ -38,10 +38,7 @@ impl StdoutTimeline {
     /// The sink a run streams into.
     pub fn sink(&self) -> TimelineSink {
         let out = self.clone();
-        TimelineSink(Arc::new(move |line: &str| {
-            out.write(line);
-            out.write("\n");
-        }))
+        TimelineSink(Arc::new(move |line: &str| out.write_all(&[line, "\n"])))
     }
 
     /// A sink that writes each line as a JSON string, comma-separated (the inside of an
@@ -52,7 +49,7 @@ impl StdoutTimeline {
             if !first.swap(false, Ordering::Relaxed) {
                 out.write(",");
             }
-            out.write(&serde_json::Value::from(line).to_string());
+            out.write(&serde_json::to_string(line).unwrap_or_default());
         }))
     }
 
@@ -71,8 +68,15 @@ impl StdoutTimeline {
 
     /// Appends `text` to what goes out, writing it a chunk at a time.
     pub fn write(&self, text: &str) {
+        self.write_all(&[text]);
+    }
+
+    /// Appends `parts` to what goes out (one lock), writing it a chunk at a time.
+    fn write_all(&self, parts: &[&str]) {
         let mut buffer = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        buffer.push_str(text);
+        for part in parts {
+            buffer.push_str(part);
+        }
         if buffer.len() >= StdoutTimeline::CHUNK {
             print!("{buffer}");
             buffer.clear();
