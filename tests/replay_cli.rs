@@ -484,3 +484,65 @@ fn a_variant_the_embedded_broker_does_not_implement_exits_2() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("scenarios/mutant-dlq-drop.toml"), "{err}");
 }
+
+/// A violation is worded as the timeline words what it names: the event as `E1 of orders` (the
+/// group by its name, not its index) and the leases by the names the file bound them to.
+#[test]
+fn a_violation_names_events_and_leases_as_the_timeline_does() {
+    let file = scratch(
+        "named-violation.toml",
+        r#"name = "renew revives, named"
+variant = "renew-revives"
+
+[config]
+groups = ["billing", "orders"]
+events = 1
+workers = ["A", "B"]
+lease_ms = 30000
+max_attempts = 3
+
+[[step]]
+at_ms = 0
+worker = "A"
+op = "fetch"
+group = "orders"
+bind = "first"
+
+[[step]]
+at_ms = 31000
+worker = "B"
+op = "fetch"
+group = "orders"
+bind = "second"
+
+[[step]]
+at_ms = 32000
+worker = "A"
+op = "renew"
+lease = "first"
+"#,
+    );
+    let out = leasehold(&["replay", file.to_str().expect("utf-8 path")]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("fetches event E1 of orders → lease first"),
+        "{text}"
+    );
+    let violation = text
+        .lines()
+        .find(|l| l.starts_with("violated: I2"))
+        .unwrap_or_else(|| panic!("no I2 line in:\n{text}"));
+    assert!(
+        violation.ends_with("renew of first accepted on E1 of orders while second is unexpired"),
+        "{violation}"
+    );
+    let json = stdout(&leasehold(&[
+        "replay",
+        file.to_str().expect("utf-8 path"),
+        "--json",
+    ]));
+    assert!(
+        json.contains("renew of first accepted on E1 of orders while second is unexpired"),
+        "{json}"
+    );
+}

@@ -748,10 +748,16 @@ impl Recorder {
             }
             Event::Violated { violation } => {
                 let line = self.trace.lines.len().checked_sub(1);
+                let trace = &self.trace;
+                let told = crate::timeline::name_detail(&violation.detail, &trace.groups, |n| {
+                    let kept = n.checked_sub(1).and_then(|i| trace.leases.get(i as usize));
+                    kept.map(|lease| lease.name.as_str())
+                });
                 self.trace.violations.push(Found {
                     violation: violation.clone(),
                     line,
                     step: self.step,
+                    told,
                 });
             }
             _ => unreachable!("handled by apply"),

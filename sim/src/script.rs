@@ -215,7 +215,7 @@ impl ViolationReport {
             name: invariant.name(),
             t: timeline.t_of(found.line),
             step: found.step,
-            detail: found.violation.detail.clone(),
+            detail: found.told.clone(),
         }
     }
 }

@@ -764,11 +764,66 @@ pub fn violation_text_at(found: &Found, t: Option<usize>) -> String {
     if let Some(t) = t {
         let _ = write!(out, " at t{t}");
     }
-    let _ = write!(
-        out,
-        " (step {}): {}",
-        found.violation.step, found.violation.detail
-    );
+    let _ = write!(out, " (step {}): {}", found.violation.step, found.told);
+    out
+}
+
+/// An oracle's detail worded as the timeline words it: `event 7 of group 1` becomes `E7`, or
+/// `E7 of orders` when there are several groups (`groups` are their names), and a lease `L3`
+/// becomes the name `lease(3)` gives it (a scenario's `bind`), when it gives one.
+pub fn name_detail<'a>(
+    detail: &str,
+    groups: &[String],
+    lease: impl Fn(u32) -> Option<&'a str>,
+) -> String {
+    let bytes = detail.as_bytes();
+    let digits = |from: usize| {
+        let len = bytes[from..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        (len > 0 && len < 10).then(|| (detail[from..from + len].parse::<u32>().ok(), from + len))
+    };
+    let mut out = String::with_capacity(detail.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let at_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if at_word && detail[i..].starts_with("event ") {
+            if let Some((Some(seq), end)) = digits(i + "event ".len()) {
+                if detail[end..].starts_with(" of group ") {
+                    if let Some((Some(group), end)) = digits(end + " of group ".len()) {
+                        let _ = write!(out, "E{seq}");
+                        match groups.get(group as usize) {
+                            Some(name) if groups.len() > 1 => {
+                                let _ = write!(out, " of {name}");
+                            }
+                            Some(_) => {}
+                            None => {
+                                let _ = write!(out, " of group {group}");
+                            }
+                        }
+                        i = end;
+                        continue;
+                    }
+                }
+            }
+        }
+        if at_word && bytes[i] == b'L' {
+            if let Some((Some(n), end)) = digits(i + 1) {
+                if bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric()) {
+                    match lease(n) {
+                        Some(name) => out.push_str(name),
+                        None => out.push_str(&detail[i..end]),
+                    }
+                    i = end;
+                    continue;
+                }
+            }
+        }
+        let c = detail[i..].chars().next().expect("in bounds");
+        out.push(c);
+        i += c.len_utf8();
+    }
     out
 }
 
@@ -921,5 +976,55 @@ pub fn record_of(
         requests,
         violations,
         text,
+    }
+}
+
+#[cfg(test)]
+mod name_detail_tests {
+    use super::name_detail;
+
+    fn groups(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn events_take_their_group_name_and_leases_their_bound_name() {
+        let lease = |n: u32| match n {
+            1 => Some("first"),
+            12 => Some("L12"),
+            _ => None,
+        };
+        let two = groups(&["billing", "orders"]);
+        assert_eq!(
+            name_detail(
+                "renew of L1 accepted on event 7 of group 1 while L3 is unexpired",
+                &two,
+                lease
+            ),
+            "renew of first accepted on E7 of orders while L3 is unexpired"
+        );
+        // One group: the timeline leaves it out.
+        assert_eq!(
+            name_detail(
+                "event 174 of group 0 is still Leased",
+                &groups(&["g"]),
+                lease
+            ),
+            "E174 is still Leased"
+        );
+        // What is not an event or a lease stays as it was: words that start with an L, an L
+        // inside a word or followed by letters, a group index with no name.
+        for text in [
+            "Leased by L1x and XL1, Late",
+            "event 3 of group 9 was Acked",
+            "event of group 1",
+            "L",
+            "event 5 of group ",
+        ] {
+            let named = name_detail(text, &two, lease);
+            let expected = text.replace("event 3 of group 9", "E3 of group 9");
+            assert_eq!(named, expected, "{text}");
+        }
+        assert_eq!(name_detail("(L12) → L1.", &two, lease), "(L12) → first.");
     }
 }

@@ -318,6 +318,9 @@ pub struct Found {
     pub line: Option<usize>,
     /// The driver's step index at that moment.
     pub step: Option<usize>,
+    /// The oracle's detail as the timeline words it: events as `E7` (`E7 of orders` when there
+    /// are several groups) and leases by their timeline names ([`crate::timeline::name_detail`]).
+    pub told: String,
 }
 
 impl Found {
