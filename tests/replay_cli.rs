@@ -546,3 +546,79 @@ lease = "first"
         "{json}"
     );
 }
+
+/// `timeline --lines A..B` prints those lines of the timeline; with `--svg` it draws the time
+/// they span (the leases fetched in them among what is drawn) and says which stretch it drew.
+/// With no `--lines`, a run longer than the drawing's 60 lines is drawn up to its first
+/// violation. A malformed or impossible stretch is a one-line error, exit 2.
+#[test]
+fn timeline_lines_print_and_draw_a_stretch_of_a_long_run() {
+    let file = "scenarios/found/inclusive-deadline-seed0.toml";
+    let whole = stdout(&leasehold(&["timeline", file]));
+    let shown: Vec<&str> = whole.lines().filter(|l| l.starts_with('t')).collect();
+    assert!(shown.len() > 300, "{} lines", shown.len());
+    let violation_t: usize = whole
+        .lines()
+        .find_map(|l| l.split(" violated at t").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .expect("a violation at tN");
+
+    let printed = leasehold(&["timeline", file, "--lines", "100..105"]);
+    assert_eq!(printed.status.code(), Some(0));
+    let printed = stdout(&printed);
+    let lines: Vec<&str> = printed.lines().filter(|l| l.starts_with('t')).collect();
+    assert_eq!(lines, shown[100..105], "{printed}");
+
+    let dir = std::env::temp_dir().join(format!("leasehold-lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg_path = dir.join("stretch.svg");
+    let svg_arg = svg_path.to_str().unwrap();
+    let out = leasehold(&["timeline", file, "--svg", svg_arg, "--lines", "t100..t160"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let told = stdout(&out);
+    assert!(
+        told.contains(&format!(
+            "drew t100..t160 of {} lines (asked for)",
+            shown.len()
+        )),
+        "{told}"
+    );
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let fetched: Vec<&str> = shown[100..160]
+        .iter()
+        .filter_map(|l| l.split("→ lease ").nth(1))
+        .filter_map(|rest| rest.split([' ', ',']).next())
+        .collect();
+    assert!(!fetched.is_empty());
+    for lease in fetched {
+        assert!(
+            svg.contains(&format!("<title>lease {lease} on ")),
+            "{lease} not drawn"
+        );
+    }
+
+    let out = leasehold(&["timeline", file, "--svg", svg_arg]);
+    let told = stdout(&out);
+    let expected = format!(
+        "drew t{}..t{} (the 60 up to the first violation)",
+        violation_t + 1 - 60,
+        violation_t + 1
+    );
+    assert!(told.contains(&expected), "{told}");
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.contains("⚠ I1 violated"), "the violation is marked");
+
+    for (lines, says) in [
+        ("5..5", "--lines"),
+        ("forty..50", "--lines"),
+        ("100000..100010", "the run shows"),
+    ] {
+        let out = leasehold(&["timeline", file, "--svg", svg_arg, "--lines", lines]);
+        assert_eq!(out.status.code(), Some(2), "{lines}");
+        let error = stderr(&out);
+        assert_eq!(error.trim_end().lines().count(), 1, "{error}");
+        assert!(error.contains(says), "{lines}: {error}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -21,6 +21,7 @@
 pub mod bound;
 pub mod counterexample;
 pub mod coverage;
+pub mod drawing;
 pub mod engine;
 pub mod event;
 pub mod hash;

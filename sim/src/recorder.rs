@@ -116,6 +116,20 @@ struct Stream {
     /// Render and drop when the trace has this many lines.
     flush_at: usize,
     kept_lines_max: usize,
+    /// What a drawing of a stretch of the run needs kept ([`Recorder::keeping`]).
+    keep: Option<Keep>,
+}
+
+/// A stretch of virtual time whose whole story a streamed recorder keeps
+/// ([`Recorder::keeping`]).
+#[derive(Clone, Copy, Debug)]
+struct Keep {
+    from_ms: Ms,
+    to_ms: Ms,
+    /// The run reached `from_ms`: nothing is dropped any more.
+    pinned: bool,
+    /// The run passed `to_ms`: nothing is recorded any more.
+    frozen: bool,
 }
 
 impl Stream {
@@ -191,8 +205,35 @@ impl Recorder {
             violation_t: Vec::new(),
             flush_at: STREAM_FLUSH_LINES,
             kept_lines_max: 0,
+            keep: None,
         }));
         recorder
+    }
+
+    /// A streamed recorder that keeps the whole story of virtual times `from_ms..=to_ms`: what
+    /// happened in that stretch and what was open when it began (leases held, requests on the
+    /// wire), as a drawing of it needs ([`crate::svg::render_view`]). Before `from_ms` it drops
+    /// what is done, as any streamed recorder; from `from_ms` on it drops nothing; past `to_ms`
+    /// it records nothing more, so its memory follows the live set and the stretch, not the
+    /// run. Its timeline goes to the sink only up to `from_ms`, and its trace is meant for that
+    /// drawing alone: past `to_ms`, what is still open stays open in it.
+    pub fn keeping(mut self, from_ms: Ms, to_ms: Ms) -> Recorder {
+        if let Some(stream) = &mut self.stream {
+            stream.keep = Some(Keep {
+                from_ms,
+                to_ms,
+                pinned: false,
+                frozen: false,
+            });
+        }
+        self
+    }
+
+    /// The stretch this recorder keeps, when it is pinned or frozen: nothing is rendered or
+    /// dropped any more.
+    fn keeps_all(&self) -> bool {
+        let keep = self.stream.as_ref().and_then(|s| s.keep);
+        keep.is_some_and(|k| k.pinned || k.frozen)
     }
 
     /// A streamed recorder that also hands each shown line's record to `records`.
@@ -219,6 +260,9 @@ impl Recorder {
     pub fn end_step(&mut self, broker: &dyn BrokerView, leases_from: Option<Issuance>) {
         if let Some(observer) = &self.observer {
             (observer.0)(&self.trace, broker);
+        }
+        if self.keeps_all() {
+            return;
         }
         if self
             .stream
@@ -393,7 +437,9 @@ impl Recorder {
     /// end time). `None` for a recorder that does not stream.
     pub fn finish_streaming(mut self, end_ms: Ms) -> Option<(Trace, Streamed)> {
         self.trace.end_ms = end_ms;
-        self.flush(true, None);
+        if !self.keeps_all() {
+            self.flush(true, None);
+        }
         let stream = self.stream.take()?;
         let streamed = Streamed {
             lines: stream.renderer.shown(),
@@ -496,6 +542,16 @@ impl Recorder {
     /// Records `event`, which happened at `at_ms`, taking it (no copy of it is made).
     #[inline(never)]
     pub fn record_owned(&mut self, at_ms: Ms, event: Event) {
+        if let Some(keep) = self.stream.as_mut().and_then(|s| s.keep.as_mut()) {
+            // A violation is stamped at its step's end, which may pass the stretch's end after
+            // its last line: it belongs to that line.
+            let violation = matches!(event, Event::Violated { .. });
+            keep.frozen |= at_ms > keep.to_ms && !violation;
+            keep.pinned |= at_ms >= keep.from_ms;
+            if keep.frozen {
+                return;
+            }
+        }
         self.apply(at_ms, &event);
         if self.stream.is_some() {
             return;

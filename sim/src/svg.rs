@@ -42,37 +42,72 @@ fn tick_step(span_ms: Ms) -> Ms {
         .unwrap_or(base * 10)
 }
 
+/// A stretch of virtual time to draw, both ends included: what happened in it, and what
+/// crossed it (a lease held since before, a request on the wire), cut at its edges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct View {
+    /// Its first millisecond.
+    pub from_ms: Ms,
+    /// Its last millisecond.
+    pub to_ms: Ms,
+}
+
+impl View {
+    fn holds(&self, at_ms: Ms) -> bool {
+        (self.from_ms..=self.to_ms).contains(&at_ms)
+    }
+
+    /// Whether something from `start_ms` to `end_ms` crosses the stretch.
+    fn meets(&self, start_ms: Ms, end_ms: Ms) -> bool {
+        start_ms <= self.to_ms && end_ms >= self.from_ms
+    }
+}
+
 struct Scale {
+    start_ms: Ms,
     end_ms: Ms,
+    /// What is drawn; everything else is cut.
+    view: View,
 }
 
 impl Scale {
     fn x(&self, at_ms: Ms) -> f64 {
         let width = WIDTH - LEFT - RIGHT;
-        LEFT + width * (at_ms as f64) / (self.end_ms.max(1) as f64)
+        let at_ms = at_ms.clamp(self.view.from_ms, self.view.to_ms) - self.start_ms;
+        let span = self.end_ms.saturating_sub(self.start_ms).max(1);
+        LEFT + width * (at_ms as f64) / (span as f64)
     }
 }
 
 /// Draws `trace` as an SVG document headed `title` and `subtitle`; `provenance` (e.g. the
 /// command that produced it) is kept in the document's `<desc>`.
 pub fn render(trace: &Trace, title: &str, subtitle: &str, provenance: &str) -> String {
-    let last_ms = trace
-        .lines
-        .iter()
-        .map(|l| l.at_ms)
-        .chain(trace.requests.iter().filter_map(|r| r.delivered_ms))
-        .chain(
-            trace
-                .leases
-                .iter()
-                .filter_map(|l| l.ended.as_ref().map(|e| e.0)),
-        )
-        .chain([trace.end_ms])
-        .max()
-        .unwrap_or(0);
-    let step = tick_step(last_ms.max(1));
-    let end_ms = (last_ms / step + 1) * step;
-    let scale = Scale { end_ms };
+    render_view(trace, None, title, subtitle, provenance)
+}
+
+/// [`render`] of the stretch `view` only (`None`: the whole run), on a time axis of its own.
+/// A lease still open at the stretch's end is drawn as held; a trace kept for a stretch
+/// ([`crate::recorder::Recorder::keeping`]) may lack what came before it, which is not drawn.
+pub fn render_view(
+    trace: &Trace,
+    view: Option<View>,
+    title: &str,
+    subtitle: &str,
+    provenance: &str,
+) -> String {
+    let scale = match view {
+        Some(view) => {
+            // A margin of a fiftieth on each side, so that what stands at an edge shows.
+            let margin = ((view.to_ms - view.from_ms) / 50).max(1);
+            Scale {
+                start_ms: view.from_ms.saturating_sub(margin),
+                end_ms: view.to_ms.saturating_add(margin),
+                view,
+            }
+        }
+        None => whole(trace),
+    };
+    let step = tick_step((scale.end_ms - scale.start_ms).max(1));
     let lanes = trace.workers.len().max(1);
     let axis_y = TOP + LANE * lanes as f64 + 10.0;
     let height = axis_y + 110.0;
@@ -102,9 +137,38 @@ pub fn render(trace: &Trace, title: &str, subtitle: &str, provenance: &str) -> S
     lease_bars(&mut svg, trace, &scale);
     arrows(&mut svg, trace, &scale);
     markers(&mut svg, trace, &scale);
+    violations(&mut svg, trace, &scale);
     legend(&mut svg, axis_y + 52.0);
     svg.push_str("</svg>\n");
     svg
+}
+
+/// The scale of a drawing of the whole run: from 0 to a tick past its last moment.
+fn whole(trace: &Trace) -> Scale {
+    let last_ms = trace
+        .lines
+        .iter()
+        .map(|l| l.at_ms)
+        .chain(trace.requests.iter().filter_map(|r| r.delivered_ms))
+        .chain(
+            trace
+                .leases
+                .iter()
+                .filter_map(|l| l.ended.as_ref().map(|e| e.0)),
+        )
+        .chain([trace.end_ms])
+        .max()
+        .unwrap_or(0);
+    let step = tick_step(last_ms.max(1));
+    let end_ms = (last_ms / step + 1) * step;
+    Scale {
+        start_ms: 0,
+        end_ms,
+        view: View {
+            from_ms: 0,
+            to_ms: end_ms,
+        },
+    }
 }
 
 /// Each request that spent time on the wire: an arrow along its sender's lane, from the
@@ -116,11 +180,15 @@ fn arrows(svg: &mut String, trace: &Trace, scale: &Scale) {
         r#"<defs><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{GREY}"/></marker></defs>"#
     );
     for request in &trace.requests {
-        let Some(line) = request.landed_line else {
+        let Some(landed) = request.landed_line.and_then(|line| trace.lines.get(line)) else {
             continue;
         };
-        let landed_ms = trace.lines[line].at_ms;
-        if landed_ms <= request.sent_ms {
+        let landed_ms = landed.at_ms;
+        // (One that lands after the stretch is on the wire at its end: not drawn.)
+        if landed_ms <= request.sent_ms
+            || landed_ms > scale.view.to_ms
+            || !scale.view.meets(request.sent_ms, landed_ms)
+        {
             continue;
         }
         let y = lane_y(request.worker) + LANE - 10.0 - 4.0 * (request.id.0 % 3) as f64;
@@ -130,14 +198,22 @@ fn arrows(svg: &mut String, trace: &Trace, scale: &Scale) {
         } else {
             ""
         };
-        let name = &trace.lease(request.issuance).name;
+        let name = lease_name(trace, request.issuance);
         let _ = writeln!(
             svg,
             r#"<line x1="{x1:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="{GREY}" stroke-width="1.5"{dash} marker-end="url(#head)"><title>{} {} sent at {} ms, landed at {landed_ms} ms</title></line>"#,
             request.op.name().to_uppercase(),
-            escape(name),
+            escape(&name),
             request.sent_ms
         );
+    }
+}
+
+/// A lease's name in the drawing (its number, when a trace kept for a stretch lacks it).
+fn lease_name(trace: &Trace, issuance: leasehold_model::Issuance) -> std::borrow::Cow<'_, str> {
+    match trace.leases.get(issuance.0 as usize) {
+        Some(info) => std::borrow::Cow::Borrowed(info.name.as_str()),
+        None => std::borrow::Cow::Owned(issuance.to_string()),
     }
 }
 
@@ -171,8 +247,8 @@ fn lanes_and_axis(svg: &mut String, trace: &Trace, scale: &Scale, step: Ms, axis
         r##"<line x1="{LEFT}" y1="{axis_y}" x2="{}" y2="{axis_y}" stroke="#424242"/>"##,
         WIDTH - RIGHT
     );
-    let mut at = 0;
-    while at <= scale.end_ms {
+    let mut at = scale.view.from_ms.div_ceil(step) * step;
+    while at <= scale.view.to_ms {
         let x = scale.x(at);
         let _ = writeln!(
             svg,
@@ -195,7 +271,12 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
     // Stack overlapping leases of one lane in rows.
     let mut rows: Vec<Vec<Ms>> = vec![Vec::new(); trace.workers.len()];
     for info in &trace.leases {
-        let end = info.ended.as_ref().map_or(scale.end_ms, |e| e.0);
+        // What ends after the stretch is drawn as held at its end.
+        let ended = info.ended.as_ref().filter(|e| e.0 <= scale.view.to_ms);
+        let end = ended.map_or(scale.view.to_ms, |e| e.0);
+        if !scale.view.meets(info.fetched_ms, end) {
+            continue;
+        }
         let lane_rows = &mut rows[info.holder];
         let row = match lane_rows.iter().position(|&free| free <= info.fetched_ms) {
             Some(row) => row,
@@ -210,13 +291,13 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
             scale.x(info.fetched_ms),
             scale.x(end).max(scale.x(info.fetched_ms) + 3.0),
         );
-        let (fill, stroke, how) = match &info.ended {
+        let (fill, stroke, how) = match ended {
             Some((_, LeaseEnd::Settled { op: "ack" })) => ("#c8e6c9", GREEN, "acked"),
             Some((_, LeaseEnd::Settled { op })) => ("#ffe0b2", ORANGE, *op),
             Some((_, LeaseEnd::Expired { .. })) => ("#e0e0e0", GREY, "expired"),
             None => ("#bbdefb", BLUE, "held"),
         };
-        let dash = if info.ended.is_none() {
+        let dash = if ended.is_none() {
             r#" stroke-dasharray="4 3""#
         } else {
             ""
@@ -244,7 +325,7 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
             r##"<text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#212121">{text}</text>"##,
             y + 12.0,
         );
-        if let Some((at, LeaseEnd::Expired { .. })) = &info.ended {
+        if let Some((at, LeaseEnd::Expired { .. })) = ended {
             let x = scale.x(*at);
             let _ = writeln!(
                 svg,
@@ -356,7 +437,7 @@ fn place_units(svg: &mut String, units: &[Unit]) {
 
 fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
     let mut units = Vec::new();
-    for line in &trace.lines {
+    for line in trace.lines.iter().filter(|l| scale.view.holds(l.at_ms)) {
         let x = scale.x(line.at_ms);
         if let LineKind::BrokerRestarted { .. } = &line.kind {
             broker_restart(svg, x, trace.workers.len());
@@ -380,8 +461,17 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
         });
     }
     for request in &trace.requests {
-        let at = request.delivered_ms.unwrap_or(request.sent_ms);
-        let name = &trace.lease(request.issuance).name;
+        // A request is marked where it landed, or where it was sent when it was dropped; one
+        // still on the wire at the end of what was recorded is not marked.
+        let at = match (request.delivered_ms, request.fault) {
+            (Some(at), _) => at,
+            (None, Fault::Dropped) => request.sent_ms,
+            (None, _) => continue,
+        };
+        if !scale.view.holds(at) {
+            continue;
+        }
+        let name = lease_name(trace, request.issuance);
         let verb = request.op.name().to_uppercase();
         let delayed = if request.delayed { " (delayed)" } else { "" };
         let (marker, text): (Marker, String) = match (&request.answer, request.fault) {
@@ -419,6 +509,38 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
         });
     }
     place_units(svg, &units);
+}
+
+/// Each violation found, at the line after which it was found: a red line across every lane,
+/// labelled with the invariants above them (one label per moment).
+fn violations(svg: &mut String, trace: &Trace, scale: &Scale) {
+    let mut at: Vec<(Ms, Vec<&'static str>)> = Vec::new();
+    for found in &trace.violations {
+        let Some(line) = found.line.and_then(|line| trace.lines.get(line)) else {
+            continue;
+        };
+        if !scale.view.holds(line.at_ms) {
+            continue;
+        }
+        let id = found.invariant().id();
+        match at.iter_mut().find(|(ms, _)| *ms == line.at_ms) {
+            Some((_, ids)) if !ids.contains(&id) => ids.push(id),
+            Some(_) => {}
+            None => at.push((line.at_ms, vec![id])),
+        }
+    }
+    let bottom = TOP + LANE * trace.workers.len().max(1) as f64;
+    for (ms, ids) in at {
+        let x = scale.x(ms);
+        let anchor = if x > WIDTH - 300.0 { "end" } else { "start" };
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{bottom:.1}" stroke="{RED}" stroke-width="2"/><text x="{x:.1}" y="{:.1}" text-anchor="{anchor}" fill="{RED}" font-weight="bold">⚠ {} violated</text>"#,
+            TOP - 18.0,
+            TOP - 20.0,
+            ids.join(", ")
+        );
+    }
 }
 
 /// A broker restart: a dashed line across every lane, labelled above them.

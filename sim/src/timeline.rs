@@ -769,8 +769,9 @@ pub fn violation_text_at(found: &Found, t: Option<usize>) -> String {
 }
 
 /// An oracle's detail worded as the timeline words it: `event 7 of group 1` becomes `E7`, or
-/// `E7 of orders` when there are several groups (`groups` are their names), and a lease `L3`
-/// becomes the name `lease(3)` gives it (a scenario's `bind`), when it gives one.
+/// `E7 of orders` when there are several groups (`groups` are their names), `frontier of
+/// group 1` becomes `frontier` or `frontier of orders`, `event 7` alone `E7`, and a lease
+/// `L3` becomes the name `lease(3)` gives it (a scenario's `bind`), when it gives one.
 pub fn name_detail<'a>(
     detail: &str,
     groups: &[String],
@@ -784,27 +785,41 @@ pub fn name_detail<'a>(
             .count();
         (len > 0 && len < 10).then(|| (detail[from..from + len].parse::<u32>().ok(), from + len))
     };
+    let of_group = |out: &mut String, group: u32| match groups.get(group as usize) {
+        Some(name) if groups.len() > 1 => {
+            let _ = write!(out, " of {name}");
+        }
+        Some(_) => {}
+        None => {
+            let _ = write!(out, " of group {group}");
+        }
+    };
     let mut out = String::with_capacity(detail.len());
     let mut i = 0;
     while i < bytes.len() {
         let at_word = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if at_word && detail[i..].starts_with("frontier of group ") {
+            if let Some((Some(group), end)) = digits(i + "frontier of group ".len()) {
+                out.push_str("frontier");
+                of_group(&mut out, group);
+                i = end;
+                continue;
+            }
+        }
         if at_word && detail[i..].starts_with("event ") {
             if let Some((Some(seq), end)) = digits(i + "event ".len()) {
                 if detail[end..].starts_with(" of group ") {
                     if let Some((Some(group), end)) = digits(end + " of group ".len()) {
                         let _ = write!(out, "E{seq}");
-                        match groups.get(group as usize) {
-                            Some(name) if groups.len() > 1 => {
-                                let _ = write!(out, " of {name}");
-                            }
-                            Some(_) => {}
-                            None => {
-                                let _ = write!(out, " of group {group}");
-                            }
-                        }
+                        of_group(&mut out, group);
                         i = end;
                         continue;
                     }
+                }
+                if bytes.get(end).is_none_or(|b| !b.is_ascii_alphanumeric()) {
+                    let _ = write!(out, "E{seq}");
+                    i = end;
+                    continue;
                 }
             }
         }
@@ -1013,18 +1028,30 @@ mod name_detail_tests {
             "E174 is still Leased"
         );
         // What is not an event or a lease stays as it was: words that start with an L, an L
-        // inside a word or followed by letters, a group index with no name.
-        for text in [
-            "Leased by L1x and XL1, Late",
-            "event 3 of group 9 was Acked",
-            "event of group 1",
-            "L",
-            "event 5 of group ",
+        // inside a word or followed by letters, a group index with no name, an event with no
+        // number.
+        for (text, named) in [
+            ("Leased by L1x and XL1, Late", "Leased by L1x and XL1, Late"),
+            ("event 3 of group 9 was Acked", "E3 of group 9 was Acked"),
+            ("event of group 1", "event of group 1"),
+            ("L", "L"),
+            ("event 5 of group ", "E5 of group "),
+            ("events 5", "events 5"),
         ] {
-            let named = name_detail(text, &two, lease);
-            let expected = text.replace("event 3 of group 9", "E3 of group 9");
-            assert_eq!(named, expected, "{text}");
+            assert_eq!(name_detail(text, &two, lease), named, "{text}");
         }
         assert_eq!(name_detail("(L12) → L1.", &two, lease), "(L12) → first.");
+        assert_eq!(
+            name_detail("frontier of group 1 went back from 2 to 1", &two, lease),
+            "frontier of orders went back from 2 to 1"
+        );
+        assert_eq!(
+            name_detail(
+                "frontier of group 0 is 3 but event 2 is not settled",
+                &groups(&["g"]),
+                lease
+            ),
+            "frontier is 3 but E2 is not settled"
+        );
     }
 }

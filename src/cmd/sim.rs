@@ -844,35 +844,22 @@ pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
 }
 
 /// When `path` holds a seeded scenario (`seed = N`, no steps): the file and its run on
-/// `backend`, recorded (streamed into `stream`, when given). `Ok(None)` for a scripted
-/// scenario.
+/// `backend`, its timeline told as `story` says. `Ok(None)` for a scripted scenario.
 pub fn record_if_seeded(
     path: &Path,
     backend: &str,
-    stream: Option<&progress::StdoutTimeline>,
+    story: &progress::Story,
 ) -> Result<Option<(Scenario, leasehold_sim::seeded::RunOutcome)>, UserError> {
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
     };
-    let outcome = match stream {
-        Some(out) => {
-            progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out.clone()), false)
-        }
-        None => run_setup_with(
-            &setup,
-            kind,
-            &RunOptions {
-                record: true,
-                ..RunOptions::default()
-            },
-        ),
-    };
+    let outcome = progress::run_one_seed(&setup, kind, story, false);
     Ok(Some((scenario, outcome)))
 }
 
 /// When `path` holds a seeded scenario (`seed = N`, no steps): the file, its validated setup
 /// and the backend to run it on. `Ok(None)` for a scripted scenario.
-fn seeded_setup(
+pub fn seeded_setup(
     path: &Path,
     backend: &str,
 ) -> Result<Option<(Scenario, Setup, BackendKind)>, UserError> {

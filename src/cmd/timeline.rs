@@ -1,20 +1,27 @@
-//! `leasehold timeline FILE [--svg OUT]`: prints a scenario's timeline, or draws it as SVG.
+//! `leasehold timeline FILE [--svg OUT] [--lines A..B]`: prints a scenario's timeline, or draws
+//! it as SVG.
 //!
 //! The timeline is the same one `replay` prints, for a scripted or a seeded file. The exit
 //! status answers the question `replay`'s does (SPEC section 7): 0 when the run matched the
 //! file's `[expect]` (a file that expects its known violation draws with 0), 1 when it did
 //! not (a violation a file without `[expect]` did not announce), 2 for a bad file or an
 //! unwritable output.
+//!
+//! A drawing shows at most [`drawing::DRAWN_LINES`] lines unless `--lines` asks for others
+//! (`leasehold_sim::drawing`): a long run's every line would be a smear.
 
-use crate::cli::{CmdResult, Status};
+use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::redis::{self, RedisArgs};
 use crate::cmd::replay::{load, run_on, BACKENDS};
-use crate::cmd::sim::progress::StdoutTimeline;
-use crate::cmd::sim::{record_if_seeded, streamed_violations};
+use crate::cmd::sim::progress::{StdoutTimeline, Story};
+use crate::cmd::sim::{record_if_seeded, seeded_setup, streamed_violations};
 use crate::files::{is_stream, write_atomic};
+use leasehold_sim::drawing::{self, Stretch};
 use leasehold_sim::seeded::seeded_file::check_expect;
+use leasehold_sim::trace::Trace;
 use leasehold_sim::{svg, timeline};
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `leasehold timeline`.
 #[derive(clap::Args, Debug)]
@@ -22,11 +29,17 @@ pub struct Args {
     /// The scenario file (TOML).
     pub file: PathBuf,
     /// Write an SVG drawing of the timeline to this file (atomically) instead of printing.
+    /// A run of more than 60 lines is drawn in part: the 60 lines up to its first violation
+    /// (or its last 60), unless `--lines` asks for others.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
+    /// Only the shown lines tA..tB (B excluded; `40..100` or `t40..t100`): printed, or drawn
+    /// on a time axis of their own.
+    #[arg(long, value_name = "A..B", value_parser = drawing::parse_lines)]
+    pub lines: Option<Range<usize>>,
     /// Print the timeline as one JSON object (its lines and a structured record per line; the
     /// object `replay --json` prints).
-    #[arg(long, conflicts_with = "svg")]
+    #[arg(long, conflicts_with_all = ["svg", "lines"])]
     pub json: bool,
     /// The broker under test: `pure`, `embedded` (`fenced` only) or `redis` (the
     /// `redis-streams` variants only).
@@ -50,67 +63,104 @@ pub fn run(args: Args) -> CmdResult {
     if args.backend == "redis" {
         redis::configure(&args.redis)?;
     }
-    // A seeded run's text timeline streams as the run tells it; a drawing needs the whole trace.
-    let stream = args.svg.is_none().then(StdoutTimeline::new);
-    let (trace, name, subtitle, matched) =
-        match record_if_seeded(&args.file, &args.backend, stream.as_ref())? {
-            Some((scenario, outcome)) if stream.is_some() => {
-                for violation in streamed_violations(&outcome) {
-                    println!("{violation}");
-                }
-                return Ok(Status::held(check_expect(&scenario, &outcome).is_empty()));
-            }
-            Some((scenario, outcome)) => {
-                let matched = check_expect(&scenario, &outcome).is_empty();
-                let recorded = outcome.recorded.expect("a recorded run");
+    match &args.svg {
+        Some(out) => draw(&args, out),
+        None => print(&args),
+    }
+}
+
+/// Prints the timeline (its lines `--lines`), then the violations.
+fn print(args: &Args) -> CmdResult {
+    // A seeded run's timeline streams as the run tells it.
+    let out = StdoutTimeline::new();
+    let story = match &args.lines {
+        Some(lines) => Story::StreamedLines(out, lines.clone()),
+        None => Story::Streamed(out),
+    };
+    if let Some((scenario, outcome)) = record_if_seeded(&args.file, &args.backend, &story)? {
+        for violation in streamed_violations(&outcome) {
+            println!("{violation}");
+        }
+        return Ok(Status::held(check_expect(&scenario, &outcome).is_empty()));
+    }
+    let script = load(&args.file)?;
+    let replay = run_on(&script, &args.backend)?;
+    let rendered = timeline::render(&replay.trace);
+    let lines = args.lines.clone().unwrap_or(0..rendered.lines.len());
+    for line in rendered.lines.iter().take(lines.end).skip(lines.start) {
+        println!("{line}");
+    }
+    for found in &replay.trace.violations {
+        println!("{}", timeline::violation_text(found, &rendered));
+    }
+    Ok(Status::held(replay.matched))
+}
+
+/// Draws the timeline (a stretch of it) into `out`.
+fn draw(args: &Args, out: &Path) -> CmdResult {
+    let name = args.file.display().to_string();
+    let in_file = |e: String| UserError(format!("{name}: {e}"));
+    let (trace, stretch, title, subtitle, matched): (Trace, Option<Stretch>, _, _, _) =
+        match seeded_setup(&args.file, &args.backend)? {
+            Some((scenario, setup, kind)) => {
+                let drawn =
+                    drawing::draw_seeded(&setup, kind, args.lines.clone()).map_err(in_file)?;
+                let matched = check_expect(&scenario, &drawn.outcome).is_empty();
+                let recorded = drawn.outcome.recorded.expect("a recorded run");
                 let subtitle = format!(
-                    "variant {} · ack_policy {} · seed {} · {}",
+                    "variant {} · ack_policy {} · seed {} · {name}",
                     scenario.variant,
                     scenario.config.ack_policy,
                     scenario.seed.unwrap_or_default(),
-                    args.file.display()
                 );
-                (recorded.trace, scenario.name, subtitle, matched)
+                (
+                    recorded.trace,
+                    drawn.stretch,
+                    scenario.name,
+                    subtitle,
+                    matched,
+                )
             }
             None => {
                 let script = load(&args.file)?;
                 let replay = run_on(&script, &args.backend)?;
+                let rendered = timeline::render(&replay.trace);
+                let stretch =
+                    drawing::stretch_of_trace(&replay.trace, &rendered, args.lines.clone())
+                        .map_err(in_file)?;
                 let subtitle = format!(
-                    "variant {} · ack_policy {} · {}",
-                    script.variant,
-                    script.setup.ack_policy,
-                    args.file.display()
+                    "variant {} · ack_policy {} · {name}",
+                    script.variant, script.setup.ack_policy,
                 );
-                (
-                    replay.trace,
-                    script.scenario.name.clone(),
-                    subtitle,
-                    replay.matched,
-                )
+                let title = script.scenario.name.clone();
+                (replay.trace, stretch, title, subtitle, replay.matched)
             }
         };
-    match &args.svg {
-        Some(out) => {
-            let provenance = format!(
-                "generated by: leasehold timeline {} --svg {}",
-                args.file.display(),
-                out.display()
+    let subtitle = match &stretch {
+        Some(stretch) => format!(
+            "{subtitle} · t{}..t{}",
+            stretch.lines.start, stretch.lines.end
+        ),
+        None => subtitle,
+    };
+    let mut provenance = format!(
+        "generated by: leasehold timeline {name} --svg {}",
+        out.display()
+    );
+    if let Some(lines) = &args.lines {
+        provenance.push_str(&format!(" --lines {}..{}", lines.start, lines.end));
+    }
+    let view = stretch.as_ref().map(|s| s.view);
+    let drawing = svg::render_view(&trace, view, &title, &subtitle, &provenance);
+    write_atomic(out, drawing.as_bytes())?;
+    if !is_stream(out) {
+        // (`--svg /dev/stdout` is the drawing alone.)
+        println!("wrote {}", out.display());
+        if let Some(stretch) = &stretch {
+            println!(
+                "drew {}; --lines A..B draws another stretch",
+                stretch.describe()
             );
-            let drawing = svg::render(&trace, &name, &subtitle, &provenance);
-            write_atomic(out, drawing.as_bytes())?;
-            if !is_stream(out) {
-                // (`--svg /dev/stdout` is the drawing alone.)
-                println!("wrote {}", out.display());
-            }
-        }
-        None => {
-            let rendered = timeline::render(&trace);
-            for line in &rendered.lines {
-                println!("{line}");
-            }
-            for found in &trace.violations {
-                println!("{}", timeline::violation_text(found, &rendered));
-            }
         }
     }
     Ok(Status::held(matched))

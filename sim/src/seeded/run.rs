@@ -98,6 +98,9 @@ pub struct RunOptions {
     /// With `timeline`: also hand each shown line's structured record to this sink, as the
     /// line is streamed.
     pub records: Option<crate::recorder::RecordSink>,
+    /// With `timeline`: keep the whole story of this stretch of virtual time, for a drawing of
+    /// it ([`Recorder::keeping`]); the timeline then goes to the sink only up to its start.
+    pub keep: Option<crate::svg::View>,
 }
 
 /// A run's progress, published every [`PROGRESS_EVERY_STEPS`] steps (written by the run, read
@@ -313,6 +316,9 @@ impl<'a, B: Backend> Driver<'a, B> {
             *recorder = Recorder::streaming(&setup.worker_names, &setup.group_names, sink.clone());
             if let Some(records) = &options.records {
                 *recorder = std::mem::take(recorder).with_records(records.clone());
+            }
+            if let Some(view) = options.keep {
+                *recorder = std::mem::take(recorder).keeping(view.from_ms, view.to_ms);
             }
         }
         if let (Some(recorder), Some(observer)) = (engine.recorder_mut(), &options.observer) {

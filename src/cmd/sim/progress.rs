@@ -41,6 +41,19 @@ impl StdoutTimeline {
         TimelineSink(Arc::new(move |line: &str| out.write_all(&[line, "\n"])))
     }
 
+    /// The sink of a run whose shown lines `tA..tB` (`lines`) only are printed.
+    pub fn sink_within(&self, lines: std::ops::Range<usize>) -> TimelineSink {
+        let (out, next) = (
+            self.clone(),
+            Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+        );
+        TimelineSink(Arc::new(move |line: &str| {
+            if lines.contains(&next.fetch_add(1, Ordering::Relaxed)) {
+                out.write_all(&[line, "\n"]);
+            }
+        }))
+    }
+
     /// A sink that writes each line as a JSON string, comma-separated (the inside of an
     /// array).
     pub fn json_lines(&self) -> TimelineSink {
@@ -99,6 +112,8 @@ pub enum Story {
     None,
     /// Streamed to standard output as it happens, in memory that follows the live set.
     Streamed(StdoutTimeline),
+    /// Streamed so, its shown lines `tA..tB` only.
+    StreamedLines(StdoutTimeline, std::ops::Range<usize>),
 }
 
 /// Runs one seed, telling its story as `story` says, with a progress bar on a terminal (not
@@ -106,12 +121,20 @@ pub enum Story {
 pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story, json: bool) -> RunOutcome {
     let mut options = RunOptions::default();
     let mut bars = bars_wanted(json);
-    if let Story::Streamed(out) = story {
-        options.timeline = Some(out.sink());
-        bars &= !std::io::stdout().is_terminal();
-    }
+    let out = match story {
+        Story::None => None,
+        Story::Streamed(out) => {
+            options.timeline = Some(out.sink());
+            Some(out)
+        }
+        Story::StreamedLines(out, lines) => {
+            options.timeline = Some(out.sink_within(lines.clone()));
+            Some(out)
+        }
+    };
+    bars &= out.is_none() || !std::io::stdout().is_terminal();
     let outcome = run_with_bar(setup, backend, options, bars);
-    if let Story::Streamed(out) = story {
+    if let Some(out) = out {
         out.flush();
     }
     outcome

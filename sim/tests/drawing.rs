@@ -1,0 +1,155 @@
+//! A drawing of a stretch of a run ([`leasehold_sim::drawing`]): the trace a seeded run keeps
+//! for it draws that stretch exactly as the whole recorded trace does, it stays small however
+//! long the run, and the stretch drawn by default ends at the first violation.
+
+use leasehold_model::Variant;
+use leasehold_sim::drawing::{self, Chosen, DRAWN_LINES};
+use leasehold_sim::engine::Expiry;
+use leasehold_sim::seeded::seeded_file::run_setup;
+use leasehold_sim::seeded::{BackendKind, Setup};
+use leasehold_sim::{svg, timeline};
+
+fn setup(variant: Variant, events: u32, seed: u64) -> Setup {
+    let mut setup = Setup::default_for(variant);
+    setup.events = events;
+    setup.seed = seed;
+    setup
+}
+
+/// For stretches at the start, in the middle and at the end of runs that hold and runs that
+/// fail, the kept trace's drawing is byte for byte the whole trace's drawing of the same
+/// stretch, over the same virtual times, and the run's verdict is the whole run's.
+#[test]
+fn a_kept_stretch_draws_as_the_whole_trace_does() {
+    let mut compared = 0;
+    for variant in [Variant::Fenced, Variant::VolatileAck, Variant::RenewRevives] {
+        for seed in 1..5 {
+            let mut setup = setup(variant, 600, seed);
+            // (A lazy broker stamps an expiry at the deadline it passed, possibly after the
+            // stretch's end; a kept trace no longer hears of it.)
+            setup.expiry = Expiry::AtDeadline;
+            let whole = run_setup(&setup, BackendKind::Pure, true);
+            let trace = &whole.recorded.as_ref().expect("recorded").trace;
+            let rendered = timeline::render(trace);
+            let total = rendered.lines.len();
+            assert!(total > 2_000, "{variant:?} seed {seed}: only {total} lines");
+            for lines in [
+                0..40,
+                total / 2 - 30..total / 2 + 30,
+                total - 50..total + 10,
+            ] {
+                let what = format!("{variant:?} seed {seed} lines {lines:?}");
+                let expected = drawing::stretch_of_trace(trace, &rendered, Some(lines.clone()))
+                    .expect("a valid stretch")
+                    .expect("a stretch, not the whole run");
+                let drawn =
+                    drawing::draw_seeded(&setup, BackendKind::Pure, Some(lines)).expect("drawn");
+                let stretch = drawn.stretch.clone().expect("a stretch");
+                assert_eq!(stretch, expected, "{what}");
+                assert_eq!(stretch.chosen, Chosen::Asked, "{what}");
+                assert_eq!(drawn.outcome.violations, whole.violations, "{what}");
+                let kept = &drawn.outcome.recorded.as_ref().expect("kept").trace;
+                let view = Some(stretch.view);
+                assert_eq!(
+                    svg::render_view(kept, view, "t", "s", "p"),
+                    svg::render_view(trace, view, "t", "s", "p"),
+                    "{what}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 36);
+}
+
+/// A stretch of a long run keeps what is open and the stretch, not the run.
+#[test]
+fn a_kept_stretch_of_a_long_run_stays_small() {
+    let setup = setup(Variant::Fenced, 5_000, 3);
+    let drawn =
+        drawing::draw_seeded(&setup, BackendKind::Pure, Some(20_000..20_060)).expect("drawn");
+    let stretch = drawn.stretch.expect("a stretch");
+    let total = stretch.total.expect("told to its end");
+    assert!(total > 40_000, "only {total} lines");
+    let kept = &drawn.outcome.recorded.as_ref().expect("kept").trace;
+    assert!(
+        kept.lines.kept() < 1_000,
+        "{} lines kept",
+        kept.lines.kept()
+    );
+    assert!(
+        kept.leases.kept() < 1_000,
+        "{} leases kept",
+        kept.leases.kept()
+    );
+    assert!(
+        kept.lines.iter().any(|l| l.at_ms == stretch.view.from_ms)
+            && kept.lines.iter().any(|l| l.at_ms == stretch.view.to_ms),
+        "the stretch's lines are kept"
+    );
+}
+
+/// Drawn by default: the whole of a short run; the last lines of a long one that holds; the
+/// lines up to (and with) the first violation of a long one that fails.
+#[test]
+fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
+    let short = setup(Variant::Fenced, 1, 1);
+    let drawn = drawing::draw_seeded(&short, BackendKind::Pure, None).expect("drawn");
+    let whole = run_setup(&short, BackendKind::Pure, true);
+    let lines = timeline::render(&whole.recorded.expect("recorded").trace)
+        .lines
+        .len();
+    assert!(lines <= DRAWN_LINES, "{lines} lines");
+    assert_eq!(drawn.stretch, None, "a short run is drawn whole");
+
+    let holds = setup(Variant::Fenced, 200, 2);
+    let drawn = drawing::draw_seeded(&holds, BackendKind::Pure, None).expect("drawn");
+    let stretch = drawn.stretch.expect("a stretch");
+    let total = stretch.total.expect("told to its end");
+    assert_eq!(stretch.chosen, Chosen::End);
+    assert_eq!(stretch.lines, total - DRAWN_LINES..total);
+
+    let mut failing = 0;
+    for seed in 0..40 {
+        let fails = setup(Variant::RenewRevives, 20, seed);
+        let whole = run_setup(&fails, BackendKind::Pure, true);
+        let trace = &whole.recorded.as_ref().expect("recorded").trace;
+        let rendered = timeline::render(trace);
+        let Some(first) = trace.violations.first() else {
+            continue;
+        };
+        let t = rendered.t_of(first.line).expect("a violation after a line");
+        if t < DRAWN_LINES {
+            continue;
+        }
+        let drawn = drawing::draw_seeded(&fails, BackendKind::Pure, None).expect("drawn");
+        let stretch = drawn.stretch.expect("a stretch");
+        assert_eq!(stretch.chosen, Chosen::UpToViolation, "seed {seed}");
+        assert_eq!(stretch.lines, t + 1 - DRAWN_LINES..t + 1, "seed {seed}");
+        assert_eq!(
+            stretch.total, None,
+            "seed {seed}: the first run stopped at it"
+        );
+        let kept = &drawn.outcome.recorded.as_ref().expect("kept").trace;
+        let svg = svg::render_view(kept, Some(stretch.view), "t", "s", "p");
+        // The line of the first violation is marked, with every invariant broken there.
+        let marked = svg.lines().find(|l| l.contains(" violated</text>"));
+        assert!(
+            marked.is_some_and(|l| l.contains(first.invariant().id())),
+            "seed {seed}: {} not marked: {marked:?}",
+            first.invariant().id()
+        );
+        failing += 1;
+    }
+    assert!(failing >= 3, "only {failing} seeds failed late enough");
+}
+
+#[test]
+fn lines_are_a_to_b_with_b_after_a() {
+    assert_eq!(drawing::parse_lines("40..100"), Ok(40..100));
+    assert_eq!(drawing::parse_lines("t40..t100"), Ok(40..100));
+    for bad in ["100..40", "5..5", "40", "a..b", "..4", "-1..3"] {
+        let error = drawing::parse_lines(bad).expect_err(bad);
+        assert!(error.starts_with(&format!("lines {bad}:")), "{error}");
+    }
+}
