@@ -549,7 +549,7 @@ lease = "first"
 
 /// `timeline --lines A..B` prints those lines of the timeline; with `--svg` it draws the time
 /// they span (the leases fetched in them among what is drawn) and says which stretch it drew.
-/// With no `--lines`, a run longer than the drawing's 60 lines is drawn up to its first
+/// With no `--lines`, a run longer than the drawing's 40 lines is drawn up to its first
 /// violation. A malformed or impossible stretch is a one-line error, exit 2.
 #[test]
 fn timeline_lines_print_and_draw_a_stretch_of_a_long_run() {
@@ -601,8 +601,8 @@ fn timeline_lines_print_and_draw_a_stretch_of_a_long_run() {
     let out = leasehold(&["timeline", file, "--svg", svg_arg]);
     let told = stdout(&out);
     let expected = format!(
-        "drew t{}..t{} (the 60 up to the first violation)",
-        violation_t + 1 - 60,
+        "drew t{}..t{} (the 40 up to the first violation)",
+        violation_t + 1 - 40,
         violation_t + 1
     );
     assert!(told.contains(&expected), "{told}");

@@ -21,7 +21,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 /// Lines drawn when no stretch is asked for and the run has more.
-pub const DRAWN_LINES: usize = 60;
+pub const DRAWN_LINES: usize = 40;
 
 /// Why a drawing shows the lines it shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub struct Stretch {
 }
 
 impl Stretch {
-    /// `t440..t500 of 20,118 lines (the 60 up to the first violation)`: what a drawing shows.
+    /// `t460..t500 of 20,118 lines (the 40 up to the first violation)`: what a drawing shows.
     pub fn describe(&self) -> String {
         let Range { start, end } = self.lines;
         let of = self

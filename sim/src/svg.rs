@@ -410,14 +410,17 @@ fn place_units(svg: &mut String, units: &[Unit]) {
         } else {
             (unit.x - 8.0, unit.x + 10.0 + width)
         };
-        let row = (0..3)
-            .find(|&row| {
-                !placed
-                    .iter()
-                    .any(|&(w, r, s, e)| w == unit.worker && r == row && s < end && start < e)
-            })
-            .unwrap_or(0);
-        placed.push((unit.worker, row, start, end));
+        let free = (0..3).find(|&row| {
+            !placed
+                .iter()
+                .any(|&(w, r, s, e)| w == unit.worker && r == row && s < end && start < e)
+        });
+        // With no row free, the marker stands in the first row and its label is only its
+        // tooltip: written over another, neither could be read.
+        let row = free.unwrap_or(0);
+        if free.is_some() {
+            placed.push((unit.worker, row, start, end));
+        }
         let y = lane_y(unit.worker) + LANE - 16.0 - 17.0 * row as f64;
         if let Some(until_x) = unit.until_x {
             let _ = writeln!(
@@ -428,10 +431,16 @@ fn place_units(svg: &mut String, units: &[Unit]) {
                 (until_x - unit.x).max(2.0)
             );
         }
+        if free.is_none() {
+            let _ = writeln!(svg, "<g><title>{}</title>", escape(&unit.text));
+        }
         if let Some(marker) = unit.marker {
             marker(svg, unit.x, y);
         }
-        label(svg, unit.x, y, &unit.text, unit.colour, anchor_end);
+        match free {
+            Some(_) => label(svg, unit.x, y, &unit.text, unit.colour, anchor_end),
+            None => svg.push_str("</g>\n"),
+        }
     }
 }
 

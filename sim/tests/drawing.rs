@@ -6,7 +6,7 @@ use leasehold_model::Variant;
 use leasehold_sim::drawing::{self, Chosen, DRAWN_LINES};
 use leasehold_sim::engine::Expiry;
 use leasehold_sim::seeded::seeded_file::run_setup;
-use leasehold_sim::seeded::{BackendKind, Setup};
+use leasehold_sim::seeded::{BackendKind, FaultPlan, Setup};
 use leasehold_sim::{svg, timeline};
 
 fn setup(variant: Variant, events: u32, seed: u64) -> Setup {
@@ -93,7 +93,8 @@ fn a_kept_stretch_of_a_long_run_stays_small() {
 /// lines up to (and with) the first violation of a long one that fails.
 #[test]
 fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
-    let short = setup(Variant::Fenced, 1, 1);
+    let mut short = setup(Variant::Fenced, 1, 1);
+    short.faults = FaultPlan::none();
     let drawn = drawing::draw_seeded(&short, BackendKind::Pure, None).expect("drawn");
     let whole = run_setup(&short, BackendKind::Pure, true);
     let lines = timeline::render(&whole.recorded.expect("recorded").trace)

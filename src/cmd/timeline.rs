@@ -29,8 +29,8 @@ pub struct Args {
     /// The scenario file (TOML).
     pub file: PathBuf,
     /// Write an SVG drawing of the timeline to this file (atomically) instead of printing.
-    /// A run of more than 60 lines is drawn in part: the 60 lines up to its first violation
-    /// (or its last 60), unless `--lines` asks for others.
+    /// A run of more than 40 lines is drawn in part: the 40 lines up to its first violation
+    /// (or its last 40), unless `--lines` asks for others.
     #[arg(long, value_name = "OUT")]
     pub svg: Option<PathBuf>,
     /// Only the shown lines tA..tB (B excluded; `40..100` or `t40..t100`): printed, or drawn
