@@ -270,6 +270,8 @@ fn lanes_and_axis(svg: &mut String, trace: &Trace, scale: &Scale, step: Ms, axis
 fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
     // Stack overlapping leases of one lane in rows.
     let mut rows: Vec<Vec<Ms>> = vec![Vec::new(); trace.workers.len()];
+    // (info, how it ended within the stretch, y, x1, x2) of every bar drawn.
+    let mut bars = Vec::new();
     for info in &trace.leases {
         // What ends after the stretch is drawn as held at its end.
         let ended = info.ended.as_ref().filter(|e| e.0 <= scale.view.to_ms);
@@ -291,6 +293,11 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
             scale.x(info.fetched_ms),
             scale.x(end).max(scale.x(info.fetched_ms) + 3.0),
         );
+        bars.push((info, ended, y, x1, x2));
+    }
+    // (y, start, end) of the labels written beside their bars.
+    let mut beside: Vec<(f64, f64, f64)> = Vec::new();
+    for (i, &(info, ended, y, x1, x2)) in bars.iter().enumerate() {
         let (fill, stroke, how) = match ended {
             Some((_, LeaseEnd::Settled { op: "ack" })) => ("#c8e6c9", GREEN, "acked"),
             Some((_, LeaseEnd::Settled { op })) => ("#ffe0b2", ORANGE, *op),
@@ -313,18 +320,39 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
         );
         let text = format!("lease {} · E{} ({how})", escape(&info.name), info.lease.seq);
         let text_width = 7.0 * text.chars().count() as f64;
+        // Beside its bar, a label must not cross another bar or label of its row: when it
+        // would on both sides, the bar's tooltip tells it.
+        let free = |start: f64, end: f64| {
+            let bar = |j: usize, &(_, _, by, bx1, bx2): &(_, _, f64, f64, f64)| {
+                j != i && by == y && bx1 < end && start < bx2
+            };
+            !bars.iter().enumerate().any(|(j, b)| bar(j, b))
+                && !beside
+                    .iter()
+                    .any(|&(ly, s, e)| ly == y && s < end && start < e)
+        };
+        let (right, left) = (
+            (x2 + 4.0, x2 + 4.0 + text_width),
+            (x1 - 4.0 - text_width, x1 - 4.0),
+        );
         let (text_x, anchor) = if x2 - x1 >= text_width + 8.0 {
             (x1 + 4.0, "start")
-        } else if x2 + 4.0 + text_width < WIDTH - 4.0 {
-            (x2 + 4.0, "start")
+        } else if right.1 < WIDTH - 4.0 && free(right.0, right.1) {
+            beside.push((y, right.0, right.1));
+            (right.0, "start")
+        } else if left.0 >= LEFT && free(left.0, left.1) {
+            beside.push((y, left.0, left.1));
+            (left.1, "end")
         } else {
-            (x1 - 4.0, "end")
+            (f64::NAN, "")
         };
-        let _ = writeln!(
-            svg,
-            r##"<text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#212121">{text}</text>"##,
-            y + 12.0,
-        );
+        if !text_x.is_nan() {
+            let _ = writeln!(
+                svg,
+                r##"<text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#212121">{text}</text>"##,
+                y + 12.0,
+            );
+        }
         if let Some((at, LeaseEnd::Expired { .. })) = ended {
             let x = scale.x(*at);
             let _ = writeln!(
