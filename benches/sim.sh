@@ -153,6 +153,19 @@ python3 -c 'import sys; lines, wall, rss = sys.argv[1:]
 print(f"| replay volatile-ack-seed1.toml --json (run three times: verdict, records, lines) | {int(lines):,} | {wall} | {int(rss) / 1024:.1f} MB |")' \
   "$(cat "$OUT/best.out")" "$(field "Elapsed (wall clock) time (h:mm:ss or m:ss)")" \
   "$(field "Maximum resident set size (kbytes)")"
+# A drawing of 40 lines: those up to the first violation, and a stretch in the middle (the seed
+# runs twice, streamed: once to find when the lines happened, once keeping that stretch).
+MIDDLE=$(($(cat "$OUT/best.out") / 2))   # half the lines the --json run counted
+for lines in "" "$MIDDLE..$((MIDDLE + 40))"; do
+  best_of "$BIN" timeline "$FOUND" --svg "$OUT/drawn.svg" ${lines:+--lines "$lines"}
+  python3 -c 'import re, sys; lines, told, wall, rss, size = sys.argv[1:]
+flag = f" --lines {lines}" if lines else ""
+a, b = map(int, re.match(r"t(\d+)\.\.t(\d+)", told).groups())
+print(f"| timeline volatile-ack-seed1.toml --svg OUT{flag} (drew {told}; an SVG of {int(size):,} bytes) | {b - a:,} | {wall} | {int(rss) / 1024:.1f} MB |")' \
+    "$lines" "$(sed -n 's/^drew \([^;]*\);.*/\1/p' "$OUT/best.out")" \
+    "$(field "Elapsed (wall clock) time (h:mm:ss or m:ss)")" \
+    "$(field "Maximum resident set size (kbytes)")" "$(wc -c < "$OUT/drawn.svg")"
+done
 echo
 
 echo "## Large seeds of the protocols that hold"

@@ -51,7 +51,7 @@ pub struct Stretch {
 }
 
 impl Stretch {
-    /// `t460..t500 of 20,118 lines (the 40 up to the first violation)`: what a drawing shows.
+    /// `t460..t500 of 20118 lines (the 40 up to the first violation)`: what a drawing shows.
     pub fn describe(&self) -> String {
         let Range { start, end } = self.lines;
         let of = self
