@@ -150,6 +150,9 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
     if let Some(lines) = &args.lines {
         provenance.push_str(&format!(" --lines {}..{}", lines.start, lines.end));
     }
+    if args.backend != "pure" {
+        provenance.push_str(&format!(" --backend {}", args.backend));
+    }
     let view = stretch.as_ref().map(|s| s.view);
     let drawing = svg::render_view(&trace, view, &title, &subtitle, &provenance);
     write_atomic(out, drawing.as_bytes())?;
