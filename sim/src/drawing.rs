@@ -26,8 +26,6 @@ pub const DRAWN_LINES: usize = 40;
 /// Why a drawing shows the lines it shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Chosen {
-    /// Every line of the run.
-    All,
     /// The lines asked for.
     Asked,
     /// The last [`DRAWN_LINES`] lines up to the first violation.
@@ -58,7 +56,6 @@ impl Stretch {
             .total
             .map_or(String::new(), |total| format!(" of {total} lines"));
         let why = match self.chosen {
-            Chosen::All => String::new(),
             Chosen::Asked => " (asked for)".to_string(),
             Chosen::UpToViolation => format!(" (the {} up to the first violation)", end - start),
             Chosen::End => format!(" (the last {})", end - start),
@@ -89,27 +86,31 @@ pub fn parse_lines(text: &str) -> Result<Range<usize>, String> {
 
 /// The lines to draw of a run that shows `total` lines, its first violation shown as line
 /// `violation`; `complete`: the run was told to its end (else it stopped at that violation).
+/// `None`: every line.
 fn choose(
     asked: Option<Range<usize>>,
     total: usize,
     violation: Option<usize>,
     complete: bool,
-) -> Result<(Range<usize>, Chosen), String> {
-    match asked {
-        Some(lines) if lines.start >= total => Err(format!(
-            "lines {}..{}: the run shows {total} lines (t0..t{total})",
-            lines.start, lines.end
-        )),
-        Some(lines) => Ok((lines.start..lines.end.min(total), Chosen::Asked)),
-        None if complete && total <= DRAWN_LINES => Ok((0..total, Chosen::All)),
+) -> Result<Option<(Range<usize>, Chosen)>, String> {
+    let chosen = match asked {
+        Some(lines) if lines.start >= total => {
+            return Err(format!(
+                "lines {}..{}: the run shows {total} lines (t0..t{total})",
+                lines.start, lines.end
+            ))
+        }
+        Some(lines) => (lines.start..lines.end.min(total), Chosen::Asked),
+        None if complete && total <= DRAWN_LINES => return Ok(None),
         None => match violation {
-            Some(t) => Ok((
+            Some(t) => (
                 (t + 1).saturating_sub(DRAWN_LINES)..t + 1,
                 Chosen::UpToViolation,
-            )),
-            None => Ok((total.saturating_sub(DRAWN_LINES)..total, Chosen::End)),
+            ),
+            None => (total.saturating_sub(DRAWN_LINES)..total, Chosen::End),
         },
-    }
+    };
+    Ok(Some(chosen))
 }
 
 /// The stretch to draw of a whole trace (a scripted run, or a recorded one) and its
@@ -121,10 +122,9 @@ pub fn stretch_of_trace(
 ) -> Result<Option<Stretch>, String> {
     let total = timeline.lines.len();
     let violation = trace.violations.first().and_then(|f| timeline.t_of(f.line));
-    let (lines, chosen) = choose(asked, total, violation, true)?;
-    if chosen == Chosen::All {
+    let Some((lines, chosen)) = choose(asked, total, violation, true)? else {
         return Ok(None);
-    }
+    };
     let at = |t: usize| {
         let shown =
             (0..trace.lines.len()).filter(move |&i| timeline.index.get(i) == Some(&Some(t)));
@@ -203,26 +203,29 @@ pub fn draw_seeded(
     let stopped = first.end == crate::seeded::run::STOPPED_AT_FIRST_VIOLATION;
     let violation = streamed.violation_t.first().copied().flatten();
     let total = streamed.lines;
-    let (lines, chosen) = choose(asked, total, violation, !stopped)?;
     let learned = std::mem::take(&mut *learned.lock().expect("not poisoned"));
     let at = |t: usize| learned.last.iter().find(|e| e.0 == t).map(|e| e.1);
-    let view = match chosen {
-        Chosen::All => None,
-        Chosen::Asked => learned.asked[0].zip(learned.asked[1]),
-        Chosen::UpToViolation | Chosen::End => at(lines.start).zip(at(lines.end - 1)),
+    let stretch = match choose(asked, total, violation, !stopped)? {
+        None => None,
+        Some((lines, chosen)) => {
+            let view = match chosen {
+                Chosen::Asked => learned.asked[0].zip(learned.asked[1]),
+                Chosen::UpToViolation | Chosen::End => at(lines.start).zip(at(lines.end - 1)),
+            };
+            let Some((from_ms, to_ms)) = view else {
+                return Err(format!(
+                    "lines {}..{}: the run showed them but their times were not kept (a bug, please report it)",
+                    lines.start, lines.end
+                ));
+            };
+            Some(Stretch {
+                lines,
+                total: (!stopped).then_some(total),
+                view: View { from_ms, to_ms },
+                chosen,
+            })
+        }
     };
-    let stretch = view.map(|(from_ms, to_ms)| Stretch {
-        lines: lines.clone(),
-        total: (!stopped).then_some(total),
-        view: View { from_ms, to_ms },
-        chosen,
-    });
-    if stretch.is_none() && chosen != Chosen::All {
-        return Err(format!(
-            "lines {}..{}: the run did not show them again when re-run (not deterministic: a bug, please report it)",
-            lines.start, lines.end
-        ));
-    }
     let options = match &stretch {
         Some(stretch) => RunOptions {
             timeline: Some(TimelineSink(Arc::new(|_| {}))),
