@@ -9,7 +9,7 @@
 //! ([`crate::recorder::Recorder::keeping`]), so memory follows the live set and the stretch,
 //! not the run.
 
-use crate::recorder::{RecordSink, TimelineSink};
+use crate::recorder::{TimeSink, TimelineSink};
 use crate::seeded::seeded_file::{run_setup_with, BackendKind};
 use crate::seeded::{RunOptions, RunOutcome, Setup};
 use crate::svg::View;
@@ -170,21 +170,18 @@ pub fn draw_seeded(
     asked: Option<Range<usize>>,
 ) -> Result<Drawn, String> {
     let learned = Arc::new(Mutex::new(Learned::default()));
-    let records = {
+    let times = {
         let learned = Arc::clone(&learned);
         let asked = asked.clone();
-        RecordSink(Arc::new(move |record| {
+        TimeSink(Arc::new(move |t, at_ms| {
             let mut learned = learned.lock().expect("not poisoned");
             if learned.last.len() == LEARNED_LINES {
                 learned.last.pop_front();
             }
-            learned.last.push_back((record.t, record.at_ms));
-            if asked
-                .as_ref()
-                .is_some_and(|asked| asked.contains(&record.t))
-            {
-                learned.asked[0] = learned.asked[0].or(Some(record.at_ms));
-                learned.asked[1] = Some(record.at_ms);
+            learned.last.push_back((t, at_ms));
+            if asked.as_ref().is_some_and(|asked| asked.contains(&t)) {
+                learned.asked[0] = learned.asked[0].or(Some(at_ms));
+                learned.asked[1] = Some(at_ms);
             }
         }))
     };
@@ -193,7 +190,7 @@ pub fn draw_seeded(
         kind,
         &RunOptions {
             timeline: Some(TimelineSink(Arc::new(|_| {}))),
-            records: Some(records),
+            times: Some(times),
             stop_at_first_violation: asked.is_none(),
             ..RunOptions::default()
         },

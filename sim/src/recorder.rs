@@ -63,6 +63,18 @@ impl std::fmt::Debug for TimelineSink {
     }
 }
 
+/// Where the times of a streamed timeline's lines go: called with each shown line's `tN`
+/// index and virtual time, in order, as soon as the line is final (what a record would tell of
+/// it, without building the record).
+#[derive(Clone)]
+pub struct TimeSink(pub std::sync::Arc<dyn Fn(usize, Ms) + Send + Sync>);
+
+impl std::fmt::Debug for TimeSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TimeSink")
+    }
+}
+
 /// Where a streamed timeline's records go ([`crate::timeline::Record`], what `--json` gives
 /// for each shown line): called in order, as soon as each line is final.
 #[derive(Clone)]
@@ -95,6 +107,8 @@ struct Stream {
     sink: TimelineSink,
     /// Where each shown line's record goes, when asked for.
     records: Option<RecordSink>,
+    /// Where each shown line's `tN` and time go, when asked for.
+    times: Option<TimeSink>,
     renderer: Renderer,
     /// By request id, the request a follow-up nack answers.
     follow_ups: Window<Option<RequestId>>,
@@ -194,6 +208,7 @@ impl Recorder {
         recorder.stream = Some(Box::new(Stream {
             sink,
             records: None,
+            times: None,
             renderer: Renderer::new(workers.len()),
             follow_ups: Window::default(),
             open_requests: BTreeSet::new(),
@@ -234,6 +249,14 @@ impl Recorder {
     fn keeps_all(&self) -> bool {
         let keep = self.stream.as_ref().and_then(|s| s.keep);
         keep.is_some_and(|k| k.pinned || k.frozen)
+    }
+
+    /// A streamed recorder that also hands each shown line's `tN` and time to `times`.
+    pub fn with_times(mut self, times: TimeSink) -> Recorder {
+        if let Some(stream) = &mut self.stream {
+            stream.times = Some(times);
+        }
+        self
     }
 
     /// A streamed recorder that also hands each shown line's record to `records`.
@@ -296,6 +319,7 @@ impl Recorder {
         };
         let sink = stream.sink.clone();
         let records = stream.records.clone();
+        let times = stream.times.clone();
         let mut shown_text = String::new();
         for i in stream.renderer.next()..limit.max(stream.renderer.next()) {
             let has_later = trace.lines[i]
@@ -316,6 +340,9 @@ impl Recorder {
                 let violations = crate::timeline::violations_marked(trace, marked..=i);
                 let text = std::mem::take(&mut shown_text);
                 (records.0)(&crate::timeline::record_of(trace, i, t, text, violations));
+            }
+            if let Some(times) = times.as_ref().filter(|_| stream.renderer.shown() > t) {
+                (times.0)(t, trace.lines[i].at_ms);
             }
             stream.resumed.remove(&i);
         }

@@ -98,6 +98,8 @@ pub struct RunOptions {
     /// With `timeline`: also hand each shown line's structured record to this sink, as the
     /// line is streamed.
     pub records: Option<crate::recorder::RecordSink>,
+    /// With `timeline`: also hand each shown line's `tN` and time to this sink.
+    pub times: Option<crate::recorder::TimeSink>,
     /// With `timeline`: keep the whole story of this stretch of virtual time, for a drawing of
     /// it ([`Recorder::keeping`]); the timeline then goes to the sink only up to its start.
     pub keep: Option<crate::svg::View>,
@@ -316,6 +318,9 @@ impl<'a, B: Backend> Driver<'a, B> {
             *recorder = Recorder::streaming(&setup.worker_names, &setup.group_names, sink.clone());
             if let Some(records) = &options.records {
                 *recorder = std::mem::take(recorder).with_records(records.clone());
+            }
+            if let Some(times) = &options.times {
+                *recorder = std::mem::take(recorder).with_times(times.clone());
             }
             if let Some(view) = options.keep {
                 *recorder = std::mem::take(recorder).keeping(view.from_ms, view.to_ms);
