@@ -231,7 +231,8 @@ impl Recorder {
     /// what is done, as any streamed recorder; from `from_ms` on it drops nothing; past `to_ms`
     /// it records nothing more, so its memory follows the live set and the stretch, not the
     /// run. Its timeline goes to the sink only up to `from_ms`, and its trace is meant for that
-    /// drawing alone: past `to_ms`, what is still open stays open in it.
+    /// drawing alone: past `to_ms`, what is still open stays open in it, except a lease a lazy
+    /// broker expires later at a deadline within the stretch (told then, it still ends there).
     pub fn keeping(mut self, from_ms: Ms, to_ms: Ms) -> Recorder {
         if let Some(stream) = &mut self.stream {
             stream.keep = Some(Keep {
@@ -575,7 +576,11 @@ impl Recorder {
             let violation = matches!(event, Event::Violated { .. });
             keep.frozen |= at_ms > keep.to_ms && !violation;
             keep.pinned |= at_ms >= keep.from_ms;
-            if keep.frozen {
+            // A lazy broker expires a lease at its next fetch, stamped at the deadline it
+            // passed: an expiry within the stretch belongs to it, however late it is told.
+            let expired_within =
+                matches!(event, Event::Expired { at_ms: deadline, .. } if deadline <= keep.to_ms);
+            if keep.frozen && !expired_within {
                 return;
             }
         }

@@ -7,7 +7,7 @@ use leasehold_sim::drawing::{self, Chosen, DRAWN_LINES};
 use leasehold_sim::engine::Expiry;
 use leasehold_sim::seeded::seeded_file::run_setup;
 use leasehold_sim::seeded::{BackendKind, FaultPlan, Setup};
-use leasehold_sim::{svg, timeline};
+use leasehold_sim::{svg, timeline, trace};
 
 fn setup(variant: Variant, events: u32, seed: u64) -> Setup {
     let mut setup = Setup::default_for(variant);
@@ -25,19 +25,30 @@ fn a_kept_stretch_draws_as_the_whole_trace_does() {
     for variant in [Variant::Fenced, Variant::VolatileAck, Variant::RenewRevives] {
         for seed in 1..5 {
             let mut setup = setup(variant, 600, seed);
-            // (A lazy broker stamps an expiry at the deadline it passed, possibly after the
-            // stretch's end; a kept trace no longer hears of it.)
-            setup.expiry = Expiry::AtDeadline;
+            // Half the runs expire lazily: an expiry is told at the next fetch, possibly after
+            // the stretch's end, stamped at the deadline it passed, within it.
+            setup.expiry = if seed % 2 == 0 {
+                Expiry::AtDeadline
+            } else {
+                Expiry::OnFetch
+            };
             let whole = run_setup(&setup, BackendKind::Pure, true);
             let trace = &whole.recorded.as_ref().expect("recorded").trace;
             let rendered = timeline::render(trace);
             let total = rendered.lines.len();
             assert!(total > 2_000, "{variant:?} seed {seed}: only {total} lines");
-            for lines in [
+            let mut stretches = vec![
                 0..40,
                 total / 2 - 30..total / 2 + 30,
                 total - 50..total + 10,
-            ] {
+            ];
+            if setup.expiry == Expiry::OnFetch {
+                // A stretch that ends after a lease's deadline and before the fetch that
+                // expires it: the lease ends at its deadline in the drawing, not at the end.
+                let late = told_late_expiry(trace, &rendered).expect("an expiry told late");
+                stretches.push(late - 39..late + 1);
+            }
+            for lines in stretches {
                 let what = format!("{variant:?} seed {seed} lines {lines:?}");
                 let expected = drawing::stretch_of_trace(trace, &rendered, Some(lines.clone()))
                     .expect("a valid stretch")
@@ -59,7 +70,35 @@ fn a_kept_stretch_draws_as_the_whole_trace_does() {
             }
         }
     }
-    assert_eq!(compared, 36);
+    assert_eq!(compared, 42);
+}
+
+/// The `tN` (past the first 40) of a line after a lease's deadline and before the fetch that
+/// expires it (a lazy broker's expiry is told at the fetch, stamped at the deadline).
+fn told_late_expiry(trace: &trace::Trace, rendered: &timeline::Timeline) -> Option<usize> {
+    let shown = |i: usize| rendered.index.get(i).copied().flatten();
+    let lines: Vec<_> = trace.lines.iter().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if !matches!(line.kind, trace::LineKind::Expired { .. }) {
+            continue;
+        }
+        // The fetch that told it: the next line that is no expiry.
+        let Some(told_ms) = lines[i..]
+            .iter()
+            .find(|l| !matches!(l.kind, trace::LineKind::Expired { .. }))
+            .map(|l| l.at_ms)
+        else {
+            continue;
+        };
+        let between = (0..i)
+            .rev()
+            .take_while(|&j| lines[j].at_ms >= line.at_ms)
+            .find(|&j| lines[j].at_ms < told_ms && shown(j).is_some_and(|t| t > 40));
+        if let Some(j) = between {
+            return shown(j);
+        }
+    }
+    None
 }
 
 /// A stretch of a long run keeps what is open and the stretch, not the run.
