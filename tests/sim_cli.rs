@@ -617,6 +617,45 @@ fn sharded_json_outputs_merge_into_the_unsharded_summary() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The summary's first failing seed words its violations as that seed's timeline does
+/// (`E7 of g0`, not the oracle's `event 7 of group 0`), in text and in `--json`.
+#[test]
+fn the_first_failing_seed_is_worded_as_its_timeline() {
+    let args = [
+        "sim",
+        "--variant",
+        "unfenced-settle",
+        "--seeds",
+        "0..5",
+        "--no-save",
+    ];
+    let out = leasehold(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("first failing seed:"));
+    lines.next().expect("a first failing seed");
+    let first = lines.next().expect("its first violation");
+    let (_, told) = first.split_once(": ").expect("invariant: detail");
+    // The story of the seed, printed below, ends with the same words.
+    let story = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("→ "))
+        .expect("the story's violation line");
+    assert!(story.ends_with(&format!("): {told}")), "{first}\n{story}");
+    assert!(
+        !told.contains("of group") && told.contains(" of g"),
+        "{told}"
+    );
+    let json = json(&leasehold(&[&args[..], &["--json"]].concat()));
+    let first = &json["first_failure"];
+    assert_eq!(first["told"][0], told, "{first}");
+    // The oracle's own wording stays in the violation's detail.
+    let detail = first["violations"][0]["detail"].as_str().expect("a detail");
+    assert!(detail.contains("of group"), "{detail}");
+}
+
 /// The summary counts, per coverage probe, the seeds that reached it and the first one.
 #[test]
 fn the_summary_shows_coverage_and_flags_what_the_mix_never_reaches() {

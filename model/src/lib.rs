@@ -9,6 +9,7 @@
 //!   classification.
 //! * [`invariant`] — the invariants I1–I7 and their stable names.
 //! * [`oracle`] — ghost bookkeeping that checks the invariants after every step.
+//! * [`mod@detail`] — what a violation saw: its words and the events and leases it names.
 //! * [`check`] — exhaustive model checking of a bounded configuration: the history-free
 //!   state, the proof search, liveness (ranking function or fair cycles), shortest
 //!   counterexamples, `check` as a library call.
@@ -17,6 +18,7 @@
 pub mod backend;
 pub mod broker;
 pub mod check;
+pub mod detail;
 pub mod inline;
 pub mod invariant;
 pub mod oracle;
@@ -26,6 +28,7 @@ pub mod variant;
 
 pub use backend::Backend;
 pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest, Timer};
+pub use detail::Detail;
 pub use invariant::Invariant;
 pub use oracle::{Issuance, Oracle, OracleConfig, Violation};
 pub use runtime::{AckPolicy, ErrorAction, HandleCall, Outcome};

@@ -28,6 +28,8 @@
 //! each first violation's step and detail, and counts handler runs and duplicates.
 
 use crate::broker::BrokerView;
+use crate::detail;
+use crate::detail::{Detail, Part};
 use crate::inline::InlineVec;
 use crate::invariant::Invariant;
 use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
@@ -84,8 +86,9 @@ pub struct Violation {
     pub invariant: Invariant,
     /// The engine's step index (counted by [`Oracle::end_step`]) at which it broke.
     pub step: u64,
-    /// What happened, in one line.
-    pub detail: String,
+    /// What happened, in one line: [`Detail`]'s display is the oracle's wording, and
+    /// [`Detail::named`] names events, leases and frontiers as a timeline does.
+    pub detail: Detail,
 }
 
 impl fmt::Display for Violation {
@@ -115,6 +118,15 @@ struct GhostLease {
 enum Final {
     Acked,
     DeadLettered(Reason),
+}
+
+impl fmt::Display for Final {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Final::Acked => f.write_str("acked"),
+            Final::DeadLettered(reason) => write!(f, "dead-lettered ({reason})"),
+        }
+    }
 }
 
 /// [`GhostRecord::settled`] of a record not known as settled.
@@ -540,7 +552,7 @@ impl Oracle {
 
     /// Records a broken invariant; builds the detail only when it is newly broken and the
     /// oracle keeps details.
-    fn fail(&mut self, invariant: Invariant, detail: impl FnOnce() -> String) {
+    fn fail(&mut self, invariant: Invariant, detail: impl FnOnce() -> Detail) {
         if self.violated(invariant) {
             return;
         }
@@ -602,23 +614,35 @@ impl Oracle {
         let (group, seq) = (lease.group, lease.seq);
         let Some(&record) = self.ghost(group, seq) else {
             self.fail(Invariant::I3, || {
-                format!("a lease was issued for unpublished event {seq} of group {group}")
+                detail![
+                    "a lease was issued for unpublished ",
+                    Part::event(group, seq)
+                ]
             });
             return issuance;
         };
         self.touch(group, seq);
         if let Some(settled) = self.groups[group].settled(&record) {
             self.fail(Invariant::I3, || {
-                format!("event {seq} of group {group} was {settled:?} and was delivered again as {issuance}")
+                detail![
+                    Part::event(group, seq),
+                    format!(" was {settled} and was delivered again as "),
+                    issuance,
+                ]
             });
         }
         let key = (group as u32, seq);
         if let Some(other) = self.live.iter().find(|l| (l.group, l.seq) == key) {
             let other = other.issuance;
             self.fail(Invariant::I2, || {
-                format!(
-                    "{issuance} issued for event {seq} of group {group} while {other} is unexpired"
-                )
+                detail![
+                    issuance,
+                    " issued for ",
+                    Part::event(group, seq),
+                    " while ",
+                    other,
+                    " is unexpired",
+                ]
             });
         }
         for other in self.live.iter_mut().filter(|l| (l.group, l.seq) == key) {
@@ -628,10 +652,13 @@ impl Oracle {
         let max_attempts = self.config.max_attempts;
         if deliveries > max_attempts || lease.attempt > max_attempts {
             self.fail(Invariant::I5, || {
-                format!(
-                    "event {seq} of group {group} delivered {deliveries} times (attempt {}), max_attempts {max_attempts}",
-                    lease.attempt
-                )
+                detail![
+                    Part::event(group, seq),
+                    format!(
+                        " delivered {deliveries} times (attempt {}), max_attempts {max_attempts}",
+                        lease.attempt
+                    ),
+                ]
             });
         }
         self.ghost_mut(group, seq).deliveries = deliveries;
@@ -706,7 +733,15 @@ impl Oracle {
             {
                 let other = other.issuance;
                 self.fail(Invariant::I2, || {
-                    format!("renew of {issuance} accepted on event {seq} of group {group} while {other} is unexpired")
+                    detail![
+                        "renew of ",
+                        issuance,
+                        " accepted on ",
+                        Part::event(group, seq),
+                        " while ",
+                        other,
+                        " is unexpired",
+                    ]
                 });
             }
             let deadline_ms = now_ms.saturating_add(extend_ms);
@@ -736,18 +771,26 @@ impl Oracle {
                 let ghost = self.live.remove(position);
                 if !ghost.current {
                     self.fail(Invariant::I1, || {
-                        format!(
-                            "{} of {issuance} accepted on event {seq} of group {group}, but that lease is superseded",
-                            op.name()
-                        )
+                        detail![
+                            op.name(),
+                            " of ",
+                            issuance,
+                            " accepted on ",
+                            Part::event(group, seq),
+                            ", but that lease is superseded",
+                        ]
                     });
                 }
             }
             None => self.fail(Invariant::I1, || {
-                format!(
-                    "{} of {issuance} accepted on event {seq} of group {group}, but that lease has ended (expired, settled or superseded)",
-                    op.name()
-                )
+                detail![
+                    op.name(),
+                    " of ",
+                    issuance,
+                    " accepted on ",
+                    Part::event(group, seq),
+                    ", but that lease has ended (expired, settled or superseded)",
+                ]
             }),
         }
         match *op {
@@ -755,7 +798,12 @@ impl Oracle {
                 let processed = self.ghost_mut(group, seq).processed();
                 if self.config.check_at_least_once && !processed {
                     self.fail(Invariant::I7, || {
-                        format!("event {seq} of group {group} acked by {issuance} without a successful handler run under a current lease")
+                        detail![
+                            Part::event(group, seq),
+                            " acked by ",
+                            issuance,
+                            " without a successful handler run under a current lease",
+                        ]
                     });
                 }
                 self.settle_record(group, seq, Final::Acked);
@@ -867,7 +915,9 @@ impl Oracle {
         let count = view.event_count();
         if count != published {
             self.fail(Invariant::I3, || {
-                format!("{published} events published, the broker has {count}")
+                detail![format!(
+                    "{published} events published, the broker has {count}"
+                )]
             });
         }
     }
@@ -989,7 +1039,7 @@ impl Oracle {
         let deliveries = record.deliveries;
         match (record.settled(), status) {
             (_, Status::Dropped) => self.fail(Invariant::I3, || {
-                format!("event {seq} of group {group} is gone from the broker")
+                detail![Part::event(group, seq), " is gone from the broker"]
             }),
             (ACKED, Status::Acked) | (OPEN, Status::Available | Status::Leased) => {}
             (ACKED.., _) => {
@@ -1002,11 +1052,14 @@ impl Oracle {
                 self.fail(Invariant::I3, || {
                     let (status, reason) = view.status(group, seq);
                     let settled = settled.expect("a settled code");
-                    let detail = format!(
-                        "event {seq} of group {group} was {settled:?} and is now {status:?} {}",
-                        reason.as_deref().unwrap_or("")
-                    );
-                    detail.trim_end().to_string()
+                    let now = match reason {
+                        Some(reason) => format!("{} ({reason})", status.name()),
+                        None => status.name().to_string(),
+                    };
+                    detail![
+                        Part::event(group, seq),
+                        format!(" was {settled} and is now {now}")
+                    ]
                 });
             }
             (OPEN, Status::DeadLettered) => {
@@ -1014,16 +1067,19 @@ impl Oracle {
                 let max_attempts = self.config.max_attempts;
                 if deliveries < max_attempts {
                     self.fail(Invariant::I3, || {
-                        format!(
-                            "event {seq} of group {group} dead-lettered ({reason}) after {deliveries} of {max_attempts} attempts, without a reject",
-                        )
+                        detail![
+                            Part::event(group, seq),
+                            format!(
+                                " dead-lettered ({reason}) after {deliveries} of {max_attempts} attempts, without a reject"
+                            ),
+                        ]
                     });
                 }
                 self.settle_record(group, seq, Final::DeadLettered(reason));
             }
             (OPEN, Status::Acked) => {
                 self.fail(Invariant::I3, || {
-                    format!("event {seq} of group {group} is acked but no ack was accepted")
+                    detail![Part::event(group, seq), " is acked but no ack was accepted"]
                 });
                 self.settle_record(group, seq, Final::Acked);
             }
@@ -1044,7 +1100,10 @@ impl Oracle {
         let (before, prefix) = (g.frontier, g.settled_prefix);
         if frontier < before {
             self.fail(Invariant::I4, || {
-                format!("frontier of group {group} went back from {before} to {frontier}")
+                detail![
+                    Part::frontier(group),
+                    format!(" went back from {before} to {frontier}"),
+                ]
             });
         }
         let unsettled = if frontier > prefix {
@@ -1054,7 +1113,12 @@ impl Oracle {
         };
         if let Some(seq) = unsettled {
             self.fail(Invariant::I4, || {
-                format!("frontier of group {group} is {frontier} but event {seq} is not settled")
+                detail![
+                    Part::frontier(group),
+                    format!(" is {frontier} but "),
+                    Part::Seq(seq),
+                    " is not settled",
+                ]
             });
         }
         self.groups[group].frontier = frontier;
@@ -1070,14 +1134,20 @@ impl Oracle {
             if let Some(seq) = stuck {
                 let status = view.status_kind(group, seq);
                 self.fail(Invariant::I6, || {
-                    format!("event {seq} of group {group} is still {status:?} {why}")
+                    detail![
+                        Part::event(group, seq),
+                        format!(" is still {} {why}", status.name()),
+                    ]
                 });
                 return;
             }
             let frontier = view.frontier(group);
             if frontier != count {
                 self.fail(Invariant::I6, || {
-                    format!("frontier of group {group} is {frontier} of {count} {why}")
+                    detail![
+                        Part::frontier(group),
+                        format!(" is {frontier} of {count} {why}")
+                    ]
                 });
                 return;
             }

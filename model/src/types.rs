@@ -168,6 +168,19 @@ pub enum Status {
     Dropped,
 }
 
+impl Status {
+    /// In words: `available`, `leased`, `acked`, `dead-lettered`, `dropped`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Available => "available",
+            Status::Leased => "leased",
+            Status::Acked => "acked",
+            Status::DeadLettered => "dead-lettered",
+            Status::Dropped => "dropped",
+        }
+    }
+}
+
 /// Why a settle (ack / nack / renew / reject) or a fetch failed. The texts are
 /// `Cow<'static, str>` so that the errors engines inject (a lost reply, a dropped request) cost
 /// no allocation.

@@ -138,7 +138,7 @@ fn i3_a_settled_event_delivered_again() {
     let l1 = oracle.fetched(&lease(1, 1, 1, 0), 0, 100);
     oracle.settled(l1, &on(1), &SettleOp::Ack, true, 1);
     oracle.fetched(&lease(2, 1, 2, 2), 2, 100);
-    only(&oracle, Invariant::I3, "was Acked and was delivered again");
+    only(&oracle, Invariant::I3, "was acked and was delivered again");
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn i3_a_dead_letter_that_changes_its_reason() {
     assert_eq!(oracle.violations(), []);
     view.statuses[0].1 = Some("other".to_string());
     oracle.end_step(&view);
-    only(&oracle, Invariant::I3, "is now DeadLettered other");
+    only(&oracle, Invariant::I3, "is now dead-lettered (other)");
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn i3_an_acked_event_that_becomes_available_again() {
     oracle.end_step(&View::new(&[Status::Available, Status::Acked]));
     assert_eq!(oracle.violations(), []);
     oracle.end_step(&View::new(&[Status::Available, Status::Available]));
-    only(&oracle, Invariant::I3, "was Acked and is now Available");
+    only(&oracle, Invariant::I3, "was acked and is now available");
 }
 
 #[test]
@@ -283,7 +283,7 @@ fn i6_an_event_never_settled() {
     only(
         &oracle,
         Invariant::I6,
-        "event 1 of group 0 is still Leased after 5000 ms",
+        "event 1 of group 0 is still leased after 5000 ms",
     );
     let mut oracle = self::oracle(1, false);
     let mut view = View::new(&[Status::Acked]);

@@ -705,7 +705,7 @@ fn stuck_lease_never_expires_after_a_restart_and_breaks_i6() {
             assert!(oracle.violated(Invariant::I6), "{:?}", oracle.violations());
             let detail = &oracle.violations()[0].detail;
             assert!(
-                detail.contains("event 1 of group 0 is still Leased"),
+                detail.contains("event 1 of group 0 is still leased"),
                 "{detail}"
             );
         } else {

@@ -837,8 +837,8 @@ impl Recorder {
             Event::Violated { violation } => {
                 let line = self.trace.lines.len().checked_sub(1);
                 let trace = &self.trace;
-                let told = crate::timeline::name_detail(&violation.detail, &trace.groups, |n| {
-                    let kept = n.checked_sub(1).and_then(|i| trace.leases.get(i as usize));
+                let told = violation.detail.named(&trace.groups, |issuance| {
+                    let kept = trace.leases.get(issuance.0 as usize);
                     kept.map(|lease| lease.name.as_str())
                 });
                 self.trace.violations.push(Found {

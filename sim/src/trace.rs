@@ -319,7 +319,7 @@ pub struct Found {
     /// The driver's step index at that moment.
     pub step: Option<usize>,
     /// The oracle's detail as the timeline words it: events as `E7` (`E7 of orders` when there
-    /// are several groups) and leases by their timeline names ([`crate::timeline::name_detail`]).
+    /// are several groups) and leases by their timeline names ([`leasehold_model::Detail::named`]).
     pub told: String,
 }
 

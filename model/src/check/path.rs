@@ -346,7 +346,7 @@ pub fn detail(cx: &Counterexample, states: &[State]) -> String {
         .iter()
         .find(|v| v.invariant == cx.invariant)
     {
-        return v.detail.clone();
+        return v.detail.to_string();
     }
     let unsettled = unsettled(last);
     match (cx.invariant, cx.loop_start) {

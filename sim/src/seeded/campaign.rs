@@ -223,7 +223,7 @@ impl Campaign {
                         if stops {
                             smallest_failure.fetch_min(seed, Ordering::Relaxed);
                         }
-                        part.add(&outcome);
+                        part.add(&outcome, &setup.group_names);
                         progress(done.fetch_add(1, Ordering::Relaxed) + 1);
                     }
                     summary

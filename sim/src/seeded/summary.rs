@@ -56,6 +56,11 @@ pub struct FirstFailure {
     pub seed: u64,
     /// Its violations, in the order found.
     pub violations: Vec<Violation>,
+    /// Their details as the seed's timeline words them (`E7 of g1`, where the oracle says
+    /// `event 7 of group 1`), one per violation. (Absent from outputs written before it
+    /// existed: the oracle's wording is printed then.)
+    #[serde(default)]
+    pub told: Vec<String>,
 }
 
 /// What a campaign (or one shard of it) found. Equal for equal campaigns whatever the thread
@@ -112,8 +117,8 @@ pub fn seed_hash(seed: u64, trace_hash: u64) -> u64 {
 }
 
 impl Summary {
-    /// Adds one seed's outcome.
-    pub fn add(&mut self, outcome: &RunOutcome) {
+    /// Adds one seed's outcome; `groups` are the seed's group names.
+    pub fn add(&mut self, outcome: &RunOutcome, groups: &[String]) {
         self.seeds_run += 1;
         self.steps += outcome.steps;
         self.sim_ms += outcome.sim_ms;
@@ -149,9 +154,12 @@ impl Summary {
             .as_ref()
             .is_none_or(|first| outcome.seed < first.seed)
         {
+            let told = outcome.violations.iter();
+            let told = told.map(|v| v.detail.named(groups, |_| None)).collect();
             self.first_failure = Some(FirstFailure {
                 seed: outcome.seed,
                 violations: outcome.violations.clone(),
+                told,
             });
         }
     }
@@ -385,8 +393,13 @@ impl CampaignReport {
         }
         if let Some(first) = &s.first_failure {
             writeln!(out, "first failing seed: {}", first.seed)?;
-            for v in &first.violations {
-                writeln!(out, "  {v}")?;
+            for (i, v) in first.violations.iter().enumerate() {
+                match first.told.get(i) {
+                    Some(told) => {
+                        writeln!(out, "  {} violated at step {}: {told}", v.invariant, v.step)?
+                    }
+                    None => writeln!(out, "  {v}")?,
+                }
             }
         }
         Ok(())

@@ -1,0 +1,291 @@
+//! A violation's detail: its words, and the events, leases and frontiers it names, as data.
+//!
+//! The oracle says what it saw in its own terms (`event 7 of group 1`, `L3`); a timeline names
+//! the same things its own way (`E7 of orders`, the name a scenario bound to the lease). A
+//! detail keeps what it names as data, and each reader words it: [`fmt::Display`] gives the
+//! oracle's wording, [`Detail::named`] a timeline's. Nothing is parsed back out of text.
+
+use crate::oracle::Issuance;
+use crate::types::{GroupIx, Seq};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::borrow::Cow;
+use std::fmt::{self, Write as _};
+
+/// One part of a [`Detail`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// Words, as they are.
+    Text(Cow<'static, str>),
+    /// Event `seq` of group `group`: `event 7 of group 1` (a timeline: `E7 of orders`).
+    Event {
+        /// The group's index.
+        group: u32,
+        /// The event.
+        seq: Seq,
+    },
+    /// Event `seq` of the group the detail already named: `event 7` (`E7`).
+    Seq(Seq),
+    /// A lease, by the oracle's name for it: `L3` (a timeline: the name a scenario bound).
+    Lease(Issuance),
+    /// The committed frontier of group `group`: `frontier of group 1` (`frontier of orders`).
+    Frontier {
+        /// The group's index.
+        group: u32,
+    },
+}
+
+impl Part {
+    /// Event `seq` of group `group`.
+    pub fn event(group: GroupIx, seq: Seq) -> Part {
+        Part::Event {
+            group: group as u32,
+            seq,
+        }
+    }
+
+    /// The committed frontier of group `group`.
+    pub fn frontier(group: GroupIx) -> Part {
+        Part::Frontier {
+            group: group as u32,
+        }
+    }
+}
+
+impl From<&'static str> for Part {
+    fn from(text: &'static str) -> Part {
+        Part::Text(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for Part {
+    fn from(text: String) -> Part {
+        Part::Text(Cow::Owned(text))
+    }
+}
+
+impl From<Issuance> for Part {
+    fn from(issuance: Issuance) -> Part {
+        Part::Lease(issuance)
+    }
+}
+
+/// What a violation saw, in one line: words and the things it names ([`Part`]).
+///
+/// Two details are equal when they say the same (their oracle wording is the same): a detail
+/// read back from JSON, words only, equals the one written.
+#[derive(Clone, Debug, Default)]
+pub struct Detail(Vec<Part>);
+
+impl PartialEq for Detail {
+    fn eq(&self, other: &Detail) -> bool {
+        self.0 == other.0 || self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Detail {}
+
+/// A detail equals a text that is its oracle wording.
+impl PartialEq<&str> for Detail {
+    fn eq(&self, text: &&str) -> bool {
+        /// Compares what is written with what is left of the text.
+        struct Against<'a>(&'a str);
+        impl fmt::Write for Against<'_> {
+            fn write_str(&mut self, s: &str) -> fmt::Result {
+                self.0 = self.0.strip_prefix(s).ok_or(fmt::Error)?;
+                Ok(())
+            }
+        }
+        let mut against = Against(text);
+        write!(against, "{self}").is_ok() && against.0.is_empty()
+    }
+}
+
+impl PartialOrd for Detail {
+    fn partial_cmp(&self, other: &Detail) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Detail {
+    fn cmp(&self, other: &Detail) -> std::cmp::Ordering {
+        self.to_string().cmp(&other.to_string())
+    }
+}
+
+impl std::hash::Hash for Detail {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.to_string().hash(state)
+    }
+}
+
+/// A [`Detail`] of parts: each item is a [`Part`] or converts into one (`&'static str`,
+/// `String`, [`Issuance`]).
+#[macro_export]
+macro_rules! detail {
+    ($($part:expr),* $(,)?) => {
+        $crate::detail::Detail::of(vec![$($crate::detail::Part::from($part)),*])
+    };
+}
+
+impl Detail {
+    /// The detail of these parts.
+    pub fn of(parts: Vec<Part>) -> Detail {
+        Detail(parts)
+    }
+
+    /// Its parts.
+    pub fn parts(&self) -> &[Part] {
+        &self.0
+    }
+
+    /// Whether its oracle wording contains `text`.
+    pub fn contains(&self, text: &str) -> bool {
+        self.to_string().contains(text)
+    }
+
+    /// Worded as a timeline names things: `E7` (with `of NAME` when there are several groups),
+    /// `frontier of NAME`, and a lease by `lease`'s name for it (its oracle name `LN` when
+    /// `lease` has none). A group index past `groups` keeps the oracle's `of group N`.
+    pub fn named<'a>(
+        &self,
+        groups: &[String],
+        lease: impl Fn(Issuance) -> Option<&'a str>,
+    ) -> String {
+        let of_group = |out: &mut String, group: u32| match groups.get(group as usize) {
+            Some(name) if groups.len() > 1 => {
+                let _ = write!(out, " of {name}");
+            }
+            Some(_) => {}
+            None => {
+                let _ = write!(out, " of group {group}");
+            }
+        };
+        let mut out = String::new();
+        for part in &self.0 {
+            match part {
+                Part::Text(text) => out.push_str(text),
+                Part::Event { group, seq } => {
+                    let _ = write!(out, "E{seq}");
+                    of_group(&mut out, *group);
+                }
+                Part::Seq(seq) => {
+                    let _ = write!(out, "E{seq}");
+                }
+                Part::Lease(issuance) => match lease(*issuance) {
+                    Some(name) => out.push_str(name),
+                    None => {
+                        let _ = write!(out, "{issuance}");
+                    }
+                },
+                Part::Frontier { group } => {
+                    out.push_str("frontier");
+                    of_group(&mut out, *group);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The oracle's wording.
+impl fmt::Display for Detail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for part in &self.0 {
+            match part {
+                Part::Text(text) => f.write_str(text)?,
+                Part::Event { group, seq } => write!(f, "event {seq} of group {group}")?,
+                Part::Seq(seq) => write!(f, "event {seq}")?,
+                Part::Lease(issuance) => write!(f, "{issuance}")?,
+                Part::Frontier { group } => write!(f, "frontier of group {group}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Serialized as its oracle wording (a string).
+impl Serialize for Detail {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Read back as words only: what it names is no longer told apart.
+impl<'de> Deserialize<'de> for Detail {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Detail, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(Detail(vec![Part::from(text)]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    fn sample() -> Detail {
+        detail![
+            "renew of ",
+            Issuance(2),
+            " accepted on ",
+            Part::event(1, 7),
+            " while ",
+            Issuance(0),
+            " is unexpired; ",
+            Part::frontier(1),
+            " is 3 but ",
+            Part::Seq(5),
+            " is not settled",
+        ]
+    }
+
+    #[test]
+    fn the_oracle_words_it_by_index() {
+        assert_eq!(
+            sample().to_string(),
+            "renew of L3 accepted on event 7 of group 1 while L1 is unexpired; frontier of group 1 is 3 but event 5 is not settled"
+        );
+    }
+
+    #[test]
+    fn a_timeline_words_it_by_name() {
+        let named = sample().named(&groups(&["payments", "orders"]), |i| {
+            (i == Issuance(2)).then_some("second")
+        });
+        assert_eq!(
+            named,
+            "renew of second accepted on E7 of orders while L1 is unexpired; frontier of orders is 3 but E5 is not settled"
+        );
+        // One group: no group is named; an unknown group keeps its index.
+        let one = detail![
+            Part::event(0, 2),
+            ", ",
+            Part::event(4, 3),
+            " and ",
+            Part::frontier(0)
+        ];
+        assert_eq!(
+            one.named(&groups(&["orders"]), |_| None),
+            "E2, E3 of group 4 and frontier"
+        );
+    }
+
+    #[test]
+    fn it_serializes_as_its_wording_and_reads_back_as_words() {
+        let json = serde_json::to_string(&sample()).expect("serialized");
+        assert_eq!(json, format!("{:?}", sample().to_string()));
+        let back: Detail = serde_json::from_str(&json).expect("read back");
+        assert_eq!(back, sample(), "the same words");
+        assert_ne!(back, detail!["renew of L3"]);
+        assert!(sample() == sample().to_string().as_str());
+        assert!(sample() != "renew of L3 accepted");
+        assert!(sample() != format!("{} and more", sample()).as_str());
+        assert_eq!(
+            back.named(&groups(&["a", "b"]), |_| None),
+            sample().to_string()
+        );
+    }
+}
