@@ -38,7 +38,7 @@ pub struct SeedFailure {
     pub seed: u64,
     /// The first invariant it broke.
     pub invariant: Invariant,
-    /// What the oracle saw, one line each.
+    /// What the oracle saw, one line each, named as the timeline names events and leases.
     pub violations: Vec<String>,
     /// The re-run's timeline.
     pub timeline: String,
@@ -164,7 +164,11 @@ impl CampaignRun {
         Ok(Some(SeedFailure {
             seed,
             invariant: violation.invariant,
-            violations: outcome.violations.iter().map(|v| v.to_string()).collect(),
+            violations: outcome
+                .violations
+                .iter()
+                .map(|v| v.named(&setup.group_names, |_| None))
+                .collect(),
             timeline: outcome.trace.unwrap_or_default(),
             file,
         }))

@@ -62,7 +62,11 @@ pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, 
             file: name,
             backend: backend.name(),
             timeline: outcome.trace.clone().unwrap_or_default(),
-            violations: outcome.violations.iter().map(|v| v.to_string()).collect(),
+            violations: outcome
+                .violations
+                .iter()
+                .map(|v| v.named(&setup.group_names, |_| None))
+                .collect(),
             mismatches: check_expect(&scenario, &outcome),
             trace_hash: format!("{:016x}", outcome.trace_hash),
         });

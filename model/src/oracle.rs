@@ -91,6 +91,22 @@ pub struct Violation {
     pub detail: Detail,
 }
 
+impl Violation {
+    /// As its display, with its detail worded as a timeline words it ([`Detail::named`]).
+    pub fn named<'a>(
+        &self,
+        groups: &[String],
+        lease: impl Fn(Issuance) -> Option<&'a str>,
+    ) -> String {
+        format!(
+            "{} violated at step {}: {}",
+            self.invariant,
+            self.step,
+            self.detail.named(groups, lease)
+        )
+    }
+}
+
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

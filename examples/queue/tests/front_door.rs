@@ -47,6 +47,33 @@ fn campaign_catches_the_queue_that_acks_by_event_id() {
         .assert_clean();
 }
 
+/// The failure says what the oracle saw as its timeline says it: `E3 of g1`, the timeline's
+/// lease names.
+#[test]
+fn a_failing_seed_names_events_as_its_timeline_does() {
+    let found = campaign("campaign-buggy-named")
+        .backend(ACKS_BY_ID)
+        .run()
+        .expect("runs");
+    let failure = found.failure.expect("the buggy queue fails a seed");
+    let first = &failure.violations[0];
+    assert!(first.starts_with(failure.invariant.id()), "{first}");
+    assert!(!first.contains("of group"), "{first}");
+    // Every event and lease it names appears in the timeline.
+    let named = first.split(|c: char| !c.is_ascii_alphanumeric());
+    let names: Vec<&str> = named
+        .filter(|w| w.len() > 1 && (w.starts_with('E') || w.starts_with('L')))
+        .filter(|w| w[1..].bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    assert!(!names.is_empty(), "{first}");
+    for name in names {
+        assert!(
+            failure.timeline.contains(&format!(" {name} ")),
+            "{name} of {first} is not in the timeline"
+        );
+    }
+}
+
 #[test]
 fn replay_passes_on_the_fixed_queue() {
     leasehold::reproduce_with(PROGRAM);

@@ -56,8 +56,8 @@ pub struct FirstFailure {
     pub seed: u64,
     /// Its violations, in the order found.
     pub violations: Vec<Violation>,
-    /// Their details as the seed's timeline words them (`E7 of g1`, where the oracle says
-    /// `event 7 of group 1`), one per violation. (Absent from outputs written before it
+    /// Each violation in one line, its detail worded as the seed's timeline words it (`E7 of
+    /// g1`, where the oracle says `event 7 of group 1`). (Absent from outputs written before it
     /// existed: the oracle's wording is printed then.)
     #[serde(default)]
     pub told: Vec<String>,
@@ -155,7 +155,7 @@ impl Summary {
             .is_none_or(|first| outcome.seed < first.seed)
         {
             let told = outcome.violations.iter();
-            let told = told.map(|v| v.detail.named(groups, |_| None)).collect();
+            let told = told.map(|v| v.named(groups, |_| None)).collect();
             self.first_failure = Some(FirstFailure {
                 seed: outcome.seed,
                 violations: outcome.violations.clone(),
@@ -395,9 +395,7 @@ impl CampaignReport {
             writeln!(out, "first failing seed: {}", first.seed)?;
             for (i, v) in first.violations.iter().enumerate() {
                 match first.told.get(i) {
-                    Some(told) => {
-                        writeln!(out, "  {} violated at step {}: {told}", v.invariant, v.step)?
-                    }
+                    Some(told) => writeln!(out, "  {told}")?,
                     None => writeln!(out, "  {v}")?,
                 }
             }
