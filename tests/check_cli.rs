@@ -172,6 +172,26 @@ fn json_output_names_the_verdicts() {
     assert_eq!(json["counterexamples"][0]["steps"], 4);
 }
 
+/// `--report PATH` with any name but `*.json` holds the text printed.
+#[test]
+fn a_report_not_named_json_is_the_printed_text() {
+    let dir = scratch("text-report");
+    let report = dir.join("report.txt");
+    let output = leasehold(&[
+        "check",
+        "--variant",
+        "unfenced-settle",
+        "--out",
+        dir.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let written = std::fs::read_to_string(&report).expect("--report written");
+    assert_eq!(written, stdout(&output));
+    assert!(written.contains("result: VIOLATED I1"), "{written}");
+}
+
 #[test]
 fn bad_input_exits_2_with_one_line() {
     let output = leasehold(&["check", "--variant", "nope"]);

@@ -656,6 +656,81 @@ fn the_first_failing_seed_is_worded_as_its_timeline() {
     assert!(detail.contains("of group"), "{detail}");
 }
 
+/// `--report PATH` writes what the command prints: JSON when PATH ends in `.json`, the text
+/// otherwise; for a campaign, a single seed and a merge.
+#[test]
+fn a_report_file_is_json_or_text_by_its_name() {
+    let dir = scratch_dir("report");
+    let file = |name: &str| dir.join(name).display().to_string();
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("written");
+    let without_wall = |mut value: serde_json::Value| {
+        value.as_object_mut().expect("an object").remove("wall_ms");
+        value
+    };
+    let runs: [&[&str]; 2] = [
+        &[
+            "sim",
+            "--variant",
+            "unfenced-settle",
+            "--seeds",
+            "0..4",
+            "--no-save",
+        ],
+        &[
+            "sim",
+            "--variant",
+            "unfenced-settle",
+            "--seed",
+            "3",
+            "--no-save",
+        ],
+    ];
+    for (i, args) in runs.into_iter().enumerate() {
+        let (json_name, text_name) = (format!("r{i}.json"), format!("r{i}.txt"));
+        let printed = leasehold(&[args, &["--json", "--report", &file(&json_name)]].concat());
+        assert_eq!(printed.status.code(), Some(1));
+        let written: serde_json::Value = serde_json::from_str(&read(&json_name)).expect("json");
+        assert_eq!(
+            without_wall(written),
+            without_wall(json(&printed)),
+            "{args:?}"
+        );
+        let printed = leasehold(&[args, &["--report", &file(&text_name)]].concat());
+        let (printed, written) = (stdout(&printed), read(&text_name));
+        // The file holds the printed summary: the last line (the trace hash) and the first
+        // violation's line, worded as the timeline words it.
+        let last = printed
+            .lines()
+            .rfind(|l| l.contains("hash"))
+            .expect("a hash line");
+        assert!(written.contains(last), "{args:?}: {written}");
+        let violated = printed
+            .lines()
+            .find(|l| l.contains(" violated at step "))
+            .expect("one");
+        assert!(
+            written.contains(violated) && !violated.contains("of group"),
+            "{written}"
+        );
+        assert!(written.starts_with("leasehold sim "), "{written}");
+    }
+    // Merged shards.
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        let shard = format!("{k}/2");
+        let args = [runs[0], &["--json", "--shard", &shard]].concat();
+        let path = dir.join(format!("shard{k}.json"));
+        std::fs::write(&path, leasehold(&args).stdout).unwrap();
+        shards.push(path.display().to_string());
+    }
+    let mut merge = vec!["sim", "--merge", &shards[0], &shards[1]];
+    let report = file("merged.txt");
+    merge.extend(["--report", &report]);
+    let printed = stdout(&leasehold(&merge));
+    assert_eq!(read("merged.txt"), printed);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The summary counts, per coverage probe, the seeds that reached it and the first one.
 #[test]
 fn the_summary_shows_coverage_and_flags_what_the_mix_never_reaches() {

@@ -6,6 +6,13 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// Whether a report written to `path` is JSON: its name ends in `.json` (any other name gets
+/// the text a command prints).
+pub fn is_json(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("json"))
+}
+
 /// Writes `contents` to `path` atomically: a reader sees the old file or the new one, never a
 /// half-written one. Creates missing parent folders.
 ///

@@ -91,7 +91,8 @@ pub struct Args {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-    /// Also write the JSON report to this file.
+    /// Also write the report to this file: as JSON when its name ends in `.json` (what
+    /// `--json` prints), else the text printed.
     #[arg(long)]
     pub report: Option<PathBuf>,
     /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000).
@@ -315,8 +316,9 @@ pub fn run(args: Args) -> CmdResult {
         return serve(&config, &options, addr, &command);
     }
     let progress = std::io::stderr().is_terminal() && !args.json;
+    let header = header(&command, &config, &options);
     if !args.json {
-        println!("{}", header(&command, &config, &options));
+        println!("{header}");
     }
     let (report, seconds) = run_check(&config, &options, progress);
     let without_symmetry =
@@ -344,7 +346,12 @@ pub fn run(args: Args) -> CmdResult {
     };
     let json = serde_json::to_string_pretty(&printed).expect("the report serialises");
     if let Some(path) = &args.report {
-        files::write_atomic(path, format!("{json}\n").as_bytes())?;
+        let contents = if files::is_json(path) {
+            format!("{json}\n")
+        } else {
+            format!("{header}\n{}", text(&printed))
+        };
+        files::write_atomic(path, contents.as_bytes())?;
     }
     if args.json {
         println!("{json}");

@@ -193,7 +193,8 @@ pub struct Options {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-    /// Also write the summary (text) to this file.
+    /// Also write the summary to this file: as JSON when its name ends in `.json` (what
+    /// `--json` prints), else the text printed.
     #[arg(long)]
     pub report: Option<PathBuf>,
 }
@@ -485,43 +486,63 @@ fn report_one(
     outcome: &RunOutcome,
     wall: Duration,
 ) -> CmdResult {
+    use std::fmt::Write as _;
     let status = Status::held(outcome.violations.is_empty());
-    if args.json {
+    let json = || {
         let value = one_json(header, setup, outcome, wall);
-        println!("{}", serde_json::to_string_pretty(&value).expect("json"));
+        serde_json::to_string_pretty(&value).expect("json")
+    };
+    let mut text = String::new();
+    let mut line = |line: String| {
+        let _ = writeln!(text, "{line}");
+    };
+    line(format!(
+        "seed {}: {} after {} steps, {} simulated ms, {} records",
+        setup.seed, outcome.end, outcome.steps, outcome.sim_ms, outcome.records
+    ));
+    if let Some(bound) = outcome.inconclusive {
+        line(format!("inconclusive: {bound} reached (a bound, not a verdict: no invariant is judged violated by it)"));
+    }
+    for violation in &outcome.violations {
+        line(format!(
+            "  {}",
+            violation.named(&setup.group_names, |_| None)
+        ));
+    }
+    line(format!(
+        "duplicates: {} handler runs, {} world writes, {} ghost writes",
+        outcome.duplicate_runs, outcome.duplicate_writes, outcome.ghost_writes
+    ));
+    if outcome.at_most_once_losses > 0 {
+        line(format!(
+            "at-most-once: {} events acked without a completed handler ({}'s documented guarantee, not a protocol failure)",
+            outcome.at_most_once_losses, setup.policy
+        ));
+    }
+    let secs = wall.as_secs_f64().max(1e-6);
+    line(format!(
+        "speed: {:.0} steps/s, simulated/wall {:.0}x",
+        outcome.steps as f64 / secs,
+        outcome.sim_ms as f64 / 1000.0 / secs
+    ));
+    line(format!("trace hash {:016x}", outcome.trace_hash));
+    if let Some(path) = &args.report {
+        let contents = if files::is_json(path) {
+            format!("{}\n", json())
+        } else {
+            let faults = format!("faults: {}", setup.faults.summary());
+            format!("{header}\n{faults}\n{text}")
+        };
+        files::write_atomic(path, contents.as_bytes())?;
+    }
+    if args.json {
+        println!("{}", json());
         return Ok(status);
     }
     if let Some(trace) = &outcome.trace {
         print!("{trace}");
     }
-    println!(
-        "seed {}: {} after {} steps, {} simulated ms, {} records",
-        setup.seed, outcome.end, outcome.steps, outcome.sim_ms, outcome.records
-    );
-    if let Some(bound) = outcome.inconclusive {
-        println!("inconclusive: {bound} reached (a bound, not a verdict: no invariant is judged violated by it)");
-    }
-    for violation in &outcome.violations {
-        println!("  {violation}");
-    }
-    println!(
-        "duplicates: {} handler runs, {} world writes, {} ghost writes",
-        outcome.duplicate_runs, outcome.duplicate_writes, outcome.ghost_writes
-    );
-    if outcome.at_most_once_losses > 0 {
-        println!(
-            "at-most-once: {} events acked without a completed handler ({}'s documented guarantee, not a protocol failure)",
-            outcome.at_most_once_losses, setup.policy
-        );
-    }
-    let secs = wall.as_secs_f64().max(1e-6);
-    println!(
-        "speed: {:.0} steps/s, simulated/wall {:.0}x",
-        outcome.steps as f64 / secs,
-        outcome.sim_ms as f64 / 1000.0 / secs
-    );
-    println!("trace hash {:016x}", outcome.trace_hash);
-    let _ = header;
+    print!("{text}");
     Ok(status)
 }
 
@@ -553,6 +574,7 @@ fn one_json(
             "name": v.invariant.name(),
             "step": v.step,
             "detail": v.detail,
+            "told": v.named(&setup.group_names, |_| None),
         })).collect::<Vec<_>>(),
         "duplicate_runs": outcome.duplicate_runs,
         "duplicate_writes": outcome.duplicate_writes,
@@ -666,7 +688,12 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
         print!("{text}");
     }
     if let Some(path) = &args.report {
-        let contents = format!("{}\n{text}", report.command);
+        let contents = if files::is_json(path) {
+            let json = serde_json::to_string_pretty(report).expect("a report serialises");
+            format!("{json}\n")
+        } else {
+            format!("{}\n{text}", report.command)
+        };
         files::write_atomic(path, contents.as_bytes())?;
     }
     Ok(Status::Ok)
@@ -708,23 +735,32 @@ fn run_merge(args: &Options) -> CmdResult {
         parts.push(part);
     }
     let merged = CampaignReport::merge(&parts).map_err(|e| UserError(format!("--merge: {e}")))?;
+    let json = || serde_json::to_string_pretty(&merged).expect("a report serialises");
+    let mut text = format!(
+        "{}\nmerged from {} shards\n{merged}",
+        merged.command,
+        parts.len()
+    );
+    for saved in &merged.saved {
+        text.push_str(&format!(
+            "{} seed {}: replay with: leasehold replay {}\n",
+            saved.invariant.id(),
+            saved.seed,
+            saved.path
+        ));
+    }
+    if let Some(path) = &args.report {
+        let contents = if files::is_json(path) {
+            format!("{}\n", json())
+        } else {
+            text.clone()
+        };
+        files::write_atomic(path, contents.as_bytes())?;
+    }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&merged).expect("a report serialises")
-        );
+        println!("{}", json());
     } else {
-        println!("{}", merged.command);
-        println!("merged from {} shards", parts.len());
-        print!("{merged}");
-        for saved in &merged.saved {
-            println!(
-                "{} seed {}: replay with: leasehold replay {}",
-                saved.invariant.id(),
-                saved.seed,
-                saved.path
-            );
-        }
+        print!("{text}");
     }
     Ok(Status::held(merged.summary.seeds_failed == 0))
 }
