@@ -134,9 +134,9 @@ pub fn render_view(
         escape(subtitle)
     );
     lanes_and_axis(&mut svg, trace, &scale, step, axis_y);
-    lease_bars(&mut svg, trace, &scale);
+    let taken = lease_bars(&mut svg, trace, &scale);
     arrows(&mut svg, trace, &scale);
-    markers(&mut svg, trace, &scale);
+    markers(&mut svg, trace, &scale, &taken);
     violations(&mut svg, trace, &scale);
     legend(&mut svg, axis_y + 52.0);
     svg.push_str("</svg>\n");
@@ -267,7 +267,26 @@ fn lanes_and_axis(svg: &mut String, trace: &Trace, scale: &Scale, step: Ms, axis
     );
 }
 
-fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
+/// A rectangle of the drawing something already stands on.
+#[derive(Clone, Copy)]
+struct Taken {
+    x1: f64,
+    x2: f64,
+    y1: f64,
+    y2: f64,
+    /// Text stands there (else a lease's bar).
+    text: bool,
+}
+
+impl Taken {
+    fn meets(&self, x1: f64, x2: f64, y1: f64, y2: f64) -> bool {
+        self.x1 < x2 && x1 < self.x2 && self.y1 < y2 && y1 < self.y2
+    }
+}
+
+/// Draws the leases' bars and labels; returns where they stand.
+fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) -> Vec<Taken> {
+    let mut taken = Vec::new();
     // Stack overlapping leases of one lane in rows.
     let mut rows: Vec<Vec<Ms>> = vec![Vec::new(); trace.workers.len()];
     // (info, how it ended within the stretch, y, x1, x2) of every bar drawn.
@@ -346,6 +365,27 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
         } else {
             (f64::NAN, "")
         };
+        taken.push(Taken {
+            x1,
+            x2,
+            y1: y,
+            y2: y + ROW - 4.0,
+            text: false,
+        });
+        if !text_x.is_nan() {
+            let (start, end) = match anchor {
+                "end" => (text_x - text_width, text_x),
+                _ => (text_x, text_x + text_width),
+            };
+            // The text's ascent and descent about its baseline (y + 12).
+            taken.push(Taken {
+                x1: start,
+                x2: end,
+                y1: y + 3.0,
+                y2: y + 15.0,
+                text: true,
+            });
+        }
         if !text_x.is_nan() {
             let _ = writeln!(
                 svg,
@@ -363,6 +403,7 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) {
             );
         }
     }
+    taken
 }
 
 /// The marker shapes, centred on (x, y).
@@ -427,29 +468,65 @@ struct Unit {
     until_x: Option<f64>,
 }
 
-fn place_units(svg: &mut String, units: &[Unit]) {
-    // (worker, row, start, end) of every placed unit.
-    let mut placed: Vec<(usize, usize, f64, f64)> = Vec::new();
+/// The centre of marker row `row` of `worker`'s lane.
+fn unit_y(worker: usize, row: usize) -> f64 {
+    lane_y(worker) + LANE - 16.0 - 17.0 * row as f64
+}
+
+/// Places each unit in the first row where it stands on nothing drawn (`taken`: the leases'
+/// bars and labels, and the units placed before it), else in the first row where it stands on
+/// no text and no other unit (over a bar).
+fn place_units(svg: &mut String, units: &[Unit], taken: &[Taken]) {
+    // Where every placed unit stands.
+    let mut placed: Vec<Taken> = Vec::new();
     for unit in units {
-        let width = 7.2 * unit.text.chars().count() as f64;
+        // Bold 12-pixel DejaVu Sans: about 7.7 pixels a character.
+        let width = 8.0 * unit.text.chars().count() as f64;
         let anchor_end = unit.x > WIDTH - 300.0;
         let (start, end) = if anchor_end {
             (unit.x - 10.0 - width, unit.x + 8.0)
         } else {
             (unit.x - 8.0, unit.x + 10.0 + width)
         };
-        let free = (0..3).find(|&row| {
-            !placed
-                .iter()
-                .any(|&(w, r, s, e)| w == unit.worker && r == row && s < end && start < e)
+        // A pause's stall stands in its row too.
+        let end = unit.until_x.map_or(end, |until_x| end.max(until_x));
+        let meets = |row: usize, t: &Taken| {
+            let y = unit_y(unit.worker, row);
+            t.meets(start, end, y - 7.0, y + 7.0)
+        };
+        let clear = |row: usize, over_bars: bool| {
+            !placed.iter().any(|t| meets(row, t))
+                && !taken
+                    .iter()
+                    .any(|t| (t.text || !over_bars) && meets(row, t))
+        };
+        let free = (0..3)
+            .find(|&row| clear(row, false))
+            .or_else(|| (0..3).find(|&row| clear(row, true)));
+        // With no row free for its label, the marker stands alone in the first row where it
+        // covers no text (else the first row), and its label is only its tooltip: written over
+        // another, neither could be read.
+        let (x1, x2) = (unit.x - 8.0, unit.x + 8.0);
+        let alone = |row: usize| {
+            let y = unit_y(unit.worker, row);
+            let covers = |t: &Taken| t.text && t.meets(x1, x2, y - 7.0, y + 7.0);
+            !placed.iter().chain(taken).any(covers)
+        };
+        let row = free.unwrap_or_else(|| (0..3).find(|&row| alone(row)).unwrap_or(0));
+        let y = unit_y(unit.worker, row);
+        let (x1, x2) = if free.is_some() {
+            (start, end)
+        } else {
+            (x1, x2)
+        };
+        // The marker (radius 7) and its label's text about the baseline (y + 4).
+        placed.push(Taken {
+            x1,
+            x2,
+            y1: y - 7.0,
+            y2: y + 7.0,
+            text: true,
         });
-        // With no row free, the marker stands in the first row and its label is only its
-        // tooltip: written over another, neither could be read.
-        let row = free.unwrap_or(0);
-        if free.is_some() {
-            placed.push((unit.worker, row, start, end));
-        }
-        let y = lane_y(unit.worker) + LANE - 16.0 - 17.0 * row as f64;
         if let Some(until_x) = unit.until_x {
             let _ = writeln!(
                 svg,
@@ -472,7 +549,7 @@ fn place_units(svg: &mut String, units: &[Unit]) {
     }
 }
 
-fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
+fn markers(svg: &mut String, trace: &Trace, scale: &Scale, taken: &[Taken]) {
     let mut units = Vec::new();
     for line in trace.lines.iter().filter(|l| scale.view.holds(l.at_ms)) {
         let x = scale.x(line.at_ms);
@@ -545,7 +622,7 @@ fn markers(svg: &mut String, trace: &Trace, scale: &Scale) {
             until_x: None,
         });
     }
-    place_units(svg, &units);
+    place_units(svg, &units, taken);
 }
 
 /// Each violation found, at the line after which it was found: a red line across every lane,
@@ -630,7 +707,8 @@ fn legend(svg: &mut String, y: f64) {
             x + 32.0,
             y + 4.0
         );
-        x += 170.0;
+        // Each item as wide as its text (about 7 pixels a character), and a gap.
+        x += 32.0 + 7.0 * text.chars().count() as f64 + 28.0;
     }
     let y = y + 26.0;
     let mut x = LEFT + 8.0;
@@ -649,7 +727,7 @@ fn legend(svg: &mut String, y: f64) {
             x + 14.0,
             y + 4.0
         );
-        x += 170.0;
+        x += 14.0 + 7.0 * text.chars().count() as f64 + 36.0;
     }
 }
 

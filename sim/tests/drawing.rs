@@ -193,3 +193,100 @@ fn lines_are_a_to_b_with_b_after_a() {
         assert!(error.starts_with(&format!("lines {bad}:")), "{error}");
     }
 }
+
+/// A label's box in a drawing: its text's extent as the layout reckons it (`per_char` pixels a
+/// character), from its ascent to its descent about the baseline.
+#[derive(Debug)]
+struct Label {
+    text: String,
+    x1: f64,
+    x2: f64,
+    y1: f64,
+    y2: f64,
+}
+
+impl Label {
+    fn meets(&self, other: &Label) -> bool {
+        self.x1 < other.x2 && other.x1 < self.x2 && self.y1 < other.y2 && other.y1 < self.y2
+    }
+}
+
+/// The labels of leases (regular text) and of markers (bold, in a settle's colour) in `svg`.
+fn labels(svg: &str) -> (Vec<Label>, Vec<Label>) {
+    let attr = |element: &str, name: &str| {
+        let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+        let len = element[start..].find('"')?;
+        Some(element[start..start + len].to_string())
+    };
+    let (mut leases, mut markers) = (Vec::new(), Vec::new());
+    for element in svg.split("<text ").skip(1) {
+        let Some((head, rest)) = element.split_once('>') else {
+            continue;
+        };
+        let text = rest.split("</text>").next().unwrap_or("").to_string();
+        let head = format!(" {head}");
+        let number = |name| attr(&head, name).and_then(|v| v.parse::<f64>().ok());
+        let (Some(x), Some(y)) = (number("x"), number("y")) else {
+            continue;
+        };
+        let bold = attr(&head, "font-weight").is_some();
+        let fill = attr(&head, "fill").unwrap_or_default();
+        let sized = attr(&head, "font-size").is_some();
+        let (list, per_char) = if fill == "#212121" && !bold {
+            (&mut leases, 7.0)
+        } else if bold && !sized && !text.starts_with('⚠') && text != "broker restart" {
+            (&mut markers, 8.0)
+        } else {
+            continue;
+        };
+        let width = per_char * text.chars().count() as f64;
+        let (x1, x2) = match attr(&head, "text-anchor").as_deref() {
+            Some("end") => (x - width, x),
+            _ => (x, x + width),
+        };
+        list.push(Label {
+            text,
+            x1,
+            x2,
+            y1: y - 9.0,
+            y2: y + 3.0,
+        });
+    }
+    (leases, markers)
+}
+
+/// In dense stretches of long runs, no marker's label is written over a lease's label or over
+/// another marker's (a marker with no room keeps its label as a tooltip).
+#[test]
+fn labels_are_not_written_over_each_other() {
+    let mut markers_seen = 0;
+    for seed in 1..4 {
+        let setup = setup(Variant::RenewRevives, 300, seed);
+        let whole = run_setup(&setup, BackendKind::Pure, true);
+        let trace = &whole.recorded.as_ref().expect("recorded").trace;
+        let rendered = timeline::render(trace);
+        let total = rendered.lines.len();
+        for start in (0..total - 40).step_by(total / 10) {
+            let lines = start..start + 40;
+            let stretch = drawing::stretch_of_trace(trace, &rendered, Some(lines.clone()))
+                .expect("a valid stretch")
+                .expect("a stretch");
+            let svg = svg::render_view(trace, Some(stretch.view), "t", "s", "p");
+            let (leases, markers) = labels(&svg);
+            markers_seen += markers.len();
+            for (i, marker) in markers.iter().enumerate() {
+                let over = leases
+                    .iter()
+                    .chain(&markers[i + 1..])
+                    .find(|l| marker.meets(l));
+                assert!(
+                    over.is_none(),
+                    "seed {seed} lines {lines:?}: {:?} over {:?}",
+                    marker.text,
+                    over.map(|l| &l.text)
+                );
+            }
+        }
+    }
+    assert!(markers_seen > 100, "only {markers_seen} marker labels");
+}
