@@ -188,6 +188,21 @@ fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
         .unwrap();
     assert_ne!(second, written);
     assert_eq!(text, std::fs::read_to_string(&second).unwrap());
+    // `--out` naming a `.toml` file writes that file, and the next one beside it, never over it.
+    let named = dir.join("small.toml").display().to_string();
+    for expected in [
+        named.clone(),
+        dir.join("small-2.toml").display().to_string(),
+    ] {
+        let out = leasehold(&["shrink", &path, "--out", &named]);
+        assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        assert!(
+            stdout(&out).contains(&format!("wrote {expected}\n")),
+            "{}",
+            stdout(&out)
+        );
+        assert_eq!(text, std::fs::read_to_string(&expected).unwrap());
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

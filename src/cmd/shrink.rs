@@ -28,7 +28,9 @@ pub struct Args {
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: crate::cmd::redis::RedisArgs,
-    /// Where to write the result (default: beside the input).
+    /// Where to write the result: a folder, or a file when it ends in `.toml` (default:
+    /// `<input>-shrunk.toml` beside the input). An existing file is never replaced: the result
+    /// then takes the next free name (`-2`, `-3`, …).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Print one JSON object at the end (what shrank, the file written) instead of text.
@@ -226,26 +228,30 @@ fn replays_as_written(
     Ok(replay.matched)
 }
 
-/// Writes `story` as `<stem>-shrunk.toml` beside the input (or under `--out`), never over an
-/// existing file.
+/// Writes `story` as `<stem>-shrunk.toml` beside the input, under `--out` when it is a
+/// folder, or as `--out` when it names a `.toml` file; never over an existing file.
 fn write_beside(args: &Args, story: &Scenario) -> Result<PathBuf, UserError> {
-    let dir = args.out.clone().unwrap_or_else(|| {
-        args.file
-            .parent()
+    let folder_of = |path: &std::path::Path| {
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("."))
-    });
-    let stem = args
-        .file
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("scenario");
-    files::write_new(
-        &dir,
-        &format!("{stem}-shrunk"),
-        "toml",
-        to_toml(story).as_bytes(),
-    )
+    };
+    let stem_of = |path: &std::path::Path| {
+        let stem = path.file_stem().and_then(|s| s.to_str());
+        stem.unwrap_or("scenario").to_string()
+    };
+    let (dir, stem) = match &args.out {
+        Some(file) if file.extension().is_some_and(|e| e == "toml") => {
+            (folder_of(file), stem_of(file))
+        }
+        Some(dir) => (dir.clone(), format!("{}-shrunk", stem_of(&args.file))),
+        None => (
+            folder_of(&args.file),
+            format!("{}-shrunk", stem_of(&args.file)),
+        ),
+    };
+    files::write_new(&dir, &stem, "toml", to_toml(story).as_bytes())
 }
 
 /// The shrunk run as a scripted scenario: each broker-level step of the recorded run written
