@@ -782,32 +782,21 @@ impl Oracle {
             }
             return;
         }
+        let stale = |why: &'static str| {
+            let event = Part::event(group, seq);
+            move || detail![op.name(), " of ", issuance, " accepted on ", event, why]
+        };
         match position {
             Some(position) => {
                 let ghost = self.live.remove(position);
                 if !ghost.current {
-                    self.fail(Invariant::I1, || {
-                        detail![
-                            op.name(),
-                            " of ",
-                            issuance,
-                            " accepted on ",
-                            Part::event(group, seq),
-                            ", but that lease is superseded",
-                        ]
-                    });
+                    self.fail(Invariant::I1, stale(", but that lease is superseded"));
                 }
             }
-            None => self.fail(Invariant::I1, || {
-                detail![
-                    op.name(),
-                    " of ",
-                    issuance,
-                    " accepted on ",
-                    Part::event(group, seq),
-                    ", but that lease has ended (expired, settled or superseded)",
-                ]
-            }),
+            None => self.fail(
+                Invariant::I1,
+                stale(", but that lease has ended (expired, settled or superseded)"),
+            ),
         }
         match *op {
             SettleOp::Ack => {
