@@ -343,6 +343,53 @@ fn a_file_with_a_seed_and_steps_exits_2_on_every_command() {
     }
 }
 
+/// `[expect] trace_hash` pins the very run a file was written for, scripted or seeded: the
+/// hash `replay` prints matches (exit 0), another one is an expectation that failed (exit 1:
+/// the run is not the pinned one), and one that is not 16 hex digits is bad input (exit 2,
+/// with the file, line and field).
+#[test]
+fn a_pinned_trace_hash_tells_a_different_run() {
+    for file in [
+        "scenarios/t0-t5-stale-ack.toml",
+        "scenarios/found/inclusive-deadline-seed0.toml",
+    ] {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        let replayed = stdout(&leasehold(&["replay", file]));
+        let hash = replayed
+            .lines()
+            .find_map(|l| l.strip_prefix("trace hash "))
+            .unwrap_or_else(|| panic!("{replayed}"))
+            .to_string();
+        let pinned = |value: &str| {
+            let name = format!("pinned-{}-{value}.toml", file.len());
+            let with = text.replace(
+                "[expect]\n",
+                &format!("[expect]\ntrace_hash = \"{value}\"\n"),
+            );
+            assert_ne!(with, text, "{file} has an [expect]");
+            scratch(&name, &with).display().to_string()
+        };
+        let same = leasehold(&["replay", &pinned(&hash)]);
+        assert_eq!(same.status.code(), Some(0), "{file}: {}", stdout(&same));
+        let other = format!("{:016x}", u64::from_str_radix(&hash, 16).unwrap() ^ 1);
+        let differs = leasehold(&["replay", &pinned(&other)]);
+        assert_eq!(differs.status.code(), Some(1), "{file}");
+        let told = stdout(&differs);
+        assert!(
+            told.contains(&format!("expected trace_hash = {other}, got {hash}")),
+            "{file}: {told}"
+        );
+        let malformed = leasehold(&["replay", &pinned("xyz")]);
+        assert_eq!(malformed.status.code(), Some(2), "{file}");
+        let err = stderr(&malformed);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("trace_hash") && err.contains(".toml:"),
+            "{file}: {err}"
+        );
+    }
+}
+
 #[test]
 fn a_missing_file_exits_2() {
     let out = leasehold(&["replay", "scenarios/does-not-exist.toml"]);

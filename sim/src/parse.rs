@@ -1100,6 +1100,7 @@ impl<'a> Validator<'a> {
             pending,
             dead_letter_reasons,
             loop_passes,
+            trace_hash,
         } = expect.clone();
         let key = |k| [Seg::Key("expect"), Seg::Key(k)];
         if let Some(text) = &invariants {
@@ -1149,6 +1150,18 @@ impl<'a> Validator<'a> {
             }
         }
         self.check_loop_passes(loop_passes)?;
+        let trace_hash = match &trace_hash {
+            None => None,
+            Some(text) => match crate::scenario::parse_trace_hash(text) {
+                Some(hash) => Some(hash),
+                None => {
+                    return self.fail(
+                        &key("trace_hash"),
+                        format!("malformed expect: trace_hash = '{text}' (expected 16 hex digits, as replay prints it)"),
+                    )
+                }
+            },
+        };
         Ok(Expectations {
             present: true,
             violated,
@@ -1159,6 +1172,7 @@ impl<'a> Validator<'a> {
             pending,
             dead_letter_reasons,
             loop_passes,
+            trace_hash,
         })
     }
 }

@@ -258,4 +258,15 @@ pub struct Expect {
     /// How many times the steps marked `repeat` run (a lasso; default 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loop_passes: Option<u32>,
+    /// The run's trace hash, 16 hex digits (what `replay` prints): pins the very run the file
+    /// was written for, so that a build, a backend or a change that runs it otherwise is told
+    /// (the other expectations may still hold on a different run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_hash: Option<String>,
+}
+
+/// A `trace_hash` expectation: exactly 16 hex digits.
+pub fn parse_trace_hash(text: &str) -> Option<u64> {
+    let digits = text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit());
+    digits.then(|| u64::from_str_radix(text, 16).ok()).flatten()
 }

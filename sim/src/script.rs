@@ -141,6 +141,8 @@ pub struct Expectations {
     pub dead_letter_reasons: Option<Vec<String>>,
     /// How many times a lasso's loop runs (`None`: the default).
     pub loop_passes: Option<u32>,
+    /// The run's trace hash.
+    pub trace_hash: Option<u64>,
 }
 
 /// One step's result against its `expect`.
@@ -320,6 +322,7 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     let no_cycle = lasso.and_then(|lasso| lasso.report(&steps, &mut violations));
     let mut mismatches = mismatches(script, &steps, &violations, &outcome);
     mismatches.extend(no_cycle);
+    mismatches.extend(trace_hash_mismatch(script.expect.trace_hash, trace_hash));
     Replay {
         file: script.file.clone(),
         header: header(script),
@@ -700,6 +703,15 @@ fn mismatches(
     }
     end_state_mismatches(expect, outcome, &mut out);
     out
+}
+
+/// A pinned trace hash (`[expect] trace_hash`) the run did not produce: the run is not the
+/// one the file was written for.
+pub fn trace_hash_mismatch(expected: Option<u64>, actual: u64) -> Option<String> {
+    let expected = expected.filter(|&expected| expected != actual)?;
+    Some(format!(
+        "expected trace_hash = {expected:016x}, got {actual:016x}: this is not the run the file pins (another build, a backend that behaves otherwise, or a change to the protocol)"
+    ))
 }
 
 /// The `[expect]` fields about the end of the run that do not match it.

@@ -5,7 +5,7 @@ use super::run::{run, RunOptions, RunOutcome};
 use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
 use crate::recorder::TimelineSink;
-use crate::scenario::{Config, Expect, Scenario};
+use crate::scenario::{parse_trace_hash, Config, Expect, Scenario};
 use crate::trace::Found;
 use leasehold_model::{AckPolicy, Backend, Broker, BrokerConfig, Variant};
 use std::collections::{BTreeMap, VecDeque};
@@ -202,6 +202,17 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
         faults: scenario.faults.clone().unwrap_or_default(),
     };
     setup.validate()?;
+    let pinned = scenario
+        .expect
+        .as_ref()
+        .and_then(|e| e.trace_hash.as_deref());
+    if let Some(text) = pinned.filter(|text| parse_trace_hash(text).is_none()) {
+        return Err(SetupError::new(
+            "expect",
+            "trace_hash",
+            format!("malformed expect: trace_hash = '{text}' (expected 16 hex digits, as replay prints it)"),
+        ));
+    }
     Ok(setup)
 }
 
@@ -353,5 +364,10 @@ pub fn check_expect(scenario: &Scenario, outcome: &RunOutcome) -> Vec<String> {
             ));
         }
     }
+    let pinned = expect.trace_hash.as_deref().and_then(parse_trace_hash);
+    mismatches.extend(crate::script::trace_hash_mismatch(
+        pinned,
+        outcome.trace_hash,
+    ));
     mismatches
 }
