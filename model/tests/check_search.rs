@@ -137,3 +137,25 @@ fn a_replayed_counterexample_is_the_path_the_search_saw() {
         }
     }
 }
+
+/// The Explorer's `sometimes` properties that a state can show (an event redelivered, an event
+/// dead-lettered): stateright's own checker discovers them on a configuration where `check`
+/// reaches them, and never where none can happen (one attempt: no redelivery).
+#[test]
+fn the_explorers_sometimes_properties_are_discovered_where_they_happen() {
+    let redelivered = "an event is redelivered (a lease of attempt 2 or more)";
+    let dead = "an event is dead-lettered";
+    let both = LeaseModel::new(small(Variant::Fenced, 1, 2, crash_and_loss()));
+    let checker = both.checker().spawn_bfs().join();
+    for name in [redelivered, dead] {
+        let path = checker.discovery(name).unwrap_or_else(|| panic!("{name}"));
+        assert!(path.into_actions().len() > 1, "{name}");
+    }
+    let once = CheckConfig {
+        max_attempts: 1,
+        ..small(Variant::Fenced, 1, 2, crash_and_loss())
+    };
+    let checker = LeaseModel::new(once).checker().spawn_bfs().join();
+    assert!(checker.discovery(redelivered).is_none());
+    assert!(checker.discovery(dead).is_some());
+}

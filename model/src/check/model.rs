@@ -281,6 +281,12 @@ impl LeaseModel {
             .fold(0, |bits, &i| bits | 1 << i as u8)
     }
 
+    /// Whether some record of some group is `wanted`.
+    fn any_record(state: &State, wanted: impl Fn(&Record) -> bool) -> bool {
+        let groups = state.broker.config().group_count;
+        (0..groups).any(|g| state.broker.records(g).iter().any(&wanted))
+    }
+
     /// I6's goal: every event of every group acked or dead-lettered and every frontier at
     /// the last event.
     pub fn settled(state: &State) -> bool {
@@ -668,6 +674,20 @@ impl Model for LeaseModel {
                     LeaseModel::violating(s) || m.has_action(s) || LeaseModel::settled(s)
                 },
             ),
+            // Two of the `sometimes` properties show in a state too (the other two happen on a
+            // transition only, which a stateright property cannot see: `check` reads them there).
+            Property::sometimes(
+                "an event is redelivered (a lease of attempt 2 or more)",
+                |_, s: &State| {
+                    LeaseModel::any_record(
+                        s,
+                        |r| matches!(r, Record::Leased { attempts, .. } if *attempts >= 2),
+                    )
+                },
+            ),
+            Property::sometimes("an event is dead-lettered", |_, s: &State| {
+                LeaseModel::any_record(s, |r| matches!(r, Record::DeadLettered { .. }))
+            }),
         ]
     }
 }
