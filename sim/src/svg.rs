@@ -385,8 +385,6 @@ fn lease_bars(svg: &mut String, trace: &Trace, scale: &Scale) -> Vec<Taken> {
                 y2: y + 15.0,
                 text: true,
             });
-        }
-        if !text_x.is_nan() {
             let _ = writeln!(
                 svg,
                 r##"<text x="{text_x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#212121">{text}</text>"##,
