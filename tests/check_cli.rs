@@ -190,6 +190,11 @@ fn a_report_not_named_json_is_the_printed_text() {
     let written = std::fs::read_to_string(&report).expect("--report written");
     assert_eq!(written, stdout(&output));
     assert!(written.contains("result: VIOLATED I1"), "{written}");
+    // A folder cannot take it: refused before the check, in one line.
+    let refused = leasehold(&["check", "--report", dir.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.trim().lines().count() == 1 && err.contains("is a folder"), "{err}");
 }
 
 #[test]

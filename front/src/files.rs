@@ -13,6 +13,18 @@ pub fn is_json(path: &Path) -> bool {
         .is_some_and(|extension| extension.eq_ignore_ascii_case("json"))
 }
 
+/// Refuses, before any work, a report path that cannot take a file (a folder): the report is
+/// written at the end, and a long run should not end in that error.
+pub fn check_report_path(flag: &str, path: &Path) -> Result<(), UserError> {
+    if path.is_dir() {
+        return Err(UserError(format!(
+            "{flag} {}: is a folder, not a file",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Writes `contents` to `path` atomically: a reader sees the old file or the new one, never a
 /// half-written one. Creates missing parent folders.
 ///

@@ -305,6 +305,9 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
+    if let Some(path) = &args.report {
+        files::check_report_path("--report", path)?;
+    }
     let config = config(&args)?;
     let options = options(&args)?;
     let explore = args.explore.as_deref().map(loopback).transpose()?;
@@ -345,6 +348,11 @@ pub fn run(args: Args) -> CmdResult {
         report,
     };
     let json = serde_json::to_string_pretty(&printed).expect("the report serialises");
+    if args.json {
+        println!("{json}");
+    } else {
+        print!("{}", text(&printed));
+    }
     if let Some(path) = &args.report {
         let contents = if files::is_json(path) {
             format!("{json}\n")
@@ -352,11 +360,6 @@ pub fn run(args: Args) -> CmdResult {
             format!("{header}\n{}", text(&printed))
         };
         files::write_atomic(path, contents.as_bytes())?;
-    }
-    if args.json {
-        println!("{json}");
-    } else {
-        print!("{}", text(&printed));
     }
     Ok(Status::held(printed.report.outcome == Outcome::Holds))
 }

@@ -202,6 +202,9 @@ pub struct Options {
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     let args = *args.options;
+    if let Some(path) = &args.report {
+        files::check_report_path("--report", path)?;
+    }
     if !args.merge.is_empty() {
         return run_merge(&args);
     }
@@ -526,6 +529,14 @@ fn report_one(
         outcome.sim_ms as f64 / 1000.0 / secs
     ));
     line(format!("trace hash {:016x}", outcome.trace_hash));
+    if args.json {
+        println!("{}", json());
+    } else {
+        if let Some(trace) = &outcome.trace {
+            print!("{trace}");
+        }
+        print!("{text}");
+    }
     if let Some(path) = &args.report {
         let contents = if files::is_json(path) {
             format!("{}\n", json())
@@ -535,14 +546,6 @@ fn report_one(
         };
         files::write_atomic(path, contents.as_bytes())?;
     }
-    if args.json {
-        println!("{}", json());
-        return Ok(status);
-    }
-    if let Some(trace) = &outcome.trace {
-        print!("{trace}");
-    }
-    print!("{text}");
     Ok(status)
 }
 
@@ -749,18 +752,18 @@ fn run_merge(args: &Options) -> CmdResult {
             saved.path
         ));
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{}\n", json())
-        } else {
-            text.clone()
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
     if args.json {
         println!("{}", json());
     } else {
         print!("{text}");
+    }
+    if let Some(path) = &args.report {
+        let contents = if files::is_json(path) {
+            format!("{}\n", json())
+        } else {
+            text
+        };
+        files::write_atomic(path, contents.as_bytes())?;
     }
     Ok(Status::held(merged.summary.seeds_failed == 0))
 }
