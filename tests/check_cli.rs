@@ -194,7 +194,10 @@ fn a_report_not_named_json_is_the_printed_text() {
     let refused = leasehold(&["check", "--report", dir.to_str().unwrap()]);
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.trim().lines().count() == 1 && err.contains("is a folder"), "{err}");
+    assert!(
+        err.trim().lines().count() == 1 && err.contains("is a folder"),
+        "{err}"
+    );
 }
 
 #[test]

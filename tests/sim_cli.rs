@@ -748,7 +748,10 @@ fn a_report_file_is_json_or_text_by_its_name() {
     let refused = leasehold(&["sim", "--seeds", "0..1000000", "--report", &folder]);
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(err.trim().lines().count() == 1 && err.contains("is a folder"), "{err}");
+    assert!(
+        err.trim().lines().count() == 1 && err.contains("is a folder"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
