@@ -85,6 +85,37 @@ fn no_server_answering_is_one_line_and_exit_2() {
     one_line_error(&out);
 }
 
+/// The Redis flags with another backend would go unused: refused by name, before any run
+/// (no server is needed to see it).
+#[test]
+fn redis_flags_without_the_redis_backend_are_refused() {
+    let file = "scenarios/redis-streams-late-xack.toml";
+    for (args, flag) in [
+        (
+            vec!["replay", file, "--redis-url", "redis://127.0.0.1:1"],
+            "--redis-url",
+        ),
+        (vec!["timeline", file, "--redis-spawn"], "--redis-spawn"),
+        (vec!["shrink", file, "--redis-spawn"], "--redis-spawn"),
+        (
+            vec![
+                "sim",
+                "--seed",
+                "1",
+                "--backend",
+                "embedded",
+                "--redis-spawn",
+            ],
+            "--redis-spawn",
+        ),
+    ] {
+        let err = one_line_error(&leasehold(&args));
+        assert!(
+            err.contains(flag) && err.contains("only with --backend redis"),
+            "{err}"
+        );
+    }
+}
 #[test]
 fn redis_scenarios_replay_on_redis_with_the_pure_output() {
     let Some((url, _server)) = server("replay --backend redis") else {

@@ -323,6 +323,86 @@ fn bad_flags_are_one_line_errors_with_status_2() {
     }
 }
 
+/// A flag the chosen mode would not use is refused, naming it, instead of being ignored: a
+/// seeded file and a merge take their setup from elsewhere, and one seed has no shard and no
+/// campaign to stop.
+#[test]
+fn flags_a_mode_would_ignore_are_refused_by_name() {
+    let file = "scenarios/found/volatile-publish-seed0.toml";
+    for (args, named) in [
+        (
+            vec!["sim", "--file", file, "--variant", "fenced"],
+            "--variant",
+        ),
+        (vec!["sim", "--file", file, "--events", "100"], "--events"),
+        (vec!["sim", "--file", file, "--crash", "1/2"], "--crash"),
+        (vec!["sim", "--file", file, "--no-faults"], "--no-faults"),
+        (
+            vec!["sim", "--file", file, "--lease-ms", "10"],
+            "--lease-ms",
+        ),
+        (
+            vec!["sim", "--file", file, "--expiry", "on_fetch"],
+            "--expiry",
+        ),
+        (vec!["sim", "--file", file, "--seeds", "0..3"], "--seeds"),
+        (
+            vec!["sim", "--file", file, "--stop-on-failure"],
+            "--stop-on-failure",
+        ),
+        (vec!["sim", "--seed", "1", "--shard", "1/2"], "--shard"),
+        (
+            vec!["sim", "--seed", "1", "--stop-on-failure"],
+            "--stop-on-failure",
+        ),
+        (
+            vec!["sim", "--merge", "a.json", "--events", "4"],
+            "--events",
+        ),
+        (
+            vec!["sim", "--merge", "a.json", "--backend", "embedded"],
+            "--backend",
+        ),
+        (
+            vec!["sim", "--merge", "a.json", "--seeds", "0..9"],
+            "--seeds",
+        ),
+    ] {
+        let out = leasehold(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+        // Only the flag given is named, not every flag of its kind.
+        let others = ["--workers", "--pause", "--groups"];
+        assert!(others.iter().all(|o| !err.contains(o)), "{args:?}: {err}");
+    }
+    // What each mode does use still runs.
+    for args in [
+        vec![
+            "sim",
+            "--file",
+            file,
+            "--no-save",
+            "--backend",
+            "pure",
+            "--json",
+        ],
+        vec![
+            "sim",
+            "--seed",
+            "1",
+            "--events",
+            "5",
+            "--no-faults",
+            "--no-save",
+        ],
+    ] {
+        let out = leasehold(&args);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}");
+    }
+}
+
 #[test]
 fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     use leasehold::cli::Status;

@@ -43,7 +43,22 @@ fn server() -> &'static Server {
 
 /// Checks the server answers (or that `redis-server` starts) and records where runs go.
 /// Errors are one line (exit 2).
-pub fn configure(args: &RedisArgs) -> Result<(), UserError> {
+///
+/// With another backend the Redis flags would go unused: given, they are refused by name.
+pub fn configure(backend: &str, args: &RedisArgs) -> Result<(), UserError> {
+    if backend != "redis" {
+        let given = if args.redis_spawn {
+            Some("--redis-spawn")
+        } else {
+            (args.redis_url != DEFAULT_URL).then_some("--redis-url")
+        };
+        return match given {
+            Some(flag) => Err(UserError(format!(
+                "{flag}: only with --backend redis (this run's backend is '{backend}')"
+            ))),
+            None => Ok(()),
+        };
+    }
     let wanted = if args.redis_spawn {
         let pool = ServerPool::new();
         // Start one now: a missing redis-server is a usage error, not a panic mid-run.

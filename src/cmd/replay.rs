@@ -106,9 +106,7 @@ pub fn json(replay: &Replay) -> serde_json::Value {
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
-    if args.backend == "redis" {
-        redis::configure(&args.redis)?;
-    }
+    redis::configure(&args.backend, &args.redis)?;
     // A seeded file (a simulator finding) replays through the simulator.
     if let Some(status) = crate::cmd::sim::replay_if_seeded(&args.file, args.json, &args.backend)? {
         return Ok(status);

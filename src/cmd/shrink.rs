@@ -79,9 +79,7 @@ pub fn run(args: Args) -> CmdResult {
 fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
     let name = args.file.display().to_string();
     let backend = crate::cmd::sim::backend_kind(&args.backend)?;
-    if args.backend == "redis" {
-        crate::cmd::redis::configure(&args.redis)?;
-    }
+    crate::cmd::redis::configure(&args.backend, &args.redis)?;
     let scenario = load_scenario(&args.file)?;
     if scenario.seed.is_none() {
         return shrink_script(args, &name, scenario, out);

@@ -32,6 +32,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The flags that make a run's setup refuse the modes that take it from elsewhere: a seeded
+/// `--file` gives it, and `--merge` reads it from its shards' recipes.
+const SETUP_FROM_ELSEWHERE: [&str; 2] = ["file", "merge"];
+
 /// Arguments of `leasehold sim` (boxed: they are many).
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
@@ -41,13 +45,16 @@ pub struct Args {
 }
 
 /// The options of `leasehold sim`.
+///
+/// The flags that make a run's setup (variant, sizes, workload bounds, faults) conflict with
+/// `--file` and `--merge`, which take the setup from elsewhere: refused rather than ignored.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Options {
     /// Protocol variant or mutant (`leasehold protocols`).
-    #[arg(long, default_value = "fenced")]
+    #[arg(long, default_value = "fenced", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub variant: String,
     /// Run this one seed and print its trace hash (with --trace, its trace).
-    #[arg(long, conflicts_with = "seeds")]
+    #[arg(long, conflicts_with_all = ["seeds", "shard", "stop_on_failure"])]
     pub seed: Option<u64>,
     /// Run the seeds A..B (B excluded).
     #[arg(long, default_value = "0..100")]
@@ -57,106 +64,106 @@ pub struct Options {
     #[arg(long)]
     pub swarm: bool,
     /// Start from a plan with every fault off (then switch some on with the fault flags).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub no_faults: bool,
     /// Worker crash + restart, per worker action (ratio N/D; 0 turns it off).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub crash: Option<Ratio>,
     /// Worker pause past the lease, per handler run.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub pause: Option<Ratio>,
     /// Network delay, per message.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub delay: Option<Ratio>,
     /// Network reorder (an extra delay), per message.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub reorder: Option<Ratio>,
     /// Network drop, per message.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub drop: Option<Ratio>,
     /// Network duplicate, per request.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub duplicate: Option<Ratio>,
     /// Partition of a worker from the broker, per worker action.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub partition: Option<Ratio>,
     /// Broker unavailable (fast failure), per request.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub unavailable: Option<Ratio>,
     /// Broker failure reported on a settle (nothing applied; the runtime nacks), per settle.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub failed: Option<Ratio>,
     /// Ambiguous response (applied, reply lost), per settle.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub lost_reply: Option<Ratio>,
     /// Broker restart, per request.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub broker_restart: Option<Ratio>,
     /// Per-worker clock offset and drift, per worker.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub clock_skew: Option<Ratio>,
     /// Slow handler (longer than the lease), per handler run.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub slow_handler: Option<Ratio>,
     /// Handler error, per handler run.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub handler_error: Option<Ratio>,
     /// Requests aimed at their lease's deadline (± 1 ms), per settle or renew.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub boundary: Option<Ratio>,
     /// Longest crash downtime, ms (default: three leases).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub crash_downtime_ms_max: Option<u64>,
     /// Longest worker pause, ms (default: three leases; a pause lasts at least a lease).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub pause_ms_max: Option<u64>,
     /// Longest network delay, ms (default: a fifth of a lease).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub delay_ms_max: Option<u64>,
     /// Longest extra delay of a reordered message, ms (default: half a lease).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub reorder_ms_max: Option<u64>,
     /// Longest partition, ms (default: three leases).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub partition_ms_max: Option<u64>,
     /// Largest worker clock offset either way, ms (default: a lease and a half).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub clock_offset_ms_max: Option<u64>,
     /// Largest worker clock drift either way, parts per million (default: 50,000).
-    #[arg(long, value_name = "PPM")]
+    #[arg(long, value_name = "PPM", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub clock_drift_ppm_max: Option<u64>,
     /// Longest slow handler, ms (default: three leases; a slow handler runs at least a lease).
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub slow_handler_ms_max: Option<u64>,
     /// Events published at time 0.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub events: u32,
     /// Consumer groups.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub groups: u32,
     /// Workers.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub workers: u32,
     /// Ack policy: nack_on_error, ack_always, ack_first, manual.
-    #[arg(long, default_value = "nack_on_error")]
+    #[arg(long, default_value = "nack_on_error", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub policy: String,
     /// Deliveries per (group, event) before dead-lettering.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub max_attempts: u32,
     /// Lease duration (Redis variants: the claim idle time).
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = 30_000, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub lease_ms: u64,
     /// Bound on the safety (faulty) phase, simulated ms (default: sixty leases, or two per
     /// record a worker handles when more).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub safety_ms_max: Option<u64>,
     /// Bound on steps per run (default: a million, or twenty per delivery when more); a seed
     /// that reaches it is inconclusive.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub steps_max: Option<u64>,
     /// When the broker expires leases: `at_deadline`, `on_fetch` (lazily, as Redis claims), or
     /// `mixed` (each seed draws one).
-    #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"])]
+    #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub expiry: String,
     /// Threads (the results do not depend on it), at most 256.
     #[arg(long, default_value_t = 1)]
@@ -174,12 +181,25 @@ pub struct Options {
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
-    /// Run a seeded scenario file instead of flags.
-    #[arg(long, conflicts_with_all = ["seed", "swarm"])]
+    /// Run a seeded scenario file instead of flags (the file gives the variant, the
+    /// configuration, the workload and the faults: the flags that set them are refused).
+    #[arg(
+        long,
+        conflicts_with_all = ["seed", "seeds", "swarm", "shard", "stop_on_failure"]
+    )]
     pub file: Option<PathBuf>,
     /// Merge the `--json` outputs of the shards 1/n … n/n of one campaign into the summary of
-    /// the whole campaign.
-    #[arg(long, num_args = 1.., value_name = "FILES", conflicts_with_all = ["seed", "file"])]
+    /// the whole campaign (the shards' recipes give their setup: the flags that set one are
+    /// refused).
+    #[arg(
+        long,
+        num_args = 1..,
+        value_name = "FILES",
+        conflicts_with_all = [
+            "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
+            "trace", "redis_url", "redis_spawn",
+        ]
+    )]
     pub merge: Vec<PathBuf>,
     /// With --seed or --file: print the trace.
     #[arg(long)]
@@ -209,9 +229,7 @@ pub fn run(args: Args) -> CmdResult {
         return run_merge(&args);
     }
     let backend = backend_kind(&args.backend)?;
-    if args.backend == "redis" {
-        redis::configure(&args.redis)?;
-    }
+    redis::configure(&args.backend, &args.redis)?;
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",

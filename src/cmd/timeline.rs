@@ -60,9 +60,7 @@ pub fn run(args: Args) -> CmdResult {
             redis: args.redis,
         });
     }
-    if args.backend == "redis" {
-        redis::configure(&args.redis)?;
-    }
+    redis::configure(&args.backend, &args.redis)?;
     match &args.svg {
         Some(out) => draw(&args, out),
         None => print(&args),
