@@ -227,6 +227,24 @@ fn bad_input_exits_2_with_one_line() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert_eq!(String::from_utf8_lossy(&output.stderr).lines().count(), 1);
     }
+    // The Explorer searches in the browser: the flags of leasehold's own search and report
+    // would go unused beside it, so each is refused by name (before anything listens).
+    for flag in [
+        &["--threads", "2"][..],
+        &["--json"],
+        &["--report", "r.json"],
+        &["--all-violations"],
+        &["--compare-symmetry"],
+        &["--max-states", "10"],
+        &["--out", "elsewhere"],
+    ] {
+        let args = [&["check", "--explore", "127.0.0.1:1"][..], flag].concat();
+        let output = leasehold(&args);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(flag[0]), "{err}");
+    }
 }
 
 fn http_get(port: u16, path: &str) -> Option<String> {

@@ -95,8 +95,15 @@ pub struct Args {
     /// `--json` prints), else the text printed.
     #[arg(long)]
     pub report: Option<PathBuf>,
-    /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000).
-    #[arg(long)]
+    /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000). It
+    /// searches in the browser: the flags of leasehold's own search and report are refused
+    /// beside it.
+    #[arg(
+        long,
+        conflicts_with_all = [
+            "threads", "compare_symmetry", "all_violations", "json", "report", "max_states", "out",
+        ]
+    )]
     pub explore: Option<String>,
     /// Stop with "bounded" after about this many generated states.
     #[arg(long, default_value_t = STATES_MAX_DEFAULT)]
