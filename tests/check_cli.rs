@@ -222,6 +222,8 @@ fn bad_input_exits_2_with_one_line() {
         &["check", "--threads", "0"],
         &["check", "--max-states", "0"],
         &["check", "--outcomes", "some"],
+        &["check", "--compare-symmetry", "--no-symmetry"],
+        &["check", "--compare-symmetry", "--renews", "unbounded"],
     ] {
         let output = leasehold(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");

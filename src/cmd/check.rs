@@ -82,7 +82,7 @@ pub struct Args {
     #[arg(long)]
     pub no_symmetry: bool,
     /// Also run without symmetry reduction and report both state counts.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "no_symmetry")]
     pub compare_symmetry: bool,
     /// After a violation, search again past it (I5 excepted) to report every invariant the
     /// configuration can break, also those only reachable after another broke.
@@ -317,6 +317,13 @@ pub fn run(args: Args) -> CmdResult {
     }
     let config = config(&args)?;
     let options = options(&args)?;
+    if args.compare_symmetry && config.cyclic() {
+        return Err(user(
+            "--compare-symmetry: with --renews unbounded the search for fair cycles runs \
+             without symmetry reduction, so there is nothing to compare"
+                .to_string(),
+        ));
+    }
     let explore = args.explore.as_deref().map(loopback).transpose()?;
     let mut command = format!("leasehold check {config}");
     if args.all_violations {
@@ -331,14 +338,13 @@ pub fn run(args: Args) -> CmdResult {
         println!("{header}");
     }
     let (report, seconds) = run_check(&config, &options, progress);
-    let without_symmetry =
-        (args.compare_symmetry && options.symmetry && !config.cyclic()).then(|| {
-            let plain = Options {
-                symmetry: false,
-                ..options
-            };
-            run_check(&config, &plain, progress).0.counts
-        });
+    let without_symmetry = args.compare_symmetry.then(|| {
+        let plain = Options {
+            symmetry: false,
+            ..options
+        };
+        run_check(&config, &plain, progress).0.counts
+    });
     let model = LeaseModel::new(config.clone());
     let counterexamples = report
         .counterexamples
