@@ -100,6 +100,31 @@ fn one_and_two_threads_give_identical_summaries() {
     assert_eq!((seeds, failed), (whole.seeds_run, whole.seeds_failed));
 }
 
+/// The progress a campaign tells after each seed ends at its summary's counts: every seed done,
+/// as many failed and inconclusive as the summary says, and never a count that goes back.
+#[test]
+fn the_progress_a_campaign_tells_ends_at_its_summary() {
+    use leasehold_sim::seeded::Tally;
+    use std::sync::Mutex;
+    let mut mixed = campaign(Variant::RenewRevives, 0..60, false, 1);
+    // A step bound some seeds reach before any verdict: inconclusive ones too.
+    mixed.template.workload.steps_max = 400;
+    mixed.pinned.steps_max = true;
+    let told = Mutex::new(Vec::new());
+    let summary = mixed.run(&|tally: Tally| told.lock().unwrap().push(tally));
+    let told = told.into_inner().unwrap();
+    assert_eq!(told.len() as u64, summary.seeds_run);
+    let last = *told.last().unwrap();
+    assert_eq!(last.done, summary.seeds_run);
+    assert_eq!(last.failed, summary.seeds_failed);
+    assert_eq!(last.inconclusive, summary.seeds_inconclusive);
+    assert!(last.failed > 0 && last.inconclusive > 0, "{last:?}");
+    for pair in told.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        assert!(a.done < b.done && a.failed <= b.failed && a.inconclusive <= b.inconclusive);
+    }
+}
+
 #[test]
 fn a_saved_failing_seed_replays_to_the_same_violation() {
     let c = campaign(Variant::VolatileAck, 0..30, false, 1);

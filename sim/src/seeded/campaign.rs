@@ -24,6 +24,19 @@ pub const THREADS_MAX: usize = 256;
 /// The most events a swarm draw gives a seed.
 pub const SWARM_EVENTS_MAX: u32 = 10_000;
 
+/// A campaign's progress, told after each seed: the seeds done, and of those the failed ones
+/// (an invariant broken) and the inconclusive ones (a bound reached first). With several
+/// threads the counts are each thread's latest view, so they may lag by a seed or two.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Seeds finished.
+    pub done: u64,
+    /// Of those, seeds that broke an invariant.
+    pub failed: u64,
+    /// Of those, seeds a bound stopped without a verdict.
+    pub inconclusive: u64,
+}
+
 /// A campaign's plan.
 #[derive(Clone, Debug)]
 pub struct Campaign {
@@ -181,11 +194,14 @@ impl Campaign {
         format!("leasehold sim --seed {seed} {}", self.recipe())
     }
 
-    /// Runs the campaign. `progress` is called after each seed with the number done.
-    pub fn run(&self, progress: &(dyn Fn(u64) + Sync)) -> Summary {
+    /// Runs the campaign. `progress` is called after each seed with the seeds done so far and
+    /// how many of them failed or were inconclusive.
+    pub fn run(&self, progress: &(dyn Fn(Tally) + Sync)) -> Summary {
         let total = self.shard_len();
         let next = AtomicU64::new(0);
         let done = AtomicU64::new(0);
+        let failed = AtomicU64::new(0);
+        let inconclusive = AtomicU64::new(0);
         let smallest_failure = AtomicU64::new(u64::MAX);
         let summary = Mutex::new(Summary::default());
         let threads = self.threads.clamp(1, THREADS_MAX);
@@ -224,7 +240,17 @@ impl Campaign {
                             smallest_failure.fetch_min(seed, Ordering::Relaxed);
                         }
                         part.add(&outcome, &setup.group_names);
-                        progress(done.fetch_add(1, Ordering::Relaxed) + 1);
+                        // As the summary counts them: a verdict first, a bound without one.
+                        if !outcome.violations.is_empty() {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                        } else if outcome.inconclusive.is_some() {
+                            inconclusive.fetch_add(1, Ordering::Relaxed);
+                        }
+                        progress(Tally {
+                            failed: failed.load(Ordering::Relaxed),
+                            inconclusive: inconclusive.load(Ordering::Relaxed),
+                            done: done.fetch_add(1, Ordering::Relaxed) + 1,
+                        });
                     }
                     summary
                         .lock()

@@ -189,10 +189,33 @@ pub fn run_campaign(campaign: &Campaign, json: bool) -> Summary {
     }
     let bar = indicatif::ProgressBar::new(campaign.shard_len());
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} seeds {per_sec} eta {eta}")
-            .expect("a valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{wide_bar} {pos}/{len} seeds · {rate} · eta {eta}{msg}",
+        )
+        .expect("a valid template")
+        .with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0} seeds/s", state.per_sec());
+            },
+        ),
     );
-    let summary = campaign.run(&|done| bar.set_position(done));
+    // Seeds not clean when the message was last written: it changes only when they do.
+    let told = std::sync::atomic::AtomicU64::new(0);
+    let summary = campaign.run(&|tally| {
+        bar.set_position(tally.done);
+        let unclean = tally.failed + tally.inconclusive;
+        if unclean > told.fetch_max(unclean, Ordering::Relaxed) {
+            let mut message = String::new();
+            if tally.failed > 0 {
+                message.push_str(&format!(" · {} failed", tally.failed));
+            }
+            if tally.inconclusive > 0 {
+                message.push_str(&format!(" · {} inconclusive", tally.inconclusive));
+            }
+            bar.set_message(message);
+        }
+    });
     bar.finish_and_clear();
     summary
 }
