@@ -712,6 +712,66 @@ fn sharded_json_outputs_merge_into_the_unsharded_summary() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `sim --seed S --svg OUT` draws what `timeline FILE --svg` draws of the seed's saved file
+/// (the same leases, markers and axis; only the heading and the command it names differ),
+/// with `--lines` too; and asks for a single seed.
+#[test]
+fn a_single_seed_draws_as_its_saved_file_does() {
+    let dir = scratch_dir("svg");
+    let path = |name: &str| dir.join(name).display().to_string();
+    let out = path("found");
+    let body = |file: &str| {
+        let text = std::fs::read_to_string(file).unwrap();
+        // The heading and provenance name the command: everything else is the drawing.
+        let drawing: Vec<_> = text
+            .lines()
+            .filter(|l| !l.starts_with("<desc>") && !l.starts_with("<text x=\"120\" y=\"24\""))
+            .filter(|l| !l.starts_with("<text x=\"120\" y=\"42\""))
+            .map(str::to_string)
+            .collect();
+        assert!(drawing.len() > 20, "{file}: {text}");
+        drawing
+    };
+    for lines in [None, Some("100..130")] {
+        let (by_sim, by_timeline) = (path("sim.svg"), path("timeline.svg"));
+        let mut args = vec!["sim", "--variant", "renew-revives", "--seed", "4"];
+        args.extend(["--out", &out, "--svg", &by_sim]);
+        args.extend(lines.iter().flat_map(|l| ["--lines", l]));
+        let ran = leasehold(&args);
+        assert_eq!(ran.status.code(), Some(1), "{}", stdout(&ran));
+        assert!(stdout(&ran).contains(&format!("wrote {by_sim}")));
+        let saved = first_file(std::path::Path::new(&out)).display().to_string();
+        let mut args = vec!["timeline", &saved, "--svg", &by_timeline];
+        args.extend(lines.iter().flat_map(|l| ["--lines", l]));
+        let drawn = leasehold(&args);
+        assert_eq!(drawn.status.code(), Some(0), "{}", stdout(&drawn));
+        assert_eq!(body(&by_sim), body(&by_timeline), "--lines {lines:?}");
+        let svg = std::fs::read_to_string(&by_sim).unwrap();
+        assert!(svg.contains("sim renew-revives seed 4"), "{svg}");
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    for args in [
+        vec!["sim", "--seeds", "0..3", "--svg", "x.svg"],
+        vec!["sim", "--seed", "1", "--lines", "1..4"],
+        vec![
+            "sim",
+            "--seed",
+            "1",
+            "--no-save",
+            "--svg",
+            "x.svg",
+            "--lines",
+            "9000..9010",
+        ],
+    ] {
+        let out = leasehold(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The summary's first failing seed words its violations as that seed's timeline does
 /// (`E7 of g0`, not the oracle's `event 7 of group 0`), in text and in `--json`.
 #[test]

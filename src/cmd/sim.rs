@@ -27,7 +27,7 @@ use leasehold_sim::seeded::summary::{parse_shard, FirstFailure};
 use leasehold_sim::seeded::{
     BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
 };
-use leasehold_sim::timeline;
+use leasehold_sim::{drawing, timeline};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -204,6 +204,14 @@ pub struct Options {
     /// With --seed or --file: print the trace.
     #[arg(long)]
     pub trace: bool,
+    /// With --seed or --file: also draw the run's timeline as SVG into this file (atomically):
+    /// the 40 lines up to its first violation (or its last 40), unless `--lines` asks for
+    /// others; what `leasehold timeline FILE --svg OUT` draws of a saved seed.
+    #[arg(long, value_name = "OUT", conflicts_with = "json")]
+    pub svg: Option<PathBuf>,
+    /// With --svg: draw the lines tA..tB (B excluded; `40..100` or `t40..t100`).
+    #[arg(long, value_name = "A..B", requires = "svg", value_parser = drawing::parse_lines)]
+    pub lines: Option<std::ops::Range<usize>>,
     /// Where failing seeds are written.
     #[arg(long, default_value = "scenarios/found")]
     pub out: PathBuf,
@@ -242,6 +250,16 @@ pub fn run(args: Args) -> CmdResult {
              story of its first failing seed)"
                 .to_string(),
         ));
+    }
+    if let Some(out) = &args.svg {
+        if args.seed.is_none() && args.file.is_none() {
+            return Err(UserError(
+                "--svg: a single seed's drawing, with --seed or --file (draw a campaign's \
+                 failing seed from the file it writes: leasehold timeline FILE --svg OUT)"
+                    .to_string(),
+            ));
+        }
+        files::check_report_path("--svg", out)?;
     }
     if let Some(path) = &args.file {
         return run_file(&args, path, backend);
@@ -437,7 +455,41 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     if !outcome.violations.is_empty() && !args.no_save {
         save_failure(args, &setup, outcome.violations[0].invariant)?;
     }
+    if let Some(out) = &args.svg {
+        let title = format!("sim {} seed {seed}", setup.variant.name());
+        draw_seed(args, &setup, campaign.backend, &title, &header, "", out)?;
+    }
     Ok(status)
+}
+
+/// Draws a single seed's run (`--svg OUT`, lines `--lines`), as `timeline FILE --svg` draws a
+/// saved seed. The run is deterministic: the drawing's runs are the one reported.
+fn draw_seed(
+    args: &Options,
+    setup: &Setup,
+    backend: BackendKind,
+    title: &str,
+    header: &str,
+    from: &str,
+    out: &Path,
+) -> Result<(), UserError> {
+    let drawn = drawing::draw_seeded(setup, backend, args.lines.clone())
+        .map_err(|e| UserError(format!("--{e}")))?;
+    let recorded = drawn.outcome.recorded.expect("a recorded run");
+    crate::cmd::timeline::Drawing {
+        trace: &recorded.trace,
+        stretch: drawn.stretch.as_ref(),
+        title,
+        subtitle: format!(
+            "variant {} · ack_policy {} · seed {}{from}",
+            setup.variant.name(),
+            setup.policy.name(),
+            setup.seed
+        ),
+        command: format!("{header} --svg {}", out.display()),
+        lines: args.lines.clone(),
+    }
+    .write(out)
 }
 
 fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
@@ -462,6 +514,10 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
     let outcome = progress::run_one_seed(&setup, backend, &story, args.json);
     let wall = started.elapsed();
     report_one(args, &header, &setup, &outcome, wall)?;
+    if let Some(out) = &args.svg {
+        let from = format!(" · {}", path.display());
+        draw_seed(args, &setup, backend, &scenario.name, &header, &from, out)?;
+    }
     // A file's [expect] decides the status, as for `replay`.
     let mismatches = check_expect(&scenario, &outcome);
     if !args.json {
