@@ -712,6 +712,50 @@ fn sharded_json_outputs_merge_into_the_unsharded_summary() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// One seed's file: a failing seed's is written and named in `--json` (whose output stays one
+/// JSON object), and `--save` writes a clean seed's too, which replays as holding.
+#[test]
+fn a_single_seed_names_its_saved_file_and_save_keeps_a_clean_one() {
+    let dir = scratch_dir("save");
+    let out = dir.display().to_string();
+    let failing = leasehold(&[
+        "sim",
+        "--variant",
+        "renew-revives",
+        "--seed",
+        "4",
+        "--json",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(failing.status.code(), Some(1));
+    let value = json(&failing);
+    let saved = value["saved"]
+        .as_str()
+        .expect("the file is named")
+        .to_string();
+    assert!(saved.ends_with("renew-revives-seed4.toml"), "{saved}");
+    let replayed = leasehold(&["replay", &saved]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stdout(&replayed));
+    let clean = leasehold(&["sim", "--seed", "42", "--save", "--out", &out]);
+    assert_eq!(clean.status.code(), Some(0));
+    let text = stdout(&clean);
+    let line = text.lines().last().unwrap();
+    assert!(line.starts_with("saved (expects every invariant to hold): replay with: "));
+    let kept = line.rsplit(' ').next().unwrap();
+    assert!(std::fs::read_to_string(kept)
+        .unwrap()
+        .contains("invariants = \"hold\""));
+    let replayed = leasehold(&["replay", kept]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stdout(&replayed));
+    // A clean seed without --save writes nothing.
+    let files = || std::fs::read_dir(&dir).unwrap().count();
+    let before = files();
+    let unsaved = leasehold(&["sim", "--seed", "43", "--out", &out]);
+    assert_eq!((unsaved.status.code(), files()), (Some(0), before));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `sim --seed S --svg OUT` draws what `timeline FILE --svg` draws of the seed's saved file
 /// (the same leases, markers and axis; only the heading and the command it names differ),
 /// with `--lines` too; and asks for a single seed.

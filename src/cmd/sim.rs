@@ -218,6 +218,10 @@ pub struct Options {
     /// Do not write failing seeds.
     #[arg(long)]
     pub no_save: bool,
+    /// With --seed: write the seed's scenario file (under --out) whatever its verdict, a clean
+    /// one expecting every invariant to hold: a schedule to keep, replay and snapshot.
+    #[arg(long, requires = "seed", conflicts_with = "no_save")]
+    pub save: bool,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -451,10 +455,14 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     let story = single_seed_story(args);
     let outcome = progress::run_one_seed(&setup, campaign.backend, &story, args.json);
     let wall = started.elapsed();
-    let status = report_one(args, &header, &setup, &outcome, wall)?;
-    if !outcome.violations.is_empty() && !args.no_save {
-        save_failure(args, &setup, outcome.violations[0].invariant)?;
-    }
+    // Written before the report, which names it (in `--json` too).
+    let broken = outcome.violations.first().map(|v| v.invariant);
+    let saved = if args.save || (broken.is_some() && !args.no_save) {
+        Some(save_seed(args, &setup, broken)?)
+    } else {
+        None
+    };
+    let status = report_one(args, &header, &setup, &outcome, wall, saved.as_ref())?;
     if let Some(out) = &args.svg {
         let title = format!("sim {} seed {seed}", setup.variant.name());
         draw_seed(args, &setup, campaign.backend, &title, &header, "", out)?;
@@ -513,7 +521,7 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
     let story = single_seed_story(args);
     let outcome = progress::run_one_seed(&setup, backend, &story, args.json);
     let wall = started.elapsed();
-    report_one(args, &header, &setup, &outcome, wall)?;
+    report_one(args, &header, &setup, &outcome, wall, None)?;
     if let Some(out) = &args.svg {
         let from = format!(" · {}", path.display());
         draw_seed(args, &setup, backend, &scenario.name, &header, &from, out)?;
@@ -562,11 +570,14 @@ fn report_one(
     setup: &Setup,
     outcome: &RunOutcome,
     wall: Duration,
+    saved: Option<&SavedSeed>,
 ) -> CmdResult {
     use std::fmt::Write as _;
     let status = Status::held(outcome.violations.is_empty());
     let json = || {
-        let value = one_json(header, setup, outcome, wall);
+        let mut value = one_json(header, setup, outcome, wall);
+        let path = saved.map(|saved| saved.path.display().to_string());
+        value["saved"] = path.into();
         serde_json::to_string_pretty(&value).expect("json")
     };
     let mut text = String::new();
@@ -603,6 +614,13 @@ fn report_one(
         outcome.sim_ms as f64 / 1000.0 / secs
     ));
     line(format!("trace hash {:016x}", outcome.trace_hash));
+    if let Some(saved) = saved {
+        let path = saved.path.display();
+        line(format!(
+            "{}: replay with: leasehold replay {path}",
+            saved.what
+        ));
+    }
     if args.json {
         println!("{}", json());
     } else {
@@ -662,22 +680,33 @@ fn one_json(
     })
 }
 
-fn save_failure(args: &Options, setup: &Setup, invariant: Invariant) -> Result<(), UserError> {
+/// A single seed's scenario file, written: what it expects, and where it is.
+struct SavedSeed {
+    /// `I2 single-holder`, or that it expects every invariant to hold.
+    what: String,
+    path: PathBuf,
+}
+
+/// Writes a single seed's scenario file: one that expects the invariant it broke, or (`None`,
+/// with `--save`) one that expects every invariant to hold.
+fn save_seed(
+    args: &Options,
+    setup: &Setup,
+    broken: Option<Invariant>,
+) -> Result<SavedSeed, UserError> {
     let note = format!(
         "found by: leasehold sim --seed {} {}",
         setup.seed,
         recipe(setup, false, Some(setup.expiry), Pinned::default())
     );
-    let scenario = scenario_of(setup, Some(invariant.id()), Some(note));
+    let scenario = scenario_of(setup, broken.map(Invariant::id), Some(note));
     let stem = format!("{}-seed{}", setup.variant, setup.seed);
     let path = files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
-    println!(
-        "{} {}: replay with: leasehold replay {}",
-        invariant.id(),
-        invariant.name(),
-        path.display()
-    );
-    Ok(())
+    let what = match broken {
+        Some(invariant) => format!("{} {}", invariant.id(), invariant.name()),
+        None => "saved (expects every invariant to hold)".to_string(),
+    };
+    Ok(SavedSeed { what, path })
 }
 
 fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
