@@ -572,7 +572,6 @@ fn report_one(
     wall: Duration,
     saved: Option<&SavedSeed>,
 ) -> CmdResult {
-    use std::fmt::Write as _;
     let status = Status::held(outcome.violations.is_empty());
     let json = || {
         let mut value = one_json(header, setup, outcome, wall);
@@ -580,6 +579,35 @@ fn report_one(
         value["saved"] = path.into();
         serde_json::to_string_pretty(&value).expect("json")
     };
+    let text = one_text(setup, outcome, wall, saved);
+    if args.json {
+        println!("{}", json());
+    } else {
+        if let Some(trace) = &outcome.trace {
+            print!("{trace}");
+        }
+        print!("{text}");
+    }
+    if let Some(path) = &args.report {
+        let contents = if files::is_json(path) {
+            format!("{}\n", json())
+        } else {
+            let faults = format!("faults: {}", setup.faults.summary());
+            format!("{header}\n{faults}\n{text}")
+        };
+        files::write_atomic(path, contents.as_bytes())?;
+    }
+    Ok(status)
+}
+
+/// One seed's printed summary: its end, bound, violations, duplicates, speed, hash and file.
+fn one_text(
+    setup: &Setup,
+    outcome: &RunOutcome,
+    wall: Duration,
+    saved: Option<&SavedSeed>,
+) -> String {
+    use std::fmt::Write as _;
     let mut text = String::new();
     let mut line = |line: String| {
         let _ = writeln!(text, "{line}");
@@ -621,24 +649,7 @@ fn report_one(
             saved.what
         ));
     }
-    if args.json {
-        println!("{}", json());
-    } else {
-        if let Some(trace) = &outcome.trace {
-            print!("{trace}");
-        }
-        print!("{text}");
-    }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{}\n", json())
-        } else {
-            let faults = format!("faults: {}", setup.faults.summary());
-            format!("{header}\n{faults}\n{text}")
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
-    Ok(status)
+    text
 }
 
 /// One seed's `--json` object.
