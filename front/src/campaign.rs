@@ -9,10 +9,14 @@ use crate::files;
 use crate::Error;
 use leasehold_model::Invariant;
 use leasehold_sim::seeded::campaign::{Campaign, THREADS_MAX};
-use leasehold_sim::seeded::seeded_file::{run_setup, scenario_of, to_toml};
+use leasehold_sim::seeded::seeded_file::{first_violation_story, scenario_of, to_toml};
 use leasehold_sim::seeded::{BackendKind, Setup, Summary};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+
+/// The most lines of a failing seed's timeline a [`SeedFailure`] keeps: those up to its first
+/// violation.
+pub const TIMELINE_LINES_MAX: usize = 1_000;
 
 /// A campaign to run: the template, the seeds, the backend. Built by [`campaign`].
 #[derive(Clone, Debug)]
@@ -40,8 +44,13 @@ pub struct SeedFailure {
     pub invariant: Invariant,
     /// What the oracle saw, one line each, named as the timeline names events and leases.
     pub violations: Vec<String>,
-    /// The re-run's timeline.
+    /// The re-run's timeline up to the line of its first violation: the whole of it, or its
+    /// last [`TIMELINE_LINES_MAX`] lines when longer (the `file` replays it whole). The re-run
+    /// stops at that violation, so its memory follows the run's live set, however large the
+    /// seed and however late the violation.
     pub timeline: String,
+    /// The `tN` of the timeline's first line: 0, or where a long timeline was cut.
+    pub timeline_from: usize,
     /// The seeded scenario file written.
     pub file: PathBuf,
 }
@@ -147,12 +156,13 @@ impl CampaignRun {
         };
         let seed = first.seed;
         let setup = self.campaign.setup(seed);
-        let outcome = run_setup(&setup, self.campaign.backend, true);
-        let Some(violation) = outcome.violations.first() else {
+        let story = first_violation_story(&setup, self.campaign.backend, TIMELINE_LINES_MAX);
+        let Some(story) = story else {
             return Err(Error(format!(
                 "seed {seed} did not fail again when re-run: the backend is not deterministic"
             )));
         };
+        let violation = &story.found.violation;
         let note = format!("found by: {}", self.command());
         let scenario = scenario_of(&setup, Some(violation.invariant.id()), Some(note));
         let name = format!(
@@ -164,12 +174,13 @@ impl CampaignRun {
         Ok(Some(SeedFailure {
             seed,
             invariant: violation.invariant,
-            violations: outcome
+            violations: story
                 .violations
                 .iter()
                 .map(|v| v.named(&setup.group_names, |_| None))
                 .collect(),
-            timeline: outcome.trace.unwrap_or_default(),
+            timeline: story.lines.iter().map(|l| format!("{l}\n")).collect(),
+            timeline_from: story.first_t,
             file,
         }))
     }
@@ -199,7 +210,14 @@ impl Campaigned {
                 self.command
             ),
             violations: failure.violations.clone(),
-            timeline: failure.timeline.clone(),
+            timeline: if failure.timeline_from == 0 {
+                failure.timeline.clone()
+            } else {
+                format!(
+                    "… (t0..t{} not shown: the file replays them)\n{}",
+                    failure.timeline_from, failure.timeline
+                )
+            },
             file: Some(failure.file.display().to_string()),
             command: self.replay_command(failure),
         }

@@ -98,6 +98,11 @@ pub struct FirstViolationStory {
     pub t: Option<usize>,
     /// The timeline lines up to that one (at most the `context` asked for), in order.
     pub lines: Vec<String>,
+    /// The `tN` of the first of `lines` (0 when they start the run).
+    pub first_t: usize,
+    /// Every violation the run found by the step that found the first (a step may break
+    /// several invariants).
+    pub violations: Vec<leasehold_model::Violation>,
 }
 
 /// Runs `setup` on `kind` up to the step that finds its first violation, streaming its
@@ -135,10 +140,19 @@ pub fn first_violation_story(
     let tail = std::mem::take(&mut *tail.lock().unwrap_or_else(|e| e.into_inner()));
     let first_kept = streamed.lines - tail.len();
     let last = t.unwrap_or(0);
-    let lines = ((last + 1).saturating_sub(context)..=last)
+    let shown = (last + 1).saturating_sub(context)..=last;
+    let lines: Vec<String> = shown
+        .clone()
         .filter_map(|k| tail.get(k.checked_sub(first_kept)?).cloned())
         .collect();
-    Some(FirstViolationStory { found, t, lines })
+    let first_t = (last + 1).saturating_sub(lines.len()).max(*shown.start());
+    Some(FirstViolationStory {
+        found,
+        t,
+        lines,
+        first_t,
+        violations: outcome.violations,
+    })
 }
 
 /// Runs a seeded scenario (one with `seed = S`) on `kind`, recorded. Errors name the field that

@@ -1,0 +1,76 @@
+//! A failing campaign seed's story at scale: the front door re-runs the smallest failing seed
+//! only up to its first violation and keeps at most `TIMELINE_LINES_MAX` lines of it, so a large
+//! seed fails a test with a bounded message, cut where it says, ending at the violation.
+
+use leasehold_front::campaign::TIMELINE_LINES_MAX;
+use leasehold_front::{self as leasehold, Invariant, Variant};
+
+fn out(test: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("leasehold-front-{}-{test}", std::process::id()))
+}
+
+/// The `tN` a timeline line starts with.
+fn t_of(line: &str) -> usize {
+    let number = line.trim_start_matches('t');
+    let end = number.find(' ').unwrap_or(number.len());
+    number[..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("not a tN line: {line}"))
+}
+
+#[test]
+fn a_long_failing_seed_keeps_the_end_of_its_story_up_to_the_violation() {
+    let dir = out("long");
+    let mut template = leasehold::defaults::sim_template(Variant::RenewRevives).unwrap();
+    // Seed 0 of this size (`leasehold sim --variant renew-revives --events 3000 --seed 0`)
+    // first breaks I2 after well over a thousand lines.
+    template.resize(3_000, 2, 3);
+    template.derive_bounds(true, true);
+    let run = leasehold::campaign(template).seeds(0..1).expiry_mixed();
+    let found = run.out(&dir).run().unwrap();
+    let failure = found.assert_fails(Invariant::I2);
+    let lines: Vec<&str> = failure.timeline.lines().collect();
+    assert_eq!(lines.len(), TIMELINE_LINES_MAX);
+    assert!(failure.timeline_from > 0);
+    // Contiguous from where it was cut to the violation's line.
+    for (k, line) in lines.iter().enumerate() {
+        assert_eq!(t_of(line), failure.timeline_from + k, "{line}");
+    }
+    assert!(
+        lines.last().unwrap().contains("⚠ I2 violated"),
+        "{:?}",
+        lines.last()
+    );
+    let message = found.failure(failure).to_string();
+    let cut = format!(
+        "… (t0..t{} not shown: the file replays them)",
+        failure.timeline_from
+    );
+    assert!(message.contains(&cut), "{message}");
+    // The file replays the whole run to the same first violation.
+    let replayed = leasehold::replay(&failure.file, leasehold::BackendKind::Pure).unwrap();
+    let violated_at = replayed
+        .timeline()
+        .lines()
+        .find(|l| l.contains("⚠ I2 violated"))
+        .expect("the replay breaks I2");
+    assert_eq!(violated_at, *lines.last().unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_short_failing_seed_keeps_its_whole_story() {
+    let dir = out("short");
+    let template = leasehold::defaults::sim_template(Variant::VolatileAck).unwrap();
+    let found = leasehold::campaign(template)
+        .seeds(0..5)
+        .out(&dir)
+        .run()
+        .unwrap();
+    let failure = found.failure.as_ref().expect("volatile-ack fails a seed");
+    assert_eq!(failure.timeline_from, 0);
+    assert!(failure.timeline.starts_with("t0 "), "{}", failure.timeline);
+    let message = found.failure(failure).to_string();
+    assert!(!message.contains("not shown"), "{message}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
