@@ -5,10 +5,12 @@ use crate::failure::{program, Failure};
 use crate::Error;
 use leasehold_model::Broker;
 use leasehold_sim::parse;
+use leasehold_sim::recorder::TimelineSink;
 use leasehold_sim::script::{self, Script};
-use leasehold_sim::seeded::seeded_file::{check_expect, load_seeded, parse_toml, run_setup};
-use leasehold_sim::seeded::BackendKind;
+use leasehold_sim::seeded::seeded_file::{check_expect, load_seeded, parse_toml, run_setup_with};
+use leasehold_sim::seeded::{BackendKind, RunOptions};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Reads and parses a scripted scenario file; any failure is one line naming the file (and
 /// the line and field).
@@ -57,11 +59,24 @@ pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, 
         backend
             .check(&setup)
             .map_err(|e| Error(format!("{name}: {e}")))?;
-        let outcome = run_setup(&setup, backend, true);
+        // Streamed into the text: the run keeps only what is open, so the memory is the
+        // timeline's own text, not a recorded trace of the whole run.
+        let text = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&text);
+        let options = RunOptions {
+            timeline: Some(TimelineSink(Arc::new(move |line: &str| {
+                let mut text = sink.lock().unwrap_or_else(|e| e.into_inner());
+                text.push_str(line);
+                text.push('\n');
+            }))),
+            ..RunOptions::default()
+        };
+        let outcome = run_setup_with(&setup, backend, &options);
+        let timeline = std::mem::take(&mut *text.lock().unwrap_or_else(|e| e.into_inner()));
         return Ok(Replayed {
             file: name,
             backend: backend.name(),
-            timeline: outcome.trace.clone().unwrap_or_default(),
+            timeline,
             violations: outcome
                 .violations
                 .iter()

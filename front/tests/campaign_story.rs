@@ -55,6 +55,13 @@ fn a_long_failing_seed_keeps_the_end_of_its_story_up_to_the_violation() {
         .find(|l| l.contains("⚠ I2 violated"))
         .expect("the replay breaks I2");
     assert_eq!(violated_at, *lines.last().unwrap());
+    // The replay streams its timeline into text: the same text as the whole recorded render.
+    let text = std::fs::read_to_string(&failure.file).unwrap();
+    let name = failure.file.display().to_string();
+    let setup = leasehold::sim::seeded::seeded_file::load_seeded(&text, &name).unwrap();
+    let whole =
+        leasehold::sim::seeded::seeded_file::run_setup(&setup, leasehold::BackendKind::Pure, true);
+    assert_eq!(replayed.timeline(), whole.trace.unwrap());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
