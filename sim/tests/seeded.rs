@@ -100,6 +100,52 @@ fn one_and_two_threads_give_identical_summaries() {
     assert_eq!((seeds, failed), (whole.seeds_run, whole.seeds_failed));
 }
 
+/// A run asked to stop at a violation of one invariant stops at the step that breaks it —
+/// past violations of others — and is the full run up to there; one that never breaks it runs
+/// to its end. (What the shrinker's `breaks` runs.)
+#[test]
+fn a_run_stops_at_the_violation_it_was_asked_for() {
+    use leasehold_model::Invariant;
+    use leasehold_sim::seeded::run::STOPPED_AT_FIRST_VIOLATION;
+    use leasehold_sim::seeded::seeded_file::run_setup_with;
+    use leasehold_sim::seeded::RunOptions;
+    let c = campaign(Variant::RenewRevives, 0..60, false, 1);
+    let mut past_another = 0;
+    for seed in 0..60 {
+        let setup = c.setup(seed);
+        let full = run_setup(&setup, BackendKind::Pure, false);
+        for target in Invariant::ALL {
+            let options = RunOptions {
+                stop_at_violation_of: Some(target),
+                ..RunOptions::default()
+            };
+            let stopped = run_setup_with(&setup, BackendKind::Pure, &options);
+            let broke = |o: &leasehold_sim::seeded::RunOutcome| {
+                o.violations.iter().any(|v| v.invariant == target)
+            };
+            assert_eq!(broke(&stopped), broke(&full), "seed {seed} {target}");
+            assert!(
+                full.violations.starts_with(&stopped.violations),
+                "seed {seed} {target}"
+            );
+            if broke(&full) && !matches!(target, Invariant::I6) {
+                assert_eq!(
+                    stopped.end, STOPPED_AT_FIRST_VIOLATION,
+                    "seed {seed} {target}"
+                );
+                assert!(stopped.steps < full.steps, "seed {seed} {target}");
+                if full.violations[0].invariant != target {
+                    past_another += 1;
+                }
+            } else if !broke(&full) {
+                assert_eq!(stopped.steps, full.steps, "seed {seed} {target}");
+                assert_eq!(stopped.trace_hash, full.trace_hash, "seed {seed} {target}");
+            }
+        }
+    }
+    assert!(past_another > 0, "some seed breaks another invariant first");
+}
+
 /// The progress a campaign tells after each seed ends at its summary's counts: every seed done,
 /// as many failed and inconclusive as the summary says, and never a count that goes back.
 #[test]

@@ -12,6 +12,7 @@ use leasehold_sim::seeded::ddmin;
 use leasehold_sim::seeded::seeded_file::{run_setup, to_toml, BackendKind};
 use leasehold_sim::seeded::shrink::{self, size, Shrunk};
 use leasehold_sim::seeded::to_script::script_of;
+use leasehold_sim::seeded::Setup;
 use std::path::PathBuf;
 
 /// Arguments of `leasehold shrink`.
@@ -106,7 +107,7 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
         ));
         return Ok(Status::Failed);
     }
-    let shrunk = shrink::shrink(&setup, backend, target, args.runs_max);
+    let shrunk = shrink_shown(&setup, backend, target, args);
     out.say(format!(
         "shrinking {name} (seed {}) while it breaks {target}: {} runs",
         setup.seed, shrunk.runs
@@ -125,6 +126,27 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
     out.say(format!("wrote {}", path.display()));
     out.set("written", path.display().to_string());
     Ok(Status::Ok)
+}
+
+/// [`shrink::shrink`], with a spinner on a terminal: the runs tried, the size reached and the
+/// last change kept (a large seed's runs can take seconds each).
+fn shrink_shown(setup: &Setup, backend: BackendKind, target: Invariant, args: &Args) -> Shrunk {
+    if !crate::cmd::sim::progress::bars_wanted(args.json) {
+        return shrink::shrink(setup, backend, target, args.runs_max);
+    }
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    let runs_max = args.runs_max;
+    let shrunk = shrink::shrink_with(setup, backend, target, runs_max, &|now| {
+        let last = now.changes.last().map_or("none yet", String::as_str);
+        spinner.set_message(format!(
+            "shrinking: run {} of at most {runs_max} · size {} · last change kept: {last}",
+            now.runs + 1,
+            size(&now.setup)
+        ));
+    });
+    spinner.finish_and_clear();
+    shrunk
 }
 
 /// A scripted scenario that breaks an invariant, minimised by delta debugging on the pure

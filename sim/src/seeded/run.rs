@@ -23,7 +23,9 @@ use crate::engine::{self, Delivery, Engine, HandlerRun};
 use crate::recorder::{Recorder, Stamped, Streamed, TimelineSink};
 use crate::timeline;
 use crate::trace::{Fault as WireFault, Trace};
-use leasehold_model::{AckPolicy, Backend, Issuance, Ms, Outcome, Reason, SettleOp, Violation};
+use leasehold_model::{
+    AckPolicy, Backend, Invariant, Issuance, Ms, Outcome, Reason, SettleOp, Violation,
+};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 /// What one seeded run found.
@@ -95,6 +97,9 @@ pub struct RunOptions {
     /// its first violation). A violation in the liveness phase is found at its end, as
     /// always.
     pub stop_at_first_violation: bool,
+    /// End the run after the step that found a violation of this invariant (whatever else it
+    /// broke before): a shrinker asking "does it still break I2?" needs no more of the run.
+    pub stop_at_violation_of: Option<Invariant>,
     /// With `timeline`: also hand each shown line's structured record to this sink, as the
     /// line is streamed.
     pub records: Option<crate::recorder::RecordSink>,
@@ -223,6 +228,7 @@ struct Driver<'a, B: Backend> {
     published: u32,
     progress: Option<std::sync::Arc<Progress>>,
     stop_at_first_violation: bool,
+    stop_at_violation_of: Option<Invariant>,
 }
 
 /// Runs `setup` against `backend` (a fresh broker built from [`Setup::broker_config`]).
@@ -344,6 +350,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             published: 0,
             progress: options.progress.clone(),
             stop_at_first_violation: options.stop_at_first_violation,
+            stop_at_violation_of: options.stop_at_violation_of,
         }
     }
 
@@ -356,9 +363,15 @@ impl<'a, B: Backend> Driver<'a, B> {
         }
     }
 
-    /// Whether the run ends here: it was asked to stop at its first violation, and has one.
+    /// Whether the run ends here: it was asked to stop at its first violation, or at one of an
+    /// invariant, and has one. (One test of the violated bits per step when nothing broke.)
     fn stops_here(&self) -> bool {
-        self.stop_at_first_violation && self.engine.oracle().any_violated()
+        let oracle = self.engine.oracle();
+        oracle.any_violated()
+            && (self.stop_at_first_violation
+                || self
+                    .stop_at_violation_of
+                    .is_some_and(|invariant| oracle.violated(invariant)))
     }
 
     fn run(&mut self) -> (String, Option<Bound>) {

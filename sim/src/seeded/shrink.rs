@@ -3,7 +3,8 @@
 //! invariant. The seed stays; the result is again a seeded scenario that replays exactly.
 
 use super::ratio::Ratio;
-use super::seeded_file::{run_setup, BackendKind};
+use super::run::RunOptions;
+use super::seeded_file::{run_setup_with, BackendKind};
 use super::setup::Setup;
 use leasehold_model::Invariant;
 
@@ -18,9 +19,14 @@ pub struct Shrunk {
     pub runs: u64,
 }
 
-/// Whether `setup` breaks `target`.
+/// Whether `setup` breaks `target`. The run ends at the step that breaks it: a large seed that
+/// breaks it early costs the steps up to there, not the whole run.
 pub fn breaks(setup: &Setup, kind: BackendKind, target: Invariant) -> bool {
-    run_setup(setup, kind, false)
+    let options = RunOptions {
+        stop_at_violation_of: Some(target),
+        ..RunOptions::default()
+    };
+    run_setup_with(setup, kind, &options)
         .violations
         .iter()
         .any(|v| v.invariant == target)
@@ -37,6 +43,18 @@ pub fn size(setup: &Setup) -> u64 {
 
 /// Shrinks `setup` (which must break `target`) with at most `runs_max` runs.
 pub fn shrink(setup: &Setup, kind: BackendKind, target: Invariant, runs_max: u64) -> Shrunk {
+    shrink_with(setup, kind, target, runs_max, &|_| {})
+}
+
+/// [`shrink`], telling `progress` where it stands before each run it tries: the runs so far,
+/// the smallest failing setup yet and the changes that made it.
+pub fn shrink_with(
+    setup: &Setup,
+    kind: BackendKind,
+    target: Invariant,
+    runs_max: u64,
+    progress: &dyn Fn(&Shrunk),
+) -> Shrunk {
     let mut shrunk = Shrunk {
         setup: setup.clone(),
         changes: Vec::new(),
@@ -48,6 +66,7 @@ pub fn shrink(setup: &Setup, kind: BackendKind, target: Invariant, runs_max: u64
             if shrunk.runs >= runs_max {
                 return shrunk;
             }
+            progress(&shrunk);
             shrunk.runs += 1;
             if breaks(&candidate.0, kind, target) {
                 shrunk.setup = candidate.0;

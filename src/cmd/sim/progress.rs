@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// How often a single seed's bar is redrawn.
 const REDRAW: Duration = Duration::from_millis(200);
 
-fn bars_wanted(json: bool) -> bool {
+pub(crate) fn bars_wanted(json: bool) -> bool {
     !json && std::io::stderr().is_terminal()
 }
 
