@@ -140,12 +140,11 @@ pub fn first_violation_story(
     let tail = std::mem::take(&mut *tail.lock().unwrap_or_else(|e| e.into_inner()));
     let first_kept = streamed.lines - tail.len();
     let last = t.unwrap_or(0);
-    let shown = (last + 1).saturating_sub(context)..=last;
-    let lines: Vec<String> = shown
-        .clone()
+    let lines: Vec<String> = ((last + 1).saturating_sub(context)..=last)
         .filter_map(|k| tail.get(k.checked_sub(first_kept)?).cloned())
         .collect();
-    let first_t = (last + 1).saturating_sub(lines.len()).max(*shown.start());
+    // The lines kept end at the violation's line.
+    let first_t = (last + 1).saturating_sub(lines.len());
     Some(FirstViolationStory {
         found,
         t,
