@@ -667,5 +667,14 @@ fn timeline_lines_print_and_draw_a_stretch_of_a_long_run() {
         assert_eq!(error.trim_end().lines().count(), 1, "{error}");
         assert!(error.contains(says), "{lines}: {error}");
     }
+    // Printed too: lines the run does not show are said, not an empty output (a seeded file and
+    // a scripted one).
+    for file in [file, "scenarios/t0-t5-stale-ack.toml"] {
+        let out = leasehold(&["timeline", file, "--lines", "100000..100010"]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        let error = stderr(&out);
+        assert_eq!(error.trim_end().lines().count(), 1, "{error}");
+        assert!(error.contains("the run shows"), "{file}: {error}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -79,11 +79,14 @@ fn print(args: &Args) -> CmdResult {
         for violation in streamed_violations(&outcome) {
             println!("{violation}");
         }
+        let shown = outcome.streamed.as_ref().map_or(0, |s| s.lines);
+        lines_shown(args, shown)?;
         return Ok(Status::held(check_expect(&scenario, &outcome).is_empty()));
     }
     let script = load(&args.file)?;
     let replay = run_on(&script, &args.backend)?;
     let rendered = timeline::render(&replay.trace);
+    lines_shown(args, rendered.lines.len())?;
     let lines = args.lines.clone().unwrap_or(0..rendered.lines.len());
     for line in rendered.lines.iter().take(lines.end).skip(lines.start) {
         println!("{line}");
@@ -92,6 +95,20 @@ fn print(args: &Args) -> CmdResult {
         println!("{}", timeline::violation_text(found, &rendered));
     }
     Ok(Status::held(replay.matched))
+}
+
+/// `--lines A..B` asked for lines the run does not show (it shows `total`): said, as a drawing
+/// of them says it, rather than printing nothing.
+fn lines_shown(args: &Args, total: usize) -> Result<(), UserError> {
+    match &args.lines {
+        Some(lines) if lines.start >= total => Err(UserError(format!(
+            "{}: --lines {}..{}: the run shows {total} lines (t0..t{total})",
+            args.file.display(),
+            lines.start,
+            lines.end
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Draws the timeline (a stretch of it) into `out`.
