@@ -10,6 +10,7 @@
 //! not the run.
 
 use crate::recorder::{TimeSink, TimelineSink};
+use crate::seeded::run::Progress;
 use crate::seeded::seeded_file::{run_setup_with, BackendKind};
 use crate::seeded::{RunOptions, RunOutcome, Setup};
 use crate::svg::View;
@@ -169,6 +170,17 @@ pub fn draw_seeded(
     kind: BackendKind,
     asked: Option<Range<usize>>,
 ) -> Result<Drawn, String> {
+    draw_seeded_with(setup, kind, asked, None)
+}
+
+/// [`draw_seeded`], its two runs publishing their progress to `progress` in turn (each from its
+/// start: the second run's steps count from zero again).
+pub fn draw_seeded_with(
+    setup: &Setup,
+    kind: BackendKind,
+    asked: Option<Range<usize>>,
+    progress: Option<Arc<Progress>>,
+) -> Result<Drawn, String> {
     let learned = Arc::new(Mutex::new(Learned::default()));
     let times = {
         let learned = Arc::clone(&learned);
@@ -192,6 +204,7 @@ pub fn draw_seeded(
             timeline: Some(TimelineSink(Arc::new(|_| {}))),
             times: Some(times),
             stop_at_first_violation: asked.is_none(),
+            progress: progress.clone(),
             ..RunOptions::default()
         },
     );
@@ -227,10 +240,12 @@ pub fn draw_seeded(
         Some(stretch) => RunOptions {
             timeline: Some(TimelineSink(Arc::new(|_| {}))),
             keep: Some(stretch.view),
+            progress,
             ..RunOptions::default()
         },
         None => RunOptions {
             record: true,
+            progress,
             ..RunOptions::default()
         },
     };

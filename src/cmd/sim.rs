@@ -481,7 +481,7 @@ fn draw_seed(
     from: &str,
     out: &Path,
 ) -> Result<(), UserError> {
-    let drawn = drawing::draw_seeded(setup, backend, args.lines.clone())
+    let drawn = progress::draw_seeded(setup, backend, args.lines.clone())
         .map_err(|e| UserError(format!("--{e}")))?;
     let recorded = drawn.outcome.recorded.expect("a recorded run");
     crate::cmd::timeline::Drawing {

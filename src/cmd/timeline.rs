@@ -119,7 +119,8 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
         match seeded_setup(&args.file, &args.backend)? {
             Some((scenario, setup, kind)) => {
                 let drawn =
-                    drawing::draw_seeded(&setup, kind, args.lines.clone()).map_err(in_file)?;
+                    crate::cmd::sim::progress::draw_seeded(&setup, kind, args.lines.clone())
+                        .map_err(in_file)?;
                 let matched = check_expect(&scenario, &drawn.outcome).is_empty();
                 let recorded = drawn.outcome.recorded.expect("a recorded run");
                 let subtitle = format!(

@@ -182,6 +182,45 @@ fn run_with_bar(
     outcome
 }
 
+/// Draws a seeded run (`leasehold_sim::drawing::draw_seeded`), with a spinner on a terminal:
+/// a large seed runs twice for its drawing (once to learn when its lines happened, once to keep
+/// what the stretch needs).
+pub fn draw_seeded(
+    setup: &Setup,
+    backend: BackendKind,
+    asked: Option<std::ops::Range<usize>>,
+) -> Result<leasehold_sim::drawing::Drawn, String> {
+    if !bars_wanted(false) {
+        return leasehold_sim::drawing::draw_seeded(setup, backend, asked);
+    }
+    let progress = Arc::new(Progress::default());
+    let finished = AtomicBool::new(false);
+    let spinner = indicatif::ProgressBar::new_spinner();
+    let drawn = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                std::thread::sleep(REDRAW);
+                let steps = progress.steps.load(Ordering::Relaxed);
+                let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
+                spinner.set_message(format!(
+                    "drawing: running the seed for its drawing · simulated {sim_s} s · {steps} steps"
+                ));
+                spinner.tick();
+            }
+        });
+        let drawn = leasehold_sim::drawing::draw_seeded_with(
+            setup,
+            backend,
+            asked,
+            Some(Arc::clone(&progress)),
+        );
+        finished.store(true, Ordering::Relaxed);
+        drawn
+    });
+    spinner.finish_and_clear();
+    drawn
+}
+
 /// Runs a campaign, with a bar of seeds done on a terminal.
 pub fn run_campaign(campaign: &Campaign, json: bool) -> Summary {
     if !bars_wanted(json) {
