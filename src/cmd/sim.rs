@@ -32,8 +32,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The flags that make a run's setup refuse the modes that take it from elsewhere: a seeded
-/// `--file` gives it, and `--merge` reads it from its shards' recipes.
+/// The modes that take a run's setup from elsewhere (a seeded `--file`; `--merge`, from its
+/// shards' recipes): every flag that makes a setup conflicts with them.
 const SETUP_FROM_ELSEWHERE: [&str; 2] = ["file", "merge"];
 
 /// Arguments of `leasehold sim` (boxed: they are many).
@@ -197,7 +197,7 @@ pub struct Options {
         value_name = "FILES",
         conflicts_with_all = [
             "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
-            "trace", "redis_url", "redis_spawn",
+            "trace", "svg", "redis_url", "redis_spawn",
         ]
     )]
     pub merge: Vec<PathBuf>,
