@@ -367,6 +367,7 @@ fn flags_a_mode_would_ignore_are_refused_by_name() {
             vec!["sim", "--merge", "a.json", "--seeds", "0..9"],
             "--seeds",
         ),
+        (vec!["sim", "--merge", "a.json", "--svg", "a.svg"], "--svg"),
     ] {
         let out = leasehold(&args);
         let err = String::from_utf8_lossy(&out.stderr);
