@@ -536,8 +536,9 @@ fn counterexamples_text(printed: &Printed) -> String {
             out.push_str("warning: the scenario does not replay to this violation (a bug in leasehold: please report it)\n");
         }
         if let Some(path) = &cx.scenario {
+            let drawing = path.strip_suffix(".toml").unwrap_or(path);
             out.push_str(&format!(
-                "scenario written to {path} (replay: leasehold replay {path})\n"
+                "scenario written to {path} (replay: leasehold replay {path}; draw: leasehold timeline {path} --svg {drawing}.svg)\n"
             ));
         }
     }
