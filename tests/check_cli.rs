@@ -109,6 +109,25 @@ fn every_mutant_and_redis_streams_exits_1_naming_its_invariant_and_its_scenario_
             "{}",
             stdout(&replay)
         );
+        // The drawing command the output names, run as is, draws the counterexample.
+        let path = file.display().to_string();
+        let draw = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("scenario written to {path} ")))
+            .find_map(|l| l.split("draw: leasehold ").nth(1))
+            .and_then(|rest| rest.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("{name}: no drawing command: {text}"));
+        let args: Vec<&str> = draw.split(' ').collect();
+        let drawn = leasehold(&args);
+        assert_eq!(drawn.status.code(), Some(0), "{name}: {}", stdout(&drawn));
+        let svg = std::fs::read_to_string(file.with_extension("svg")).unwrap();
+        // Its violation marker names the invariant (`⚠ I4 violated`, `⚠ I3, I4 violated`).
+        let marked = svg
+            .split('⚠')
+            .skip(1)
+            .filter_map(|rest| rest.split(" violated").next())
+            .any(|ids| ids.split([' ', ',']).any(|word| word == id));
+        assert!(marked, "{name}: {svg}");
     }
 }
 
