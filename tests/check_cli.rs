@@ -310,7 +310,19 @@ fn explore_serves_stateright_explorer_on_loopback() {
     let status = status.expect("the explorer answered on loopback");
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     assert!(status.contains("I1 stale-never-counts"), "{status}");
-    assert!(status.contains("LeaseModel"), "{status}");
+    assert!(status.contains("ExplorerModel"), "{status}");
+    // All four `sometimes` properties `check` reports, the transition-only ones included.
+    for name in [
+        "a stale settle is attempted and rejected",
+        "an event is redelivered",
+        "an event is dead-lettered",
+        "a worker sees an ambiguous settle result",
+    ] {
+        assert!(
+            status.contains(&format!("\"Sometimes\",\"{name}\"")),
+            "{status}"
+        );
+    }
 }
 
 #[test]

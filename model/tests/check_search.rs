@@ -138,11 +138,12 @@ fn a_replayed_counterexample_is_the_path_the_search_saw() {
     }
 }
 
-/// The Explorer's `sometimes` properties that a state can show (an event redelivered, an event
-/// dead-lettered): stateright's own checker discovers them on a configuration where `check`
-/// reaches them, and never where none can happen (one attempt: no redelivery).
+/// The `sometimes` properties of [`LeaseModel`]'s own stateright `Model` (the one the
+/// cross-checks use), those a state can show (an event redelivered, an event dead-lettered):
+/// stateright's checker discovers them on a configuration where `check` reaches them, and never
+/// where none can happen (one attempt: no redelivery).
 #[test]
-fn the_explorers_sometimes_properties_are_discovered_where_they_happen() {
+fn the_models_state_sometimes_properties_are_discovered_where_they_happen() {
     let redelivered = "an event is redelivered (a lease of attempt 2 or more)";
     let dead = "an event is dead-lettered";
     let both = LeaseModel::new(small(Variant::Fenced, 1, 2, crash_and_loss()));
@@ -158,4 +159,51 @@ fn the_explorers_sometimes_properties_are_discovered_where_they_happen() {
     let checker = LeaseModel::new(once).checker().spawn_bfs().join();
     assert!(checker.discovery(redelivered).is_none());
     assert!(checker.discovery(dead).is_some());
+}
+
+/// The Explorer's model (`check --explore`) shows every `sometimes` property `check` reports,
+/// the two that happen on a transition included: stateright's checker discovers each one exactly
+/// where `check` reports it reached, and none that `check` finds unreached or not applicable.
+#[test]
+fn the_explorer_discovers_the_sometimes_properties_check_reaches() {
+    use leasehold_model::check::{ExplorerModel, Verdict, SOMETIMES};
+    let no_loss = Budgets {
+        crashes: 1,
+        ..Budgets::default()
+    };
+    let once = CheckConfig {
+        max_attempts: 1,
+        ..small(Variant::Fenced, 1, 2, crash_and_loss())
+    };
+    let configs = [
+        small(Variant::Fenced, 1, 2, crash_and_loss()),
+        small(Variant::Fenced, 2, 2, no_loss),
+        small(Variant::RedisStreamsFenced, 1, 2, crash_and_loss()),
+        once,
+    ];
+    let mut discovered = std::collections::BTreeSet::new();
+    let mut undiscovered = 0;
+    for config in configs {
+        let report = run(&config, &Options::default(), None);
+        let explorer = ExplorerModel(LeaseModel::new(config.clone()));
+        let checker = explorer.checker().spawn_bfs().join();
+        for (_, name) in SOMETIMES {
+            let verdict = report
+                .properties
+                .iter()
+                .find(|p| p.name == name)
+                .unwrap_or_else(|| panic!("{name}"))
+                .verdict;
+            let found = checker.discovery(name).is_some();
+            assert_eq!(found, verdict == Verdict::Reached, "{config}: {name}");
+            if found {
+                discovered.insert(name);
+            } else {
+                undiscovered += 1;
+            }
+        }
+    }
+    // Each property is discovered somewhere (the transition-only ones too), and some are not.
+    assert_eq!(discovered.len(), SOMETIMES.len(), "{discovered:?}");
+    assert!(undiscovered > 0);
 }

@@ -8,8 +8,8 @@
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_model::check::{
-    run as check, Budgets, CheckConfig, Counterexample, Counts, Fairness, LeaseModel, Limits,
-    Options, Outcome, Outcomes, Renews, Report, Verdict,
+    run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness,
+    LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
 };
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::counterexample;
@@ -413,10 +413,8 @@ fn serve(config: &CheckConfig, options: &Options, addr: SocketAddr, command: &st
         .map_err(|e| user(format!("--explore {addr}: cannot listen: {e}")))?;
     println!("{command}");
     println!("serving stateright's Explorer on http://{addr}/ (it checks nothing until \"Run to completion\" is pressed; Ctrl-C stops)");
-    let _ = LeaseModel::new(config.clone())
-        .with_symmetry(options.symmetry)
-        .checker()
-        .serve(addr);
+    let model = LeaseModel::new(config.clone()).with_symmetry(options.symmetry);
+    let _ = ExplorerModel(model).checker().serve(addr);
     Ok(Status::Ok)
 }
 

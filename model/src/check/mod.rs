@@ -5,7 +5,9 @@
 //! * [`state`] — the history-free state (broker, lean oracle, workers, requests in flight,
 //!   budgets used), its canonical form, the actions and the `sometimes` witnesses.
 //! * [`model`] — the transitions and properties; the stateright [`stateright::Model`] for the
-//!   Explorer.
+//!   cross-checks.
+//! * [`explorer`] — the model stateright's Explorer serves: every state with the `sometimes`
+//!   witnesses of the transition into it.
 //! * [`fingerprint`] — 64-bit state fingerprints.
 //! * [`table`] — the shared fingerprint set and the liveness search's node map.
 //! * [`rank`] — the ranking function behind I6 with finite budgets.
@@ -23,6 +25,7 @@
 //! Redis claim does).
 
 pub mod config;
+pub mod explorer;
 pub mod fingerprint;
 pub mod liveness;
 pub mod model;
@@ -35,6 +38,7 @@ pub mod state;
 pub mod table;
 
 pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
+pub use explorer::ExplorerModel;
 pub use model::{LeaseModel, SAFETY, SOMETIMES};
 pub use run::{run, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
 pub use search::{Counts, Limits};
