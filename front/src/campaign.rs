@@ -42,7 +42,8 @@ pub struct SeedFailure {
     pub seed: u64,
     /// The first invariant it broke.
     pub invariant: Invariant,
-    /// What the oracle saw, one line each, named as the timeline names events and leases.
+    /// What the oracle saw by the step of the first violation (a step may break several
+    /// invariants), one line each, named as the timeline names events and leases.
     pub violations: Vec<String>,
     /// The re-run's timeline up to the line of its first violation: the whole of it, or its
     /// last [`TIMELINE_LINES_MAX`] lines when longer (the `file` replays it whole). The re-run
