@@ -56,6 +56,33 @@ fn a_clean_campaign_exits_0_and_starts_with_its_replay_recipe() {
         text.contains("steps/s") && text.contains("simulated/wall"),
         "{text}"
     );
+    assert!(!text.contains("warning:"), "{text}");
+}
+
+/// A campaign a bound stopped on every seed exits 0 (no seed failed, a bound is no verdict) but
+/// says that it judged nothing, so that a green status is not read as a proof.
+#[test]
+fn a_campaign_a_bound_stopped_on_every_seed_says_it_judged_nothing() {
+    let out = leasehold(&["sim", "--seeds", "0..5", "--steps-max", "50", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("seeds run: 5 (0 failed, 5 inconclusive)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("warning: a bound stopped every seed, so this campaign judged nothing"),
+        "{text}"
+    );
+    // One clean seed among them and the campaign judged something: no warning.
+    let out = leasehold(&["sim", "--seeds", "0..5", "--steps-max", "600", "--no-save"]);
+    let text = stdout(&out);
+    assert!(text.contains("inconclusive"), "{text}");
+    assert!(
+        !text.contains("seeds run: 5 (0 failed, 5 inconclusive)"),
+        "{text}"
+    );
+    assert!(!text.contains("warning:"), "{text}");
 }
 
 #[test]

@@ -382,6 +382,13 @@ impl CampaignReport {
                 join(&seeds.seeds)
             )?;
         }
+        if s.seeds_run > 0 && s.seeds_inconclusive == s.seeds_run {
+            // Exit status 0 says no seed failed; it must not read as "the protocol held".
+            writeln!(
+                out,
+                "warning: a bound stopped every seed, so this campaign judged nothing (leave the bounds derived, or raise them)"
+            )?;
+        }
         if let Some(expected) = self.expected {
             let caught = s.failures.contains_key(&expected);
             let verdict = if caught { "caught" } else { "not caught" };
