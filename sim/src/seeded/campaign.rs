@@ -239,13 +239,12 @@ impl Campaign {
                         if stops {
                             smallest_failure.fetch_min(seed, Ordering::Relaxed);
                         }
+                        // Counted as the summary counts them (`Summary::add` decides).
+                        let before = (part.seeds_failed, part.seeds_inconclusive);
                         part.add(&outcome, &setup.group_names);
-                        // As the summary counts them: a verdict first, a bound without one.
-                        if !outcome.violations.is_empty() {
-                            failed.fetch_add(1, Ordering::Relaxed);
-                        } else if outcome.inconclusive.is_some() {
-                            inconclusive.fetch_add(1, Ordering::Relaxed);
-                        }
+                        failed.fetch_add(part.seeds_failed - before.0, Ordering::Relaxed);
+                        let bounded = part.seeds_inconclusive - before.1;
+                        inconclusive.fetch_add(bounded, Ordering::Relaxed);
                         progress(Tally {
                             failed: failed.load(Ordering::Relaxed),
                             inconclusive: inconclusive.load(Ordering::Relaxed),
