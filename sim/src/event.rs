@@ -218,7 +218,8 @@ pub enum Event {
     Expired {
         /// The lease.
         issuance: Issuance,
-        /// When it expired (its deadline, or now when that is earlier).
+        /// Where the lease ended: its deadline (or now, when that is earlier). The event is
+        /// stamped when the broker expired it: for a lazy broker, at its next fetch.
         at_ms: Ms,
         /// Whether the expiry dead-lettered the event.
         dead_lettered: bool,

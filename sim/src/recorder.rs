@@ -576,8 +576,8 @@ impl Recorder {
             let violation = matches!(event, Event::Violated { .. });
             keep.frozen |= at_ms > keep.to_ms && !violation;
             keep.pinned |= at_ms >= keep.from_ms;
-            // A lazy broker expires a lease at its next fetch, stamped at the deadline it
-            // passed: an expiry within the stretch belongs to it, however late it is told.
+            // A lazy broker expires a lease at its next fetch, past its deadline: an expiry
+            // whose lease ended within the stretch belongs to it, however late it is told.
             let expired_within =
                 matches!(event, Event::Expired { at_ms: deadline, .. } if deadline <= keep.to_ms);
             if keep.frozen && !expired_within {
@@ -631,14 +631,14 @@ impl Recorder {
             | Event::HandlerKilled { .. } => self.handler(at_ms, event),
             Event::Expired {
                 issuance,
-                at_ms,
+                at_ms: deadline_ms,
                 dead_lettered,
                 frontier,
             } => {
                 let end = LeaseEnd::Expired {
                     dead_lettered: *dead_lettered,
                 };
-                self.lease(*issuance).ended = Some((*at_ms, end));
+                self.lease(*issuance).ended = Some((*deadline_ms, end));
                 let group = self.trace.leases[issuance.0 as usize].lease.group;
                 let frontier = self.tell_batch_move_once(group, *frontier, *dead_lettered);
                 let kind = LineKind::Expired {
@@ -646,7 +646,7 @@ impl Recorder {
                     dead_lettered: *dead_lettered,
                     frontier,
                 };
-                self.line(*at_ms, None, kind);
+                self.line(at_ms, None, kind);
             }
             _ => self.worker_or_phase(at_ms, event),
         }

@@ -774,9 +774,10 @@ pub fn violation_text_at(found: &Found, t: Option<usize>) -> String {
 /// not build one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Record {
-    /// Virtual time of the line. An expiry's is the lease's deadline: with a lazy broker
-    /// (`expiry = "on_fetch"`) the line stands where the broker performed the expiry, at its
-    /// next fetch, so its time can be earlier than the line before it.
+    /// Virtual time of the line: when the thing it tells happened. Lines never go back in
+    /// time. An expiry's is when the broker expired the lease: with a lazy broker (`expiry =
+    /// "on_fetch"`) that is its next fetch, past the lease's deadline (the drawing ends the
+    /// lease's bar at the deadline).
     pub at_ms: u64,
     /// The lease the line is about, for a fetch, handle or expiry.
     pub lease: Option<String>,

@@ -26,7 +26,7 @@ fn a_kept_stretch_draws_as_the_whole_trace_does() {
         for seed in 1..5 {
             let mut setup = setup(variant, 600, seed);
             // Half the runs expire lazily: an expiry is told at the next fetch, possibly after
-            // the stretch's end, stamped at the deadline it passed, within it.
+            // the stretch's end, for a lease that ended at its deadline, within it.
             setup.expiry = if seed % 2 == 0 {
                 Expiry::AtDeadline
             } else {
@@ -74,26 +74,22 @@ fn a_kept_stretch_draws_as_the_whole_trace_does() {
 }
 
 /// The `tN` (past the first 40) of a line after a lease's deadline and before the fetch that
-/// expires it (a lazy broker's expiry is told at the fetch, stamped at the deadline).
+/// expires it (a lazy broker's expiry is told, and stamped, at that fetch; the lease ends at
+/// its deadline).
 fn told_late_expiry(trace: &trace::Trace, rendered: &timeline::Timeline) -> Option<usize> {
     let shown = |i: usize| rendered.index.get(i).copied().flatten();
     let lines: Vec<_> = trace.lines.iter().collect();
     for (i, line) in lines.iter().enumerate() {
-        if !matches!(line.kind, trace::LineKind::Expired { .. }) {
+        let trace::LineKind::Expired { issuance, .. } = line.kind else {
             continue;
-        }
-        // The fetch that told it: the next line that is no expiry.
-        let Some(told_ms) = lines[i..]
-            .iter()
-            .find(|l| !matches!(l.kind, trace::LineKind::Expired { .. }))
-            .map(|l| l.at_ms)
-        else {
+        };
+        let Some((deadline_ms, _)) = trace.leases[issuance.0 as usize].ended else {
             continue;
         };
         let between = (0..i)
             .rev()
-            .take_while(|&j| lines[j].at_ms >= line.at_ms)
-            .find(|&j| lines[j].at_ms < told_ms && shown(j).is_some_and(|t| t > 40));
+            .take_while(|&j| lines[j].at_ms >= deadline_ms)
+            .find(|&j| lines[j].at_ms < line.at_ms && shown(j).is_some_and(|t| t > 40));
         if let Some(j) = between {
             return shown(j);
         }

@@ -234,6 +234,7 @@ fn every_shown_line_has_one_record_in_order() {
     use leasehold_sim::seeded::seeded_file::run_setup;
     use leasehold_sim::seeded::Setup;
     let mut folds = 0;
+    let mut late_expiries = 0;
     for &variant in Variant::ALL {
         for swarm in [false, true] {
             let mut campaign = Campaign::new(Setup::default_for(variant), 0..1);
@@ -253,6 +254,20 @@ fn every_shown_line_has_one_record_in_order() {
                 assert_eq!(records.len(), rendered.lines.len(), "{what}");
                 for (t, (record, line)) in records.iter().zip(&rendered.lines).enumerate() {
                     assert_eq!(record.t, t, "{what}");
+                    // A line stands when its thing happened, so time never goes back: a lazy
+                    // broker's expiry is told when it expired the lease, past the deadline.
+                    if let Some(before) = t.checked_sub(1).map(|b| records[b].at_ms) {
+                        assert!(record.at_ms >= before, "{what} t{t}: {before} then {line}");
+                    }
+                    late_expiries += usize::from(
+                        record.operation == "expire"
+                            && record.lease.as_ref().is_some_and(|name| {
+                                trace.leases.iter().any(|l| {
+                                    &l.name == name
+                                        && l.ended.as_ref().is_some_and(|e| e.0 < record.at_ms)
+                                })
+                            }),
+                    );
                     // Written directly (as a streamed `--json` writes it), a record is the
                     // object `serde_json` builds of it, keys sorted.
                     let direct = serde_json::to_string(record).unwrap();
@@ -273,4 +288,8 @@ fn every_shown_line_has_one_record_in_order() {
         }
     }
     assert!(folds > 100, "the seeds fold restarts ({folds})");
+    assert!(
+        late_expiries > 100,
+        "the seeds expire leases lazily, past their deadlines ({late_expiries})"
+    );
 }

@@ -103,12 +103,13 @@ impl<B: Backend> Engine<B> {
             }
             let after = self.backend.frontier(item.group);
             let frontier = (after != before[item.group]).then_some((before[item.group], after));
-            let at = item.deadline_ms.min(now_ms);
+            // Stamped when the broker expired it (a lazy broker, at its next fetch): its line
+            // stands there. The event keeps the deadline it passed, where its lease ended.
             self.emit(
-                at,
+                now_ms,
                 Event::Expired {
                     issuance,
-                    at_ms: at,
+                    at_ms: item.deadline_ms.min(now_ms),
                     dead_lettered: item.dead_lettered,
                     frontier,
                 },
