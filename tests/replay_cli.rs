@@ -463,6 +463,52 @@ fn timeline_draws_into_a_pipe_without_replacing_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--svg -` writes the drawing, and nothing else, to standard output (no file named `-`): the
+/// drawing `--svg FILE` writes, but for the command it names, for a scripted and a seeded file.
+#[test]
+fn timeline_draws_to_standard_output_with_a_dash() {
+    let dir = std::env::temp_dir().join(format!("leasehold-svg-dash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let seeded = root().join("scenarios/found/renew-revives-seed39-shrunk.toml");
+    for file in [root().join("scenarios/t0-t5-stale-ack.toml"), seeded] {
+        let file = file.to_str().unwrap();
+        let run = |out: &str| {
+            Command::new(BIN)
+                .args(["timeline", file, "--svg", out])
+                .current_dir(&dir)
+                .output()
+                .expect("the binary runs")
+        };
+        let piped = run("-");
+        assert_eq!(piped.status.code(), Some(0), "{file}: {}", stderr(&piped));
+        assert!(
+            !dir.join("-").exists(),
+            "{file}: a file named '-' was written"
+        );
+        let written = run("drawing.svg");
+        assert_eq!(
+            written.status.code(),
+            Some(0),
+            "{file}: {}",
+            stderr(&written)
+        );
+        let drawing = std::fs::read_to_string(dir.join("drawing.svg")).unwrap();
+        assert!(drawing.starts_with("<svg"), "{file}");
+        assert_eq!(
+            stdout(&piped),
+            drawing.replace("--svg drawing.svg", "--svg -"),
+            "{file}"
+        );
+        assert_ne!(
+            stdout(&piped),
+            drawing,
+            "{file}: the drawing names its command"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_committed_svg_is_the_one_timeline_draws() {
     let committed = std::fs::read_to_string(root().join("reports/t0-t5-stale-ack.svg")).unwrap();

@@ -825,6 +825,8 @@ fn a_single_seed_draws_as_its_saved_file_does() {
     for args in [
         vec!["sim", "--seeds", "0..3", "--svg", "x.svg"],
         vec!["sim", "--seed", "1", "--lines", "1..4"],
+        // Standard output carries sim's report: the drawing goes to a file.
+        vec!["sim", "--seed", "1", "--no-save", "--svg", "-"],
         vec![
             "sim",
             "--seed",

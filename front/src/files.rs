@@ -26,7 +26,7 @@ pub fn check_report_path(flag: &str, path: &Path) -> Result<(), UserError> {
 }
 
 /// Writes `contents` to `path` atomically: a reader sees the old file or the new one, never a
-/// half-written one. Creates missing parent folders.
+/// half-written one. Creates missing parent folders. `-` is standard output.
 ///
 /// Atomic means a temporary file renamed over the target, which only a regular file (or a new
 /// one) can take. A `path` that is something else is written through, never replaced: a
@@ -40,6 +40,13 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), UserError> {
             "{}: is a folder, not a file",
             path.display()
         )));
+    }
+    if is_stdout(path) {
+        let mut out = std::io::stdout().lock();
+        return out
+            .write_all(contents)
+            .and_then(|()| out.flush())
+            .map_err(|e| UserError(format!("standard output: cannot write: {e}")));
     }
     if is_stream(path) {
         // A device, a pipe, a socket: write to it as it is.
@@ -77,10 +84,15 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), UserError> {
     Ok(())
 }
 
-/// Whether `path` is a device, pipe or socket (`/dev/stdout`, a FIFO): written through by
-/// [`write_atomic`], and not a file a command should say it wrote.
+/// Whether `path` is a device, pipe or socket (`/dev/stdout`, a FIFO), or `-` (standard
+/// output): written through by [`write_atomic`], and not a file a command should say it wrote.
 pub fn is_stream(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+    is_stdout(path) || fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
+}
+
+/// Whether `path` is `-`: standard output, as for most command-line tools.
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-"
 }
 
 /// Writes `contents` to `dir/stem.ext`, or `dir/stem-2.ext`, `-3`, … — the first name that does

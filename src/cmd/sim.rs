@@ -263,6 +263,13 @@ pub fn run(args: Args) -> CmdResult {
                     .to_string(),
             ));
         }
+        if files::is_stdout(out) {
+            return Err(UserError(
+                "--svg -: sim prints its report on standard output; draw into a file, or draw \
+                 the seed's saved file alone with leasehold timeline FILE --svg -"
+                    .to_string(),
+            ));
+        }
         files::check_report_path("--svg", out)?;
     }
     if let Some(path) = &args.file {

@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
 pub struct Args {
     /// The scenario file (TOML).
     pub file: PathBuf,
-    /// Write an SVG drawing of the timeline to this file (atomically) instead of printing.
+    /// Write an SVG drawing of the timeline to this file (atomically) instead of printing;
+    /// `-` writes it to standard output.
     /// A run of more than 40 lines is drawn in part: the 40 lines up to its first violation
     /// (or its last 40), unless `--lines` asks for others.
     #[arg(long, value_name = "OUT")]
@@ -186,7 +187,7 @@ pub struct Drawing<'a> {
 
 impl Drawing<'_> {
     /// Renders the SVG and writes it atomically to `out`; says what it drew, unless `out` is a
-    /// stream (`--svg /dev/stdout` is the drawing alone).
+    /// stream (`--svg -` and `--svg /dev/stdout` are the drawing alone).
     pub fn write(self, out: &Path) -> Result<(), UserError> {
         let subtitle = match self.stretch {
             Some(stretch) => format!(
