@@ -115,6 +115,15 @@ fn one_and_two_threads_print_the_same_summary() {
     assert_eq!(one, run("2"));
 }
 
+/// Without `--threads` a campaign takes one thread per core (its results do not depend on it).
+#[test]
+fn a_campaign_takes_every_core_by_default() {
+    let out = leasehold(&["sim", "--seeds", "0..4", "--json", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(json(&out)["threads"], cores.min(256));
+}
+
 #[test]
 fn a_failing_seed_is_saved_and_reproduced_byte_for_byte_then_shrunk() {
     let dir = scratch_dir("found");

@@ -165,8 +165,8 @@ pub struct Options {
     /// `mixed` (each seed draws one).
     #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub expiry: String,
-    /// Threads (the results do not depend on it), at most 256.
-    #[arg(long, default_value_t = 1)]
+    /// Threads (the results do not depend on it), at most 256; by default, one per core.
+    #[arg(long, default_value_t = default_threads())]
     pub threads: usize,
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
@@ -229,6 +229,11 @@ pub struct Options {
     /// `--json` prints), else the text printed.
     #[arg(long)]
     pub report: Option<PathBuf>,
+}
+
+/// One campaign thread per core the process may use (at most [`THREADS_MAX`]).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(THREADS_MAX))
 }
 
 /// Runs the command.
