@@ -2,7 +2,7 @@
 //! line, exit statuses, identical summaries whatever `--threads`, a failing seed written to a
 //! file that reproduces it, shrinking that writes a smaller file, bad flags (exit 2).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
@@ -1071,6 +1071,53 @@ fn a_seeded_replay_streams_the_timeline_its_json_renders_whole() {
                 "{command}: {violation}"
             );
         }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// On a terminal, long work shows its progress on standard error also with `--json`, whose
+/// object goes to standard output (a file, here): a campaign's bar of seeds, and a bar for each
+/// of `replay --json`'s three runs of a seeded file. The object stays clean JSON. (`script`
+/// gives the command a terminal; where it cannot, the test says so and passes.)
+#[cfg(unix)]
+#[test]
+fn json_into_a_file_still_shows_progress_on_a_terminal() {
+    let dir = scratch_dir("json-bars");
+    let found = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/found/renew-revives-seed39-shrunk.toml");
+    let cases = [
+        (
+            format!("{BIN} sim --seeds 0..300 --threads 1 --json --no-save"),
+            vec!["seeds ·"],
+        ),
+        (
+            format!("{BIN} replay {} --json", found.display()),
+            vec!["run 1/3 (verdict)", "run 2/3 (records)", "run 3/3 (lines)"],
+        ),
+    ];
+    // `script` runs a command on a terminal of its own, where the machine has one to give.
+    let probe = Command::new("script")
+        .args(["-q", "-e", "-c", "test -t 2", "/dev/null"])
+        .output();
+    if !probe.is_ok_and(|p| p.status.success()) {
+        eprintln!("no terminal from script: skipped");
+        return;
+    }
+    for (command, bars) in cases {
+        let object = dir.join("out.json");
+        let shell = format!("{command} > {}", object.display());
+        let terminal = Command::new("script")
+            .args(["-q", "-e", "-c", &shell, "/dev/null"])
+            .output()
+            .expect("script runs");
+        let drawn = String::from_utf8_lossy(&terminal.stdout);
+        for bar in bars {
+            assert!(drawn.contains(bar), "{command}: no '{bar}' in {drawn:?}");
+        }
+        let text = std::fs::read_to_string(&object).unwrap();
+        let value: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e}: {text}"));
+        assert!(value.is_object(), "{command}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -15,7 +15,6 @@ use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::counterexample;
 use serde::Serialize;
 use stateright::Model;
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -332,7 +331,7 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(addr) = explore {
         return serve(&config, &options, addr, &command);
     }
-    let progress = std::io::stderr().is_terminal() && !args.json;
+    let progress = crate::cmd::sim::progress::bars_wanted(false);
     let header = header(&command, &config, &options);
     if !args.json {
         println!("{header}");

@@ -131,7 +131,7 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
 /// [`shrink::shrink`], with a spinner on a terminal: the runs tried, the size reached and the
 /// last change kept (a large seed's runs can take seconds each).
 fn shrink_shown(setup: &Setup, backend: BackendKind, target: Invariant, args: &Args) -> Shrunk {
-    if !crate::cmd::sim::progress::bars_wanted(args.json) {
+    if !crate::cmd::sim::progress::bars_wanted(false) {
         return shrink::shrink(setup, backend, target, args.runs_max);
     }
     let spinner = indicatif::ProgressBar::new_spinner();

@@ -20,8 +20,7 @@ use leasehold_sim::seeded::campaign::{
     recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
 };
 use leasehold_sim::seeded::seeded_file::{
-    check_expect, first_violation_story, load_seeded, parse_toml, run_setup_with, scenario_of,
-    to_toml,
+    check_expect, first_violation_story, load_seeded, parse_toml, scenario_of, to_toml,
 };
 use leasehold_sim::seeded::summary::{parse_shard, FirstFailure};
 use leasehold_sim::seeded::{
@@ -465,7 +464,7 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     }
     let started = Instant::now();
     let story = single_seed_story(args);
-    let outcome = progress::run_one_seed(&setup, campaign.backend, &story, args.json);
+    let outcome = progress::run_one_seed(&setup, campaign.backend, &story);
     let wall = started.elapsed();
     // Written before the report, which names it (in `--json` too).
     let broken = outcome.violations.first().map(|v| v.invariant);
@@ -531,7 +530,7 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
     }
     let started = Instant::now();
     let story = single_seed_story(args);
-    let outcome = progress::run_one_seed(&setup, backend, &story, args.json);
+    let outcome = progress::run_one_seed(&setup, backend, &story);
     let wall = started.elapsed();
     report_one(args, &header, &setup, &outcome, wall, None)?;
     if let Some(out) = &args.svg {
@@ -744,7 +743,7 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
         println!("{kind}: {}", campaign.template.faults.summary());
     }
     let started = Instant::now();
-    let summary = progress::run_campaign(campaign, args.json);
+    let summary = progress::run_campaign(campaign);
     let wall = started.elapsed();
     let saved = if args.no_save {
         Vec::new()
@@ -919,15 +918,22 @@ fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, User
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
     };
-    let streamed = |timeline: TimelineSink, records: Option<RecordSink>| {
+    // The object streams to standard output: a bar on standard error when that is not the
+    // same terminal, one per run.
+    let bars = progress::bars_wanted(true);
+    let streamed = |pass: &str, timeline: TimelineSink, records: Option<RecordSink>| {
         let options = RunOptions {
             timeline: Some(timeline),
             records,
             ..RunOptions::default()
         };
-        run_setup_with(&setup, kind, &options)
+        progress::run_with_bar(&setup, kind, options, bars, pass)
     };
-    let outcome = streamed(TimelineSink(Arc::new(|_: &str| {})), None);
+    let outcome = streamed(
+        "run 1/3 (verdict) ",
+        TimelineSink(Arc::new(|_: &str| {})),
+        None,
+    );
     let mismatches = check_expect(&scenario, &outcome);
     let head = serde_json::json!({
         "header": format!("leasehold replay {name}"),
@@ -951,11 +957,12 @@ fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, User
     let out = progress::StdoutTimeline::new();
     out.write(&format!("{{{},\"records\":[", inner(&head)));
     streamed(
+        "run 2/3 (records) ",
         TimelineSink(Arc::new(|_: &str| {})),
         Some(out.json_records()),
     );
     out.write(&format!("],{},\"timeline\":[", inner(&tail)));
-    streamed(out.json_lines(), None);
+    streamed("run 3/3 (lines) ", out.json_lines(), None);
     out.write(&format!("],{}}}\n", inner(&end)));
     out.flush();
     Ok(Some(Status::held(mismatches.is_empty())))
@@ -978,7 +985,7 @@ fn replay_seeded_text(path: &Path, backend: &str) -> Result<Option<Status>, User
         println!("faults: {}", faults.summary());
     }
     let out = progress::StdoutTimeline::new();
-    let outcome = progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out), false);
+    let outcome = progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out));
     let mismatches = check_expect(&scenario, &outcome);
     let status = Status::held(mismatches.is_empty());
     for violation in streamed_violations(&outcome) {
@@ -1018,7 +1025,7 @@ pub fn record_if_seeded(
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
     };
-    let outcome = progress::run_one_seed(&setup, kind, story, false);
+    let outcome = progress::run_one_seed(&setup, kind, story);
     Ok(Some((scenario, outcome)))
 }
 

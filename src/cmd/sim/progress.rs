@@ -17,8 +17,11 @@ use std::time::{Duration, Instant};
 /// How often a single seed's bar is redrawn.
 const REDRAW: Duration = Duration::from_millis(200);
 
-pub(crate) fn bars_wanted(json: bool) -> bool {
-    !json && std::io::stderr().is_terminal()
+/// Whether to draw progress on standard error: when it is a terminal, but not while standard
+/// output streams to that terminal too (a bar would tear its lines). `--json` draws one as well:
+/// the object goes to standard output, and a bar is cleared before anything is printed there.
+pub(crate) fn bars_wanted(streams_to_stdout: bool) -> bool {
+    std::io::stderr().is_terminal() && !(streams_to_stdout && std::io::stdout().is_terminal())
 }
 
 /// A timeline streamed to standard output as the run tells it: each line is printed once final,
@@ -118,9 +121,8 @@ pub enum Story {
 
 /// Runs one seed, telling its story as `story` says, with a progress bar on a terminal (not
 /// when the story streams to one).
-pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story, json: bool) -> RunOutcome {
+pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story) -> RunOutcome {
     let mut options = RunOptions::default();
-    let mut bars = bars_wanted(json);
     let out = match story {
         Story::None => None,
         Story::Streamed(out) => {
@@ -132,19 +134,22 @@ pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story, json: bo
             Some(out)
         }
     };
-    bars &= out.is_none() || !std::io::stdout().is_terminal();
-    let outcome = run_with_bar(setup, backend, options, bars);
+    let bars = bars_wanted(out.is_some());
+    let outcome = run_with_bar(setup, backend, options, bars, "");
     if let Some(out) = out {
         out.flush();
     }
     outcome
 }
 
-fn run_with_bar(
+/// Runs one seed with `options`, with a bar of records settled when `bars` (its line starts
+/// with `prefix`).
+pub fn run_with_bar(
     setup: &Setup,
     backend: BackendKind,
     mut options: RunOptions,
     bars: bool,
+    prefix: &str,
 ) -> RunOutcome {
     if !bars {
         return run_setup_with(setup, backend, &options);
@@ -153,14 +158,17 @@ fn run_with_bar(
     options.progress = Some(Arc::clone(&progress));
     let bar = indicatif::ProgressBar::new(setup.records().max(1));
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} records settled · {msg}")
-            .expect("a valid template"),
+        indicatif::ProgressStyle::with_template(
+            "{prefix}{bar:30} {pos}/{len} records settled · {msg}",
+        )
+        .expect("a valid template"),
     );
+    bar.set_prefix(prefix.to_string());
     let outcome = std::thread::scope(|scope| {
         let drawer = scope.spawn(|| {
             let started = Instant::now();
-            while progress.done.load(Ordering::Relaxed) == 0 {
-                std::thread::sleep(REDRAW);
+            // Drawn at once, then every REDRAW until the run is done.
+            loop {
                 let steps = progress.steps.load(Ordering::Relaxed);
                 let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
                 let rate = steps as f64 / started.elapsed().as_secs_f64().max(1e-3);
@@ -171,6 +179,10 @@ fn run_with_bar(
                 bar.set_message(format!(
                     "simulated {sim_s} s · {steps} steps · {rate:.0} steps/s"
                 ));
+                if progress.done.load(Ordering::Relaxed) != 0 {
+                    break;
+                }
+                std::thread::sleep(REDRAW);
             }
         });
         let outcome = run_setup_with(setup, backend, &options);
@@ -222,8 +234,8 @@ pub fn draw_seeded(
 }
 
 /// Runs a campaign, with a bar of seeds done on a terminal.
-pub fn run_campaign(campaign: &Campaign, json: bool) -> Summary {
-    if !bars_wanted(json) {
+pub fn run_campaign(campaign: &Campaign) -> Summary {
+    if !bars_wanted(false) {
         return campaign.run(&|_| {});
     }
     let bar = indicatif::ProgressBar::new(campaign.shard_len());
