@@ -7,7 +7,7 @@ use leasehold_sim::seeded::campaign::Campaign;
 use leasehold_sim::seeded::seeded_file::{
     check_expect, parse_toml, run_setup, scenario_of, setup_from_scenario, to_toml,
 };
-use leasehold_sim::seeded::shrink::{breaks, shrink, size};
+use leasehold_sim::seeded::shrink::{breaks, shrink, size, smaller};
 use leasehold_sim::seeded::{BackendKind, FaultPlan, Ratio, Setup, Workload};
 
 const LEASE_MS: u64 = 30_000;
@@ -216,19 +216,54 @@ fn a_swarm_plan_is_stored_and_replays_without_the_swarm_draw() {
     assert_eq!(direct.trace_hash, replayed.trace_hash);
 }
 
+/// `name from → to`, split: one cut a shrink made.
+fn cut(change: &str) -> Option<(&str, &str, &str)> {
+    let (head, to) = change.split_once(" → ")?;
+    let (name, from) = head.rsplit_once(' ')?;
+    Some((name, from, to))
+}
+
+/// A shrink keeps the violation and the seed, ends at a setup none of whose smaller variations
+/// still breaks the target (within its runs), and tells successive cuts of one quantity as one
+/// change — on a 20-event finding and on a 2,000-event one cut many times.
 #[test]
 fn shrinking_keeps_the_violation_and_makes_the_scenario_smaller() {
     let c = campaign(Variant::VolatileAck, 0..30, false, 1);
     let first = c.run(&|_| {}).first_failure.expect("fails");
-    let (seed, violations) = (first.seed, first.violations);
-    let setup = c.setup(seed);
-    let target = violations[0].invariant;
-    let shrunk = shrink(&setup, BackendKind::Pure, target, 300);
-    assert!(!shrunk.changes.is_empty());
-    assert!(size(&shrunk.setup) < size(&setup));
-    assert!(shrunk.setup.events < setup.events);
-    assert!(breaks(&shrunk.setup, BackendKind::Pure, target));
-    assert_eq!(shrunk.setup.seed, seed);
+    // `sim --variant renew-revives --events 2000 --seed 3`.
+    let mut large = campaign(Variant::RenewRevives, 3..4, false, 1);
+    large.template = Setup::default_for(Variant::RenewRevives);
+    large.template.resize(2_000, 2, 3);
+    large.template.derive_bounds(true, true);
+    let large = large.setup(3);
+    for (setup, target) in [
+        (c.setup(first.seed), first.violations[0].invariant),
+        (large, leasehold_model::Invariant::I2),
+    ] {
+        let what = format!("{} seed {}", setup.variant, setup.seed);
+        assert!(breaks(&setup, BackendKind::Pure, target), "{what}");
+        let shrunk = shrink(&setup, BackendKind::Pure, target, 1_000);
+        assert!(shrunk.runs < 1_000, "{what}: {} runs", shrunk.runs);
+        assert!(!shrunk.changes.is_empty(), "{what}");
+        assert!(size(&shrunk.setup) < size(&setup), "{what}");
+        assert!(shrunk.setup.events < setup.events, "{what}");
+        assert!(breaks(&shrunk.setup, BackendKind::Pure, target), "{what}");
+        assert_eq!(shrunk.setup.seed, setup.seed, "{what}");
+        for (variation, change) in smaller(&shrunk.setup) {
+            assert!(
+                !breaks(&variation, BackendKind::Pure, target),
+                "{what}: the shrink stopped, yet {change} still breaks {target}"
+            );
+        }
+        for pair in shrunk.changes.windows(2) {
+            if let (Some((name, _, to)), Some((next, from, _))) = (cut(&pair[0]), cut(&pair[1])) {
+                assert!(
+                    !(name == next && to == from),
+                    "{what}: {pair:?} told as two changes"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -13,7 +13,9 @@ use leasehold_model::Invariant;
 pub struct Shrunk {
     /// The smallest failing setup found.
     pub setup: Setup,
-    /// One line per accepted change (`events 40 → 3`).
+    /// The accepted changes, in order (`events 40 → 3`, `fault drop off`): successive cuts of
+    /// the same quantity read as one (`events 2000 → 500`, `events 500 → 499` is
+    /// `events 2000 → 499`).
     pub changes: Vec<String>,
     /// Runs tried.
     pub runs: u64,
@@ -61,8 +63,8 @@ pub fn shrink_with(
         runs: 0,
     };
     loop {
-        let before = shrunk.changes.len();
-        for candidate in candidates(&shrunk.setup) {
+        let mut kept = false;
+        for candidate in smaller(&shrunk.setup) {
             if shrunk.runs >= runs_max {
                 return shrunk;
             }
@@ -70,18 +72,41 @@ pub fn shrink_with(
             shrunk.runs += 1;
             if breaks(&candidate.0, kind, target) {
                 shrunk.setup = candidate.0;
-                shrunk.changes.push(candidate.1);
+                note_change(&mut shrunk.changes, candidate.1);
+                kept = true;
                 break;
             }
         }
-        if shrunk.changes.len() == before {
+        if !kept {
             return shrunk;
         }
     }
 }
 
-/// Smaller variations of `setup`, the boldest first, each with its description.
-fn candidates(setup: &Setup) -> Vec<(Setup, String)> {
+/// Adds an accepted change to `changes`: a cut of the quantity the last change cut continues
+/// it (`events 500 → 125` then `events 125 → 124` read `events 500 → 124`).
+fn note_change(changes: &mut Vec<String>, change: String) {
+    /// `name from → to`, split.
+    fn cut(change: &str) -> Option<(&str, &str, &str)> {
+        let (head, to) = change.split_once(" → ")?;
+        let (name, from) = head.rsplit_once(' ')?;
+        Some((name, from, to))
+    }
+    if let Some(last) = changes.last_mut() {
+        if let (Some((name, from, to)), Some((next, again, further))) = (cut(last), cut(&change)) {
+            if name == next && to == again {
+                *last = format!("{name} {from} → {further}");
+                return;
+            }
+        }
+    }
+    changes.push(change);
+}
+
+/// The smaller variations of `setup` a shrink tries, the boldest first, each with its
+/// description. A shrink that ends within its runs ends at a setup none of whose variations
+/// breaks the target.
+pub fn smaller(setup: &Setup) -> Vec<(Setup, String)> {
     let mut out = Vec::new();
     let events = setup.events;
     for fewer in [1, events / 4, events / 2, events - 1] {
@@ -144,4 +169,43 @@ fn candidates(setup: &Setup) -> Vec<(Setup, String)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::note_change;
+
+    #[test]
+    fn successive_cuts_of_one_quantity_read_as_one_change() {
+        let mut changes = Vec::new();
+        for change in [
+            "events 2000 → 500",
+            "events 500 → 125",
+            "events 125 → 124",
+            "groups 2 → 1",
+            "fault drop off",
+            "fault delay off",
+            "events 124 → 24",
+            "safety_ms_max 4000 → 1000",
+            "safety_ms_max 1000 → 500",
+            "workers 3 → 2",
+            "workers 3 → 1",
+        ] {
+            note_change(&mut changes, change.to_string());
+        }
+        assert_eq!(
+            changes,
+            [
+                "events 2000 → 124",
+                "groups 2 → 1",
+                "fault drop off",
+                "fault delay off",
+                "events 124 → 24",
+                "safety_ms_max 4000 → 500",
+                "workers 3 → 2",
+                // Not the cut the last one ended at: told as it is.
+                "workers 3 → 1",
+            ]
+        );
+    }
 }
