@@ -836,6 +836,7 @@ fn a_single_seed_draws_as_its_saved_file_does() {
         vec!["sim", "--seed", "1", "--lines", "1..4"],
         // Standard output carries sim's report: the drawing goes to a file.
         vec!["sim", "--seed", "1", "--no-save", "--svg", "-"],
+        vec!["sim", "--seed", "1", "--no-save", "--svg", "/dev/stdout"],
         vec![
             "sim",
             "--seed",

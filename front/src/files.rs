@@ -90,9 +90,30 @@ pub fn is_stream(path: &Path) -> bool {
     is_stdout(path) || fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
 }
 
-/// Whether `path` is `-`: standard output, as for most command-line tools.
+/// Whether `path` is standard output: `-`, as for most command-line tools, or a name of the
+/// file standard output is (`/dev/stdout`, `/dev/fd/1`, the terminal's device).
 pub fn is_stdout(path: &Path) -> bool {
-    path.as_os_str() == "-"
+    path.as_os_str() == "-" || names_stdout(path)
+}
+
+#[cfg(unix)]
+fn names_stdout(path: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(named) = fs::metadata(path) else {
+        return false;
+    };
+    let Ok(out) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    fs::File::from(out)
+        .metadata()
+        .is_ok_and(|out| (out.dev(), out.ino()) == (named.dev(), named.ino()))
+}
+
+#[cfg(not(unix))]
+fn names_stdout(_path: &Path) -> bool {
+    false
 }
 
 /// Writes `contents` to `dir/stem.ext`, or `dir/stem-2.ext`, `-3`, … — the first name that does

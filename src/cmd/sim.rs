@@ -268,11 +268,11 @@ pub fn run(args: Args) -> CmdResult {
             ));
         }
         if files::is_stdout(out) {
-            return Err(UserError(
-                "--svg -: sim prints its report on standard output; draw into a file, or draw \
-                 the seed's saved file alone with leasehold timeline FILE --svg -"
-                    .to_string(),
-            ));
+            return Err(UserError(format!(
+                "--svg {}: sim prints its report on standard output; draw into a file, or draw \
+                 the seed's saved file alone with leasehold timeline FILE --svg -",
+                out.display()
+            )));
         }
         files::check_report_path("--svg", out)?;
     }
