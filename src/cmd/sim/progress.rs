@@ -182,11 +182,13 @@ pub fn run_with_bar(
                 if progress.done.load(Ordering::Relaxed) != 0 {
                     break;
                 }
-                std::thread::sleep(REDRAW);
+                // Woken at the run's end: a short run does not wait out a redraw.
+                std::thread::park_timeout(REDRAW);
             }
         });
         let outcome = run_setup_with(setup, backend, &options);
         progress.done.store(1, Ordering::Relaxed);
+        drawer.thread().unpark();
         let _ = drawer.join();
         outcome
     });
@@ -209,9 +211,9 @@ pub fn draw_seeded(
     let finished = AtomicBool::new(false);
     let spinner = indicatif::ProgressBar::new_spinner();
     let drawn = std::thread::scope(|scope| {
-        scope.spawn(|| {
+        let drawer = scope.spawn(|| {
             while !finished.load(Ordering::Relaxed) {
-                std::thread::sleep(REDRAW);
+                std::thread::park_timeout(REDRAW);
                 let steps = progress.steps.load(Ordering::Relaxed);
                 let sim_s = progress.sim_ms.load(Ordering::Relaxed) / 1000;
                 spinner.set_message(format!(
@@ -227,6 +229,7 @@ pub fn draw_seeded(
             Some(Arc::clone(&progress)),
         );
         finished.store(true, Ordering::Relaxed);
+        drawer.thread().unpark();
         drawn
     });
     spinner.finish_and_clear();
