@@ -251,8 +251,10 @@ pub enum Event {
         frontier: SmallVec<[(GroupIx, Seq, Seq); 1]>,
     },
     /// A lease's deadline passed while the broker, which expires lazily (at its next fetch),
-    /// still holds its record under it: the lease has ended by its contract (a scripted
-    /// `wait` step tells it).
+    /// still holds its record under it: the lease has ended by its contract. A scripted
+    /// `wait` step tells it (hashed, as the step's own event); a seeded run tells it to its
+    /// recorder at the deadline, as time passes it (not hashed: it follows from the deadlines
+    /// and expiries the hash covers).
     Lapsed {
         /// The lease.
         issuance: Issuance,

@@ -621,6 +621,8 @@ impl<'a> Validator<'a> {
             check_at_least_once: ack_policy.at_least_once(),
             expiry,
             audit_every_step: false,
+            // A script tells lapses at its `wait` steps.
+            tell_lapses: false,
         })
     }
 

@@ -95,7 +95,9 @@ use crate::hash::TraceHasher;
 use crate::recorder::Recorder;
 use crate::trace::{Trace, WorkerIx};
 use crate::world::World;
-use leasehold_model::{Backend, Expired, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq};
+use leasehold_model::{
+    Backend, Expired, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq, Status,
+};
 use live::{Flight, LiveLease, LiveLeases, Run, Slab};
 use queue::Queue;
 use smallvec::SmallVec;
@@ -336,8 +338,39 @@ impl<B: Backend> Engine<B> {
     #[inline]
     fn advance_oracle(&mut self, now_ms: Ms) {
         if self.advanced_ms != Some(now_ms) {
+            if self.setup.tell_lapses && self.recorder.is_some() {
+                self.tell_lapses_until(now_ms);
+            }
             self.oracle.advance(now_ms);
             self.advanced_ms = Some(now_ms);
+        }
+    }
+
+    /// Tells the recorder, in deadline order and at their deadlines, the leases whose deadline
+    /// time reaches at `now_ms` while the broker still holds their record leased
+    /// ([`Setup::tell_lapses`]). These lines are the story's only: a lapse follows from the
+    /// deadlines and expiries the trace hash covers, so it is not hashed, and a run without a
+    /// recorder does not look for them.
+    #[cold]
+    #[inline(never)]
+    fn tell_lapses_until(&mut self, now_ms: Ms) {
+        let mut due: SmallVec<[(Ms, Issuance); 4]> = self
+            .oracle
+            .live_deadlines()
+            .filter(|&(_, deadline_ms)| deadline_ms <= now_ms)
+            .map(|(issuance, deadline_ms)| (deadline_ms, issuance))
+            .collect();
+        due.sort_unstable();
+        for (deadline_ms, issuance) in due {
+            let Some(lease) = self.leases.get(issuance).map(|l| l.lease) else {
+                continue;
+            };
+            if self.backend.status_kind(lease.group, lease.seq) != Status::Leased {
+                continue;
+            }
+            if let Some(recorder) = &mut self.recorder {
+                recorder.record_owned(deadline_ms, Event::Lapsed { issuance });
+            }
         }
     }
 

@@ -28,6 +28,11 @@ pub struct Setup {
     /// The oracle audits every record after every step (tests: checks the incremental checks
     /// against the full ones).
     pub audit_every_step: bool,
+    /// With [`Expiry::OnFetch`]: tell each lease that lapses while the broker still holds its
+    /// record leased, at its deadline, as time passes it (a seeded run: a settle refused after
+    /// the deadline then reads after the lapse that explains it). A scripted run tells lapses
+    /// at its `wait` steps instead.
+    pub tell_lapses: bool,
 }
 
 /// When the engine lets the broker expire due leases. The oracle's ghost leases expire at their
@@ -82,6 +87,7 @@ impl Setup {
             check_at_least_once: ack_policy.at_least_once(),
             expiry: Expiry::AtDeadline,
             audit_every_step: false,
+            tell_lapses: false,
         }
     }
 

@@ -314,6 +314,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         };
         engine_setup.clock_offset_ms = workers.iter().map(|w| w.offset_ms).collect();
         engine_setup.expiry = setup.expiry;
+        engine_setup.tell_lapses = setup.expiry == engine::Expiry::OnFetch;
         engine_setup.audit_every_step = options.audit_every_step;
         let mut engine = if options.record || options.timeline.is_some() {
             Engine::new(backend, engine_setup)
