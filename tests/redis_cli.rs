@@ -320,6 +320,9 @@ fn a_server_lost_mid_run_is_one_line_and_exit_2() {
             "0",
             "--seeds",
             "0..100000000",
+            // Every thread meets the lost server: still one line.
+            "--threads",
+            "4",
             "--no-save",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))

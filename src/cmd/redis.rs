@@ -86,11 +86,20 @@ pub fn configure(backend: &str, args: &RedisArgs) -> Result<(), UserError> {
 /// connection broke) ends the command with one line and exit status 2, as any input the run
 /// cannot proceed with: the backend reports it by panicking with a message that starts with
 /// `backend redis`, from whichever thread met it. Other panics keep the default report.
+///
+/// A campaign's threads may all meet the lost server at once: the first to report it says its
+/// line and ends the process; the others wait for that end, so the error stays one line.
 pub fn lost_server_is_an_error() {
+    static REPORTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         match crate::cli::panic_message(info) {
             Some(message) if message.starts_with("backend redis") => {
+                if REPORTING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    loop {
+                        std::thread::park();
+                    }
+                }
                 let line = message.lines().next().unwrap_or(message);
                 eprintln!("leasehold: error: {line}");
                 shutdown();
