@@ -1122,3 +1122,181 @@ fn json_into_a_file_still_shows_progress_on_a_terminal() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--for` and an open range (`A..`): the campaign stops when the budget is spent, says so,
+/// and names the seeds it ran; those seeds, rerun, give the same summary and hash. A failing
+/// seed found before the stop is saved as usual. Stopped shards merge only over one range.
+#[test]
+fn a_time_budget_stops_a_campaign_that_names_the_seeds_it_ran() {
+    let dir = scratch_dir("budget");
+    let out = leasehold(
+        &[
+            "sim",
+            "--variant",
+            "renew-revives",
+            "--seeds",
+            "7..",
+            "--for",
+            "1500ms",
+            "--json",
+            "--threads",
+            "2",
+            "--out",
+        ]
+        .iter()
+        .copied()
+        .chain([dir.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let found = json(&out);
+    let end = found["seeds"]["end"].as_u64().unwrap();
+    assert_eq!(found["seeds"]["start"], 7);
+    assert!(end > 7 && end < u64::MAX, "{found}");
+    assert_eq!(found["seeds_run"].as_u64().unwrap(), end - 7);
+    assert_eq!(found["stopped"]["reason"], "time budget 1s 500ms spent");
+    assert_eq!(found["stopped"]["asked"]["end"], u64::MAX);
+    let range = format!("7..{end}");
+    let command = found["command"].as_str().unwrap();
+    assert!(command.contains(&format!("--seeds {range} ")), "{command}");
+    // The failing seeds it saved are of the seeds it ran.
+    let saved = found["saved"].as_array().unwrap();
+    assert!(!saved.is_empty(), "{found}");
+    for s in saved {
+        let seed = s["seed"].as_u64().unwrap();
+        assert!((7..end).contains(&seed), "{s}");
+    }
+    let again = leasehold(&[
+        "sim",
+        "--variant",
+        "renew-revives",
+        "--seeds",
+        &range,
+        "--json",
+        "--no-save",
+    ]);
+    let again = json(&again);
+    assert!(again.get("stopped").is_none(), "{again}");
+    for key in [
+        "campaign_hash",
+        "seeds_run",
+        "steps",
+        "failures",
+        "coverage",
+    ] {
+        assert_eq!(found[key], again[key], "{key}");
+    }
+    // The text report says it stopped, and the recipe line names the open range it was asked.
+    let text = leasehold(&["sim", "--seeds", "0..", "--for", "1s", "--no-save"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = stdout(&text);
+    assert!(
+        text.starts_with("leasehold sim --seeds 0.. --shard 1/1 "),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("stopped early (time budget 1s spent): ran seeds 0..")),
+        "{text}"
+    );
+    // A budget a finite campaign does not need changes nothing.
+    let short = json(&leasehold(&[
+        "sim",
+        "--seeds",
+        "0..5",
+        "--for",
+        "1h",
+        "--json",
+        "--no-save",
+    ]));
+    assert!(short.get("stopped").is_none(), "{short}");
+    assert_eq!(short["seeds"]["end"], 5);
+    // Two shards stopped at different seeds are not one campaign's.
+    let mut files = Vec::new();
+    for (k, budget) in [(1, "300ms"), (2, "900ms")] {
+        let shard = format!("{k}/2");
+        let out = leasehold(&[
+            "sim",
+            "--seeds",
+            "0..",
+            "--for",
+            budget,
+            "--shard",
+            &shard,
+            "--json",
+            "--no-save",
+            "--threads",
+            "1",
+        ]);
+        let path = dir.join(format!("shard{k}.json"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        files.push(path.display().to_string());
+    }
+    let merged = leasehold(&["sim", "--merge", &files[0], &files[1]]);
+    let err = String::from_utf8_lossy(&merged.stderr);
+    assert_eq!(merged.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("stopped early"), "{err}");
+    // Bad budgets, and a budget where no campaign runs, are one-line errors.
+    for args in [
+        vec!["sim", "--for", "10x"],
+        vec!["sim", "--for", "0s"],
+        vec!["sim", "--seed", "3", "--for", "1s"],
+        vec!["sim", "--seeds", "..5"],
+    ] {
+        let out = leasehold(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM stops a campaign as a spent budget does: the seeds under way
+/// finish, and the summary of those that ran is printed, named as "interrupted".
+#[test]
+fn an_interrupted_campaign_prints_the_summary_of_the_seeds_it_ran() {
+    for signal in ["-INT", "-TERM"] {
+        let child = Command::new(BIN)
+            .args([
+                "sim",
+                "--seeds",
+                "3..",
+                "--json",
+                "--no-save",
+                "--threads",
+                "2",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2000));
+        let kill = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{signal}: {err}");
+        assert!(
+            err.contains("stopping: the seeds under way finish"),
+            "{err}"
+        );
+        let found = json(&out);
+        assert_eq!(found["stopped"]["reason"], "interrupted", "{found}");
+        let end = found["seeds"]["end"].as_u64().unwrap();
+        assert!(end > 3 && end < u64::MAX, "{found}");
+        let range = format!("3..{end}");
+        let again = json(&leasehold(&[
+            "sim",
+            "--seeds",
+            &range,
+            "--json",
+            "--no-save",
+        ]));
+        assert_eq!(found["campaign_hash"], again["campaign_hash"], "{signal}");
+        assert_eq!(found["seeds_run"], again["seeds_run"], "{signal}");
+    }
+}

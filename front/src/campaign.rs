@@ -8,11 +8,13 @@ use crate::failure::{program, Failure};
 use crate::files;
 use crate::Error;
 use leasehold_model::Invariant;
-use leasehold_sim::seeded::campaign::{Campaign, THREADS_MAX};
+use leasehold_sim::seeded::campaign::{Campaign, Ran, Tally, THREADS_MAX};
 use leasehold_sim::seeded::seeded_file::{first_violation_story, scenario_of, to_toml};
 use leasehold_sim::seeded::{BackendKind, Setup, Summary};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// The most lines of a failing seed's timeline a [`SeedFailure`] keeps: those up to its first
 /// violation.
@@ -23,6 +25,7 @@ pub const TIMELINE_LINES_MAX: usize = 1_000;
 pub struct CampaignRun {
     campaign: Campaign,
     out: PathBuf,
+    budget: Option<Duration>,
 }
 
 /// A campaign of `template` (e.g. `Setup::default_for(Variant::Fenced)`, or
@@ -32,6 +35,7 @@ pub fn campaign(template: Setup) -> CampaignRun {
     CampaignRun {
         campaign: Campaign::new(template, 0..100),
         out: PathBuf::from(OUT_DEFAULT),
+        budget: None,
     }
 }
 
@@ -63,8 +67,12 @@ pub struct Campaigned {
     pub summary: Summary,
     /// The backend it ran on.
     pub backend: &'static str,
-    /// The command that runs the same campaign (on the pure broker, or the same backend).
+    /// The command that runs the same campaign (on the pure broker, or the same backend): with
+    /// a time budget, the seeds it ran.
     pub command: String,
+    /// With a time budget ([`CampaignRun::for_at_most`]): whether it was spent before the last
+    /// seed. The `command` then names the seeds that ran.
+    pub budget_spent: bool,
     /// The smallest failing seed, if any seed failed.
     pub failure: Option<SeedFailure>,
 }
@@ -100,6 +108,16 @@ impl CampaignRun {
     /// from a run's `BrokerConfig` (a function, or a closure capturing nothing).
     pub fn backend(mut self, backend: BackendKind) -> CampaignRun {
         self.campaign.backend = backend;
+        self
+    }
+
+    /// Runs seeds, in order, for at most `budget` of wall-clock time: the seeds under way when
+    /// it is spent finish and no other starts. How many seeds ran depends on the machine; what
+    /// each did does not, and [`Campaigned::command`] names the seeds that ran, which reproduce
+    /// the summary and its hash. With an open range (`seeds(0..u64::MAX)`), a campaign that runs
+    /// as many seeds as fit in the budget.
+    pub fn for_at_most(mut self, budget: Duration) -> CampaignRun {
+        self.budget = Some(budget);
         self
     }
 
@@ -141,12 +159,17 @@ impl CampaignRun {
             .validate()
             .map_err(|e| Error(e.to_string()))?;
         c.backend.check(&c.template).map_err(Error)?;
-        let summary = c.run(&|_| {});
-        let failure = self.smallest_failure(&summary)?;
+        let (ran, budget_spent) = run_within(c, &|_| {}, self.budget, &AtomicBool::new(false));
+        let ran_all = CampaignRun {
+            campaign: c.first(ran.done),
+            ..self
+        };
+        let failure = ran_all.smallest_failure(&ran.summary)?;
         Ok(Campaigned {
-            backend: c.backend.name(),
-            command: self.command(),
-            summary,
+            backend: ran_all.campaign.backend.name(),
+            command: ran_all.command(),
+            summary: ran.summary,
+            budget_spent,
             failure,
         })
     }
@@ -185,6 +208,47 @@ impl CampaignRun {
             file,
         }))
     }
+}
+
+/// Runs `campaign` until its last seed, `stop` is set, or `budget` (wall-clock time from now) is
+/// spent, whichever comes first; returns what ran ([`Campaign::run_until`]) and whether the
+/// budget stopped it. A timer thread watches the budget and ends with the campaign.
+pub fn run_within(
+    campaign: &Campaign,
+    progress: &(dyn Fn(Tally) + Sync),
+    budget: Option<Duration>,
+    stop: &AtomicBool,
+) -> (Ran, bool) {
+    let Some(budget) = budget else {
+        return (campaign.run_until(progress, stop), false);
+    };
+    let deadline = Instant::now().checked_add(budget);
+    let finished = AtomicBool::new(false);
+    let spent = AtomicBool::new(false);
+    let ran = std::thread::scope(|scope| {
+        let timer = scope.spawn(|| {
+            while !finished.load(Ordering::Acquire) {
+                let Some(left) = deadline.map(|d| d.saturating_duration_since(Instant::now()))
+                else {
+                    // Beyond what the clock can hold: the budget is never spent.
+                    std::thread::park();
+                    continue;
+                };
+                if left.is_zero() {
+                    spent.store(true, Ordering::Release);
+                    stop.store(true, Ordering::Release);
+                    break;
+                }
+                std::thread::park_timeout(left);
+            }
+        });
+        let ran = campaign.run_until(progress, stop);
+        finished.store(true, Ordering::Release);
+        timer.thread().unpark();
+        ran
+    });
+    let spent = spent.load(Ordering::Acquire) && ran.done < campaign.shard_len();
+    (ran, spent)
 }
 
 impl Campaigned {

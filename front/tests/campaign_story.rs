@@ -81,3 +81,37 @@ fn a_short_failing_seed_keeps_its_whole_story() {
     assert!(!message.contains("not shown"), "{message}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A campaign with a time budget runs seeds in order until it is spent, and names the seeds
+/// it ran: that command's range, run without a budget, gives the same summary and hash.
+#[test]
+fn a_time_budget_names_the_seeds_it_ran_and_they_rerun_the_same() {
+    let template = leasehold::defaults::sim_template(Variant::Fenced).unwrap();
+    let budget = std::time::Duration::from_millis(300);
+    let found = leasehold::campaign(template.clone())
+        .seeds(5..u64::MAX)
+        .threads(2)
+        .for_at_most(budget)
+        .out(out("budget"))
+        .run()
+        .unwrap();
+    assert!(found.budget_spent);
+    let ran = found.summary.seeds_run;
+    assert!(ran > 0, "no seed ran in {budget:?}");
+    let range = format!("--seeds 5..{} ", 5 + ran);
+    assert!(found.command.contains(&range), "{}", found.command);
+    let again = leasehold::campaign(template.clone())
+        .seeds(5..5 + ran)
+        .run()
+        .unwrap();
+    assert_eq!(again.summary, found.summary);
+    assert!(!again.budget_spent);
+    // A budget the campaign does not need is not reported as spent.
+    let short = leasehold::campaign(template)
+        .seeds(0..3)
+        .for_at_most(std::time::Duration::from_secs(3600))
+        .run()
+        .unwrap();
+    assert!(!short.budget_spent);
+    assert_eq!(short.summary.seeds_run, 3);
+}

@@ -22,7 +22,7 @@ use leasehold_sim::seeded::campaign::{
 use leasehold_sim::seeded::seeded_file::{
     check_expect, first_violation_story, load_seeded, parse_toml, scenario_of, to_toml,
 };
-use leasehold_sim::seeded::summary::{parse_shard, FirstFailure};
+use leasehold_sim::seeded::summary::{parse_shard, FirstFailure, SeedRange, Stopped};
 use leasehold_sim::seeded::{
     BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
 };
@@ -55,9 +55,16 @@ pub struct Options {
     /// Run this one seed and print its trace hash (with --trace, its trace).
     #[arg(long, conflicts_with_all = ["seeds", "shard", "stop_on_failure"])]
     pub seed: Option<u64>,
-    /// Run the seeds A..B (B excluded).
+    /// Run the seeds A..B (B excluded); `A..` runs on until stopped (by --for, Ctrl-C or
+    /// SIGTERM).
     #[arg(long, default_value = "0..100")]
     pub seeds: String,
+    /// Run seeds, in order, for at most this long (`90s`, `10m`, `2h30m`): the seeds under way
+    /// then finish, no other starts, and the summary names the seeds that ran (their rerun
+    /// gives the same hash). Ctrl-C or SIGTERM stops a campaign the same way; a second Ctrl-C
+    /// quits at once.
+    #[arg(long = "for", value_name = "DURATION", conflicts_with_all = ["seed", "file"])]
+    pub for_: Option<String>,
     /// Each seed draws its own subset of the allowed faults and their intensities, and its
     /// workload size (most seeds small, some up to 10,000 events, 4 groups, 8 workers).
     #[arg(long)]
@@ -196,7 +203,7 @@ pub struct Options {
         value_name = "FILES",
         conflicts_with_all = [
             "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
-            "trace", "svg", "redis_url", "redis_spawn",
+            "trace", "svg", "redis_url", "redis_spawn", "for_",
         ]
     )]
     pub merge: Vec<PathBuf>,
@@ -299,8 +306,24 @@ pub fn run(args: Args) -> CmdResult {
         return run_one(&args, &campaign, seed);
     }
     campaign.seeds = parse_seeds(&args.seeds)?;
+    let budget = args.for_.as_deref().map(parse_budget).transpose()?;
     campaign.shard = parse_shard(&args.shard).map_err(|e| UserError(format!("--shard: {e}")))?;
-    run_campaign(&args, &campaign)
+    run_campaign(&args, &campaign, budget)
+}
+
+/// Parses `--for`'s duration.
+fn parse_budget(text: &str) -> Result<Duration, UserError> {
+    let budget = humantime::parse_duration(text).map_err(|e| {
+        UserError(format!(
+            "--for: '{text}' is not a duration such as 90s, 10m or 2h30m ({e})"
+        ))
+    })?;
+    if budget.is_zero() {
+        return Err(UserError(format!(
+            "--for: '{text}' is no time at all; give a budget above zero"
+        )));
+    }
+    Ok(budget)
 }
 
 /// The backends `--backend` names.
@@ -433,12 +456,19 @@ fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 15] {
     ]
 }
 
-/// Parses `A..B`.
+/// Parses `A..B`, or `A..` (open: up to 2^64 − 1, excluded).
 pub fn parse_seeds(text: &str) -> Result<std::ops::Range<u64>, UserError> {
-    let bad = || UserError(format!("--seeds: '{text}' is not a range A..B with A < B"));
+    let bad = || {
+        UserError(format!(
+            "--seeds: '{text}' is not a range A..B with A < B, or A.."
+        ))
+    };
     let (a, b) = text.split_once("..").ok_or_else(bad)?;
     let a: u64 = a.trim().parse().map_err(|_| bad())?;
-    let b: u64 = b.trim().parse().map_err(|_| bad())?;
+    let b: u64 = match b.trim() {
+        "" => u64::MAX,
+        b => b.parse().map_err(|_| bad())?,
+    };
     if a >= b {
         return Err(bad());
     }
@@ -731,7 +761,7 @@ fn save_seed(
     Ok(SavedSeed { what, path })
 }
 
-fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
+fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -> CmdResult {
     let header = campaign.command();
     if !args.json {
         println!("{header}");
@@ -743,15 +773,25 @@ fn run_campaign(args: &Options, campaign: &Campaign) -> CmdResult {
         println!("{kind}: {}", campaign.template.faults.summary());
     }
     let started = Instant::now();
-    let summary = progress::run_campaign(campaign);
+    let stopped = progress::run_campaign(campaign, budget);
     let wall = started.elapsed();
+    // A stopped campaign is reported as the campaign of the seeds it ran.
+    let ran = campaign.first(stopped.ran.done);
+    let summary = stopped.ran.summary;
     let saved = if args.no_save {
         Vec::new()
     } else {
-        save_failures(args, campaign, &summary)?
+        save_failures(args, &ran, &summary)?
     };
-    let report = campaign.report(summary, wall.as_millis() as u64, saved);
-    print_report(args, campaign, &report)?;
+    let mut report = ran.report(summary, wall.as_millis() as u64, saved);
+    report.stopped = stopped.reason.map(|reason| Stopped {
+        reason,
+        asked: SeedRange {
+            start: campaign.seeds.start,
+            end: campaign.seeds.end,
+        },
+    });
+    print_report(args, &ran, &report)?;
     Ok(Status::held(report.summary.seeds_failed == 0))
 }
 

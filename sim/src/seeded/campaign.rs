@@ -15,7 +15,7 @@ pub use super::summary::{
 use crate::engine::Expiry;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// The most worker threads a campaign may use.
@@ -35,6 +35,15 @@ pub struct Tally {
     pub failed: u64,
     /// Of those, seeds a bound stopped without a verdict.
     pub inconclusive: u64,
+}
+
+/// What [`Campaign::run_until`] ran: the summary of the shard's first `done` seeds.
+#[derive(Clone, Debug)]
+pub struct Ran {
+    /// What the seeds found.
+    pub summary: Summary,
+    /// How many of the shard's seeds ran (all of them unless the run was stopped).
+    pub done: u64,
 }
 
 /// A campaign's plan.
@@ -179,9 +188,8 @@ impl Campaign {
     /// The command that reproduces the campaign: `leasehold sim --seeds a..b --shard k/n …`.
     pub fn command(&self) -> String {
         format!(
-            "leasehold sim --seeds {}..{} --shard {}/{} {} --backend {}",
-            self.seeds.start,
-            self.seeds.end,
+            "leasehold sim --seeds {} --shard {}/{} {} --backend {}",
+            self.seeds_text(),
             self.shard.0,
             self.shard.1,
             self.recipe(),
@@ -189,14 +197,44 @@ impl Campaign {
         )
     }
 
+    /// The seed range as `--seeds` takes it: `A..B`, or `A..` when it runs up to 2^64 − 1
+    /// (until stopped).
+    pub fn seeds_text(&self) -> String {
+        if self.seeds.end == u64::MAX {
+            format!("{}..", self.seeds.start)
+        } else {
+            format!("{}..{}", self.seeds.start, self.seeds.end)
+        }
+    }
+
     /// The command that reruns one seed of the campaign.
     pub fn seed_command(&self, seed: u64) -> String {
         format!("leasehold sim --seed {seed} {}", self.recipe())
     }
 
+    /// The campaign of this shard's first `count` seeds (all of them when it has no more): what
+    /// a campaign stopped after `count` seeds ran, whose summary and hash it reproduces.
+    pub fn first(&self, count: u64) -> Campaign {
+        let mut first = self.clone();
+        if count < self.shard_len() {
+            // The shard's seed number `count` is start + count·n + k − 1 < end: no overflow.
+            first.seeds.end = self.seeds.start + count * self.shard.1;
+        }
+        first
+    }
+
     /// Runs the campaign. `progress` is called after each seed with the seeds done so far and
     /// how many of them failed or were inconclusive.
     pub fn run(&self, progress: &(dyn Fn(Tally) + Sync)) -> Summary {
+        self.run_until(progress, &AtomicBool::new(false)).summary
+    }
+
+    /// Runs the campaign until every seed ran or `stop` is set, whichever comes first. Once
+    /// `stop` is set no seed starts, and the seeds under way finish: the seeds run are then the
+    /// shard's first [`Ran::done`], and [`Campaign::first`] of that count is the campaign that
+    /// reproduces the summary and its hash. (Whatever sets `stop` — a signal, a time budget —
+    /// decides only how many seeds run, never what a seed does.)
+    pub fn run_until(&self, progress: &(dyn Fn(Tally) + Sync), stop: &AtomicBool) -> Ran {
         let total = self.shard_len();
         let next = AtomicU64::new(0);
         let done = AtomicU64::new(0);
@@ -215,6 +253,11 @@ impl Campaign {
                     let per_seed = self.setup_draws_per_seed();
                     let mut setup = self.template.clone();
                     loop {
+                        // Checked before a seed is claimed: every claimed seed runs, so the
+                        // seeds run are a prefix of the shard's.
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         if index >= total {
                             break;
@@ -258,7 +301,10 @@ impl Campaign {
                 });
             }
         });
-        summary.into_inner().expect("no thread panicked")
+        Ran {
+            summary: summary.into_inner().expect("no thread panicked"),
+            done: next.into_inner().min(total),
+        }
     }
 
     /// The report of this campaign's `summary`, run in `wall_ms` (the caller's clock).
@@ -283,6 +329,7 @@ impl Campaign {
             wall_ms,
             threads: self.threads,
             saved,
+            stopped: None,
         }
     }
 }
@@ -388,6 +435,49 @@ mod tests {
         let mut last = Campaign::new(Setup::default_for(Variant::Fenced), u64::MAX - 3..u64::MAX);
         last.shard = (3, 3);
         assert_eq!(last.shard_seeds().collect::<Vec<_>>(), [u64::MAX - 1]);
+    }
+
+    /// A campaign stopped part-way ran a prefix of its shard's seeds, and the campaign of that
+    /// prefix gives the same summary (and hash), at one thread and at several, sharded or not.
+    #[test]
+    fn a_stopped_campaign_ran_a_prefix_that_reruns_to_the_same_summary() {
+        for (threads, shard) in [(1, (1, 1)), (3, (1, 1)), (2, (2, 3))] {
+            let mut c = Campaign::new(Setup::default_for(Variant::Fenced), 10..u64::MAX);
+            c.threads = threads;
+            c.shard = shard;
+            let stop = AtomicBool::new(false);
+            let ran = c.run_until(
+                &|tally| {
+                    if tally.done >= 25 {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                },
+                &stop,
+            );
+            // Every thread finishes the seed it holds: at least 25, at most 25 + threads − 1.
+            assert!(
+                (25..25 + threads as u64).contains(&ran.done),
+                "{}",
+                ran.done
+            );
+            assert_eq!(ran.summary.seeds_run, ran.done);
+            let first = c.first(ran.done);
+            assert_eq!(first.shard_len(), ran.done);
+            assert_eq!(first.seeds.start, 10);
+            assert_eq!(
+                first.run(&|_| {}),
+                ran.summary,
+                "{threads} threads, {shard:?}"
+            );
+            assert!(first.seeds_text().ends_with(&first.seeds.end.to_string()));
+            assert_eq!(c.seeds_text(), "10..");
+        }
+        // Unstopped, a campaign runs every seed, and `first` of them all is itself.
+        let c = Campaign::new(Setup::default_for(Variant::Fenced), 0..7);
+        let ran = c.run_until(&|_| {}, &AtomicBool::new(false));
+        assert_eq!(ran.done, 7);
+        assert_eq!(c.first(7).seeds, 0..7);
+        assert_eq!(c.first(9).seeds, 0..7);
     }
 
     #[test]

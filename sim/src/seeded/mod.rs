@@ -27,7 +27,7 @@ pub mod summary;
 pub mod to_script;
 pub mod workload;
 
-pub use campaign::{Campaign, Tally};
+pub use campaign::{Campaign, Ran, Tally};
 pub use faults::{Fault, FaultPlan};
 pub use prng::Prng;
 pub use ratio::Ratio;

@@ -280,6 +280,20 @@ pub struct CampaignReport {
     /// Failing seeds written as scenario files.
     #[serde(default)]
     pub saved: Vec<Saved>,
+    /// Set when the campaign stopped before its last seed (interrupted, or its time budget
+    /// spent). `seeds` and `command` are then those of the seeds it ran: rerun, they give the
+    /// same summary and campaign hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+}
+
+/// Why a campaign stopped early, and what it was asked to run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopped {
+    /// What stopped it: `interrupted`, or `time budget 10m spent`.
+    pub reason: String,
+    /// The seed range asked for (`end` is 2^64 − 1 for an open range, `A..`).
+    pub asked: SeedRange,
 }
 
 /// A seed range.
@@ -323,6 +337,14 @@ impl CampaignReport {
         for part in parts {
             if part.stop_on_failure {
                 return Err("a shard run with --stop-on-failure cannot be merged".to_string());
+            }
+            let stopped = part.stopped.as_ref().or(first.stopped.as_ref());
+            if let Some(stopped) = stopped.filter(|_| part.seeds != first.seeds) {
+                return Err(format!(
+                    "shard {} ran seeds {}..{} and shard {} ran {}..{}: a shard stopped early ({}), and shards merge only over one range (rerun them with one --seeds A..B)",
+                    first.shard, first.seeds.start, first.seeds.end,
+                    part.shard, part.seeds.start, part.seeds.end, stopped.reason
+                ));
             }
             let same = (&part.recipe, part.seeds, &part.backend)
                 == (&first.recipe, first.seeds, &first.backend);
@@ -483,6 +505,24 @@ impl fmt::Display for CampaignReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = &self.summary;
         let mut out = String::new();
+        if let Some(stopped) = &self.stopped {
+            let asked = if stopped.asked.end == u64::MAX {
+                format!("{}..", stopped.asked.start)
+            } else {
+                format!("{}..{}", stopped.asked.start, stopped.asked.end)
+            };
+            let (start, end) = (self.seeds.start, self.seeds.end);
+            let shard = if self.shard == "1/1" {
+                String::new()
+            } else {
+                format!(" --shard {}", self.shard)
+            };
+            writeln!(
+                out,
+                "stopped early ({}): ran seeds {start}..{end}{shard} of {asked}; this summary and its hash are those of --seeds {start}..{end}{shard}",
+                stopped.reason,
+            )?;
+        }
         writeln!(
             out,
             "seeds run: {} ({} failed, {} inconclusive)",

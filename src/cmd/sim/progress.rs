@@ -3,11 +3,12 @@
 //! what the run publishes and never feed anything back into it. A single seed's timeline, when
 //! asked for, streams to standard output as the run goes ([`StdoutTimeline`]).
 
+use leasehold_front::campaign::run_within;
 use leasehold_sim::recorder::{RecordSink, TimelineSink};
-use leasehold_sim::seeded::campaign::Campaign;
+use leasehold_sim::seeded::campaign::{Campaign, Ran};
 use leasehold_sim::seeded::run::{Progress, RunOptions};
 use leasehold_sim::seeded::seeded_file::run_setup_with;
-use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup, Summary};
+use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup};
 use leasehold_sim::timeline::Record;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -236,40 +237,106 @@ pub fn draw_seeded(
     drawn
 }
 
-/// Runs a campaign, with a bar of seeds done on a terminal.
-pub fn run_campaign(campaign: &Campaign) -> Summary {
-    if !bars_wanted(false) {
-        return campaign.run(&|_| {});
+/// Set by the first Ctrl-C (or SIGTERM) during a campaign: no seed starts after it.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// What [`run_campaign`] ran, and why it stopped early when it did.
+pub struct Stopping {
+    /// The shard's first seeds, and what they found.
+    pub ran: Ran,
+    /// `interrupted` or `time budget … spent`, when the campaign stopped before its last seed.
+    pub reason: Option<String>,
+}
+
+/// Catches Ctrl-C and SIGTERM for a campaign: the first sets [`INTERRUPTED`], so the seeds under
+/// way finish and the summary of those run is printed; the second quits at once (status 130).
+fn catch_interrupts(bars: bool) {
+    // A process installs it once; a failure leaves the default (quit at once).
+    let _ = ctrlc::set_handler(move || {
+        if INTERRUPTED.swap(true, Ordering::Relaxed) {
+            std::process::exit(130);
+        }
+        if !bars {
+            eprintln!(
+                "leasehold: stopping: the seeds under way finish, then the summary (interrupt again to quit now)"
+            );
+        }
+    });
+}
+
+/// Runs a campaign, with a bar of seeds done on a terminal, until its last seed, its time
+/// `budget`, or an interrupt.
+pub fn run_campaign(campaign: &Campaign, budget: Option<Duration>) -> Stopping {
+    let bars = bars_wanted(false);
+    catch_interrupts(bars);
+    let finish = |(ran, spent): (Ran, bool)| {
+        let early = ran.done < campaign.shard_len();
+        let reason = if !early {
+            None
+        } else if spent {
+            let budget = budget.expect("spent");
+            Some(format!(
+                "time budget {} spent",
+                humantime::format_duration(budget)
+            ))
+        } else {
+            Some("interrupted".to_string())
+        };
+        Stopping { ran, reason }
+    };
+    if !bars {
+        return finish(run_within(campaign, &|_| {}, budget, &INTERRUPTED));
     }
-    let bar = indicatif::ProgressBar::new(campaign.shard_len());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
+    let open = campaign.seeds.end == u64::MAX;
+    let (bar, template) = if open {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.enable_steady_tick(REDRAW);
+        (bar, "{spinner} {pos} seeds · {rate} · {elapsed}{msg}")
+    } else {
+        let bar = indicatif::ProgressBar::new(campaign.shard_len());
+        (
+            bar,
             "{wide_bar} {pos}/{len} seeds · {rate} · eta {eta}{msg}",
         )
-        .expect("a valid template")
-        .with_key(
-            "rate",
-            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.0} seeds/s", state.per_sec());
-            },
-        ),
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .expect("a valid template")
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0} seeds/s", state.per_sec());
+                },
+            ),
     );
     // Seeds not clean when the message was last written: it changes only when they do.
     let told = std::sync::atomic::AtomicU64::new(0);
-    let summary = campaign.run(&|tally| {
-        bar.set_position(tally.done);
-        let unclean = tally.failed + tally.inconclusive;
-        if unclean > told.fetch_max(unclean, Ordering::Relaxed) {
-            let mut message = String::new();
-            if tally.failed > 0 {
-                message.push_str(&format!(" · {} failed", tally.failed));
+    let told_stopping = AtomicBool::new(false);
+    let ran = run_within(
+        campaign,
+        &|tally| {
+            bar.set_position(tally.done);
+            let unclean = tally.failed + tally.inconclusive;
+            let stopping = INTERRUPTED.load(Ordering::Relaxed);
+            let news = unclean > told.fetch_max(unclean, Ordering::Relaxed)
+                || (stopping && !told_stopping.swap(true, Ordering::Relaxed));
+            if news {
+                let mut message = String::new();
+                if tally.failed > 0 {
+                    message.push_str(&format!(" · {} failed", tally.failed));
+                }
+                if tally.inconclusive > 0 {
+                    message.push_str(&format!(" · {} inconclusive", tally.inconclusive));
+                }
+                if stopping {
+                    message.push_str(" · stopping: the seeds under way finish");
+                }
+                bar.set_message(message);
             }
-            if tally.inconclusive > 0 {
-                message.push_str(&format!(" · {} inconclusive", tally.inconclusive));
-            }
-            bar.set_message(message);
-        }
-    });
+        },
+        budget,
+        &INTERRUPTED,
+    );
     bar.finish_and_clear();
-    summary
+    finish(ran)
 }
