@@ -453,3 +453,81 @@ fn unbounded_renews_give_a_lasso_without_fairness_and_a_proof_with_it() {
         "{text}"
     );
 }
+
+/// `--for` stops a search that would run for a minute as `--max-states` does: bounded, never
+/// holds, exit 1, the report naming the budget; Ctrl-C (SIGINT) or SIGTERM stops the search
+/// for fair cycles the same way, named "interrupted". A budget the search does not need
+/// changes nothing.
+#[test]
+fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
+    let out = scratch("budget");
+    let out = out.to_str().unwrap();
+    let big = [
+        "check",
+        "--events",
+        "3",
+        "--workers",
+        "3",
+        "--max-attempts",
+        "3",
+    ];
+    let cut = leasehold(&[&big[..], &["--for", "1s", "--out", out]].concat());
+    let text = stdout(&cut);
+    assert_eq!(cut.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("bounded: the search stopped (time budget 1s spent) after "),
+        "{text}"
+    );
+    assert!(verdict_line(&text, "I1").ends_with("bounded"), "{text}");
+    assert!(text.contains("result: bounded (not proven)"), "{text}");
+    let cyclic = [
+        "check",
+        "--events",
+        "3",
+        "--workers",
+        "3",
+        "--renews",
+        "unbounded",
+        "--json",
+        "--out",
+        out,
+    ];
+    for signal in ["-INT", "-TERM"] {
+        let child = Command::new(BIN)
+            .args(cyclic)
+            .current_dir(root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        let kill = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(kill.success());
+        let done = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(1), "{signal}: {err}");
+        assert!(
+            err.contains("stopping: the search ends as at a bound"),
+            "{err}"
+        );
+        let report: serde_json::Value = serde_json::from_slice(&done.stdout).unwrap();
+        assert_eq!(report["stopped"], "interrupted", "{report}");
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["outcome"], "bounded");
+        assert_eq!(report["bounded"], report["counts"]["generated"]);
+    }
+    let whole = leasehold(&["check", "--for", "1h", "--json", "--out", out]);
+    assert_eq!(whole.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
+    assert_eq!(report["outcome"], "holds");
+    assert!(report.get("stopped").is_none() && report.get("interrupted").is_none());
+    for bad in ["10x", "0s"] {
+        let refused = leasehold(&["check", "--for", bad]);
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

@@ -33,6 +33,7 @@ pub fn check(config: CheckConfig) -> Check {
             limits: Limits {
                 states_max: STATES_MAX,
                 threads: 1,
+                ..Limits::default()
             },
             symmetry: true,
             counterexample_states_max: COUNTEREXAMPLE_STATES_MAX,

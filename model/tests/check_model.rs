@@ -2,10 +2,11 @@
 //! counterexamples, symmetry reduction, vacuity, and pinned state counts.
 
 use leasehold_model::check::{
-    run, shortest_counterexamples, Budgets, CheckConfig, Fairness, LeaseModel, Limits, Options,
-    Outcome, Renews, Verdict,
+    run, shortest_counterexamples, Budgets, CheckConfig, Fairness, Interrupt, LeaseModel, Limits,
+    Options, Outcome, Renews, Verdict,
 };
 use leasehold_model::{AckPolicy, Invariant, Variant};
+use std::sync::atomic::AtomicBool;
 
 fn config(variant: Variant, events: u32, workers: usize, max_attempts: u32) -> CheckConfig {
     CheckConfig {
@@ -247,6 +248,7 @@ fn a_search_cut_by_its_bound_is_bounded_never_holds() {
         limits: Limits {
             states_max: 500,
             threads: 1,
+            ..Limits::default()
         },
         ..options(false)
     };
@@ -256,6 +258,50 @@ fn a_search_cut_by_its_bound_is_bounded_never_holds() {
     for invariant in [Invariant::I1, Invariant::I6] {
         assert_eq!(report.verdict(invariant), Some(Verdict::Bounded));
     }
+}
+
+/// A raised interrupt stops the search as its bound does — bounded, never holds — in the
+/// depth-first proof (one thread and two) and in the search for fair cycles, and the report
+/// says it was interrupted; a violation found before it stands.
+#[test]
+fn an_interrupted_search_is_bounded_and_says_so() {
+    static RAISED: AtomicBool = AtomicBool::new(true);
+    static LOWERED: AtomicBool = AtomicBool::new(false);
+    let mut unbounded = plain(2, 2, 2);
+    unbounded.budgets.renews = 1;
+    unbounded.renews = Renews::Unbounded;
+    let with = |flag: &'static AtomicBool, threads: usize| Options {
+        limits: Limits {
+            threads,
+            interrupt: Interrupt::on(flag),
+            ..Limits::default()
+        },
+        ..options(false)
+    };
+    for config in [plain(2, 2, 2), unbounded] {
+        for threads in [1, 2] {
+            let whole = run(&config, &with(&LOWERED, threads), None);
+            assert_eq!(whole.outcome, Outcome::Holds);
+            assert!(!whole.interrupted && whole.bounded.is_none());
+            let cut = run(&config, &with(&RAISED, threads), None);
+            assert_eq!(cut.outcome, Outcome::Bounded, "{threads} threads");
+            assert!(cut.interrupted);
+            assert_eq!(cut.bounded, Some(cut.counts.generated));
+            assert!(cut.counts.generated < whole.counts.generated);
+            for invariant in [Invariant::I1, Invariant::I6] {
+                assert_eq!(cut.verdict(invariant), Some(Verdict::Bounded));
+            }
+        }
+    }
+    // A violation the search met before the interrupt is still a violation.
+    let broken = run(
+        &config(Variant::UnfencedSettle, 2, 2, 2),
+        &with(&RAISED, 1),
+        None,
+    );
+    assert!(broken.interrupted);
+    assert_eq!(broken.verdict(Invariant::I1), Some(Verdict::Violated));
+    assert_eq!(broken.outcome, Outcome::Violated);
 }
 
 /// Unique state counts of fixed configurations (1 thread and 2 give the same). A change to

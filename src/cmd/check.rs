@@ -6,9 +6,10 @@
 //! timeline printed is the one `leasehold replay FILE` prints.
 
 use crate::cli::{CmdResult, Status, UserError};
+use crate::cmd::sim::progress::{catch_interrupts, INTERRUPTED};
 use crate::files;
 use leasehold_model::check::{
-    run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness,
+    run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness, Interrupt,
     LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
 };
 use leasehold_model::{AckPolicy, Variant};
@@ -17,6 +18,7 @@ use serde::Serialize;
 use stateright::Model;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The default bound on generated states (the library's).
@@ -107,6 +109,11 @@ pub struct Args {
     /// Stop with "bounded" after about this many generated states.
     #[arg(long, default_value_t = STATES_MAX_DEFAULT)]
     pub max_states: u64,
+    /// Stop with "bounded" after this long (`90s`, `10m`, `2h30m`), as at --max-states: what
+    /// the search found stands, what it did not is not proven. Ctrl-C or SIGTERM stops it the
+    /// same way; a second Ctrl-C quits at once.
+    #[arg(long = "for", value_name = "DURATION", conflicts_with = "explore")]
+    pub for_: Option<String>,
     /// Where counterexample scenarios are written.
     #[arg(long, default_value = "scenarios/found")]
     pub out: PathBuf,
@@ -232,6 +239,10 @@ pub struct Printed {
     pub without_symmetry: Option<Counts>,
     /// Shortest counterexamples, one per violated invariant.
     pub counterexamples: Vec<CounterexampleReport>,
+    /// Why the search stopped before its end, when it was interrupted: `interrupted` (Ctrl-C,
+    /// SIGTERM) or `time budget 10m spent`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// A spinner on stderr, shown after a second, only when stderr is a terminal.
@@ -301,6 +312,7 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
         limits: Limits {
             states_max: args.max_states,
             threads: args.threads as usize,
+            ..Limits::default()
         },
         symmetry: !args.no_symmetry,
         counterexample_states_max: args.max_states.min(COUNTEREXAMPLE_STATES_MAX),
@@ -308,6 +320,9 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
         ..Options::default()
     })
 }
+
+/// Set when `--for`'s budget stopped the search (rather than a signal).
+static BUDGET_SPENT: AtomicBool = AtomicBool::new(false);
 
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
@@ -331,12 +346,39 @@ pub fn run(args: Args) -> CmdResult {
     if let Some(addr) = explore {
         return serve(&config, &options, addr, &command);
     }
+    let budget = args
+        .for_
+        .as_deref()
+        .map(crate::cmd::sim::parse_budget)
+        .transpose()?;
     let progress = crate::cmd::sim::progress::bars_wanted(false);
     let header = header(&command, &config, &options);
     if !args.json {
         println!("{header}");
     }
+    let options = Options {
+        limits: Limits {
+            interrupt: Interrupt::on(&INTERRUPTED),
+            ..options.limits
+        },
+        ..options
+    };
+    catch_interrupts("the search ends as at a bound, then the report", false);
+    if let Some(budget) = budget {
+        // The process ends with the check: the timer needs no joining.
+        std::thread::spawn(move || {
+            std::thread::sleep(budget);
+            BUDGET_SPENT.store(true, Ordering::Relaxed);
+            INTERRUPTED.store(true, Ordering::Relaxed);
+        });
+    }
     let (report, seconds) = run_check(&config, &options, progress);
+    let stopped = report.interrupted.then(|| match budget {
+        Some(budget) if BUDGET_SPENT.load(Ordering::Relaxed) => {
+            format!("time budget {} spent", humantime::format_duration(budget))
+        }
+        _ => "interrupted".to_string(),
+    });
     let without_symmetry = args.compare_symmetry.then(|| {
         let plain = Options {
             symmetry: false,
@@ -358,6 +400,7 @@ pub fn run(args: Args) -> CmdResult {
         without_symmetry,
         counterexamples,
         report,
+        stopped,
     };
     let json = serde_json::to_string_pretty(&printed).expect("the report serialises");
     if args.json {
@@ -486,10 +529,14 @@ pub fn text(printed: &Printed) -> String {
         "fingerprint collision estimate: {:.1e} (n²/2^65 for {} unique states)\n",
         printed.collision_estimate, report.counts.unique
     ));
-    if let Some(bound) = report.bounded {
-        out.push_str(&format!(
+    match (report.bounded, &printed.stopped) {
+        (Some(generated), Some(why)) => out.push_str(&format!(
+            "bounded: the search stopped ({why}) after {generated} generated states; properties not violated are NOT proven\n"
+        )),
+        (Some(bound), None) => out.push_str(&format!(
             "bounded: the search stopped at --max-states {bound}; properties not violated are NOT proven\n"
-        ));
+        )),
+        (None, _) => {}
     }
     for p in &report.properties {
         let mut line = format!("  {:<10} {:<44} {}", p.kind, p.name, p.verdict.text());

@@ -311,8 +311,8 @@ pub fn run(args: Args) -> CmdResult {
     run_campaign(&args, &campaign, budget)
 }
 
-/// Parses `--for`'s duration.
-fn parse_budget(text: &str) -> Result<Duration, UserError> {
+/// Parses `--for`'s duration (of `sim` and `check`).
+pub(crate) fn parse_budget(text: &str) -> Result<Duration, UserError> {
     let budget = humantime::parse_duration(text).map_err(|e| {
         UserError(format!(
             "--for: '{text}' is not a duration such as 90s, 10m or 2h30m ({e})"

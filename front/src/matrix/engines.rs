@@ -116,6 +116,7 @@ impl EngineRun for ModelChecker {
             limits: Limits {
                 states_max,
                 threads: self.threads,
+                ..Limits::default()
             },
             symmetry: true,
             counterexample_states_max: states_max.min(defaults::COUNTEREXAMPLE_STATES_MAX),

@@ -215,8 +215,14 @@ fn explore(
                 unique: b.ids.len() as u64,
             });
         }
-        if b.out.exploration.counts.generated >= limits.states_max {
+        let generated = b.out.exploration.counts.generated;
+        if generated >= limits.states_max {
             b.out.exploration.bounded = Some(limits.states_max);
+            break;
+        }
+        if node % (1 << 12) == 0 && !b.queue.is_empty() && limits.interrupt.raised() {
+            b.out.exploration.bounded = Some(generated);
+            b.out.exploration.interrupted = true;
             break;
         }
     }

@@ -41,6 +41,6 @@ pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
 pub use explorer::ExplorerModel;
 pub use model::{LeaseModel, SAFETY, SOMETIMES};
 pub use run::{run, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
-pub use search::{Counts, Limits};
+pub use search::{Counts, Interrupt, Limits};
 pub use shortest::{shortest_counterexamples, Counterexample, Search};
 pub use state::{Action, LeaseRef, Msg, State, Worker};

@@ -237,8 +237,9 @@ pub fn draw_seeded(
     drawn
 }
 
-/// Set by the first Ctrl-C (or SIGTERM) during a campaign: no seed starts after it.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Set by the first Ctrl-C (or SIGTERM) during a campaign or a check, or by its time budget:
+/// no seed starts after it; a check's search stops as at its bound.
+pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// What [`run_campaign`] ran, and why it stopped early when it did.
 pub struct Stopping {
@@ -248,18 +249,17 @@ pub struct Stopping {
     pub reason: Option<String>,
 }
 
-/// Catches Ctrl-C and SIGTERM for a campaign: the first sets [`INTERRUPTED`], so the seeds under
-/// way finish and the summary of those run is printed; the second quits at once (status 130).
-fn catch_interrupts(bars: bool) {
+/// Catches Ctrl-C and SIGTERM: the first sets [`INTERRUPTED`] and, unless a bar tells it,
+/// prints `leasehold: stopping: {what} (interrupt again to quit now)`; the second quits at once
+/// (status 130).
+pub(crate) fn catch_interrupts(what: &'static str, bars: bool) {
     // A process installs it once; a failure leaves the default (quit at once).
     let _ = ctrlc::set_handler(move || {
         if INTERRUPTED.swap(true, Ordering::Relaxed) {
             std::process::exit(130);
         }
         if !bars {
-            eprintln!(
-                "leasehold: stopping: the seeds under way finish, then the summary (interrupt again to quit now)"
-            );
+            eprintln!("leasehold: stopping: {what} (interrupt again to quit now)");
         }
     });
 }
@@ -268,7 +268,7 @@ fn catch_interrupts(bars: bool) {
 /// `budget`, or an interrupt.
 pub fn run_campaign(campaign: &Campaign, budget: Option<Duration>) -> Stopping {
     let bars = bars_wanted(false);
-    catch_interrupts(bars);
+    catch_interrupts("the seeds under way finish, then the summary", bars);
     let finish = |(ran, spent): (Ran, bool)| {
         let early = ran.done < campaign.shard_len();
         let reason = if !early {
