@@ -1199,6 +1199,20 @@ fn a_time_budget_stops_a_campaign_that_names_the_seeds_it_ran() {
             .any(|l| l.starts_with("stopped early (time budget 1s spent): ran seeds 0..")),
         "{text}"
     );
+    // A campaign that stops at its first failure was not stopped: its range stays whole.
+    let own = json(&leasehold(&[
+        "sim",
+        "--variant",
+        "lease-id-reuse",
+        "--seeds",
+        "0..10000",
+        "--stop-on-failure",
+        "--json",
+        "--no-save",
+    ]));
+    assert!(own.get("stopped").is_none(), "{own}");
+    assert_eq!(own["seeds"]["end"], 10000);
+    assert!(own["seeds_run"].as_u64().unwrap() < 10000);
     // A budget a finite campaign does not need changes nothing.
     let short = json(&leasehold(&[
         "sim",

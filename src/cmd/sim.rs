@@ -776,7 +776,11 @@ fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -
     let stopped = progress::run_campaign(campaign, budget);
     let wall = started.elapsed();
     // A stopped campaign is reported as the campaign of the seeds it ran.
-    let ran = campaign.first(stopped.ran.done);
+    let ran = if stopped.reason.is_some() {
+        campaign.first(stopped.ran.done)
+    } else {
+        campaign.clone()
+    };
     let summary = stopped.ran.summary;
     let saved = if args.no_save {
         Vec::new()

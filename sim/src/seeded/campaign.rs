@@ -42,7 +42,9 @@ pub struct Tally {
 pub struct Ran {
     /// What the seeds found.
     pub summary: Summary,
-    /// How many of the shard's seeds ran (all of them unless the run was stopped).
+    /// How many of the shard's seeds ran (all of them unless the run was stopped). With
+    /// [`Campaign::stop_on_failure`], seeds above the smallest failure found may have been
+    /// skipped among them.
     pub done: u64,
 }
 

@@ -270,7 +270,8 @@ pub fn run_campaign(campaign: &Campaign, budget: Option<Duration>) -> Stopping {
     let bars = bars_wanted(false);
     catch_interrupts("the seeds under way finish, then the summary", bars);
     let finish = |(ran, spent): (Ran, bool)| {
-        let early = ran.done < campaign.shard_len();
+        // (A campaign that stops on failure ends early by itself: that is not a stop.)
+        let early = INTERRUPTED.load(Ordering::Relaxed) && ran.done < campaign.shard_len();
         let reason = if !early {
             None
         } else if spent {
