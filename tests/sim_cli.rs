@@ -1314,3 +1314,61 @@ fn an_interrupted_campaign_prints_the_summary_of_the_seeds_it_ran() {
         assert_eq!(found["seeds_run"], again["seeds_run"], "{signal}");
     }
 }
+
+/// `shrink --for` (or Ctrl-C) stops trying smaller variations and writes the smallest failing
+/// scenario found by then: it still replays to the same violation, and its note and the output
+/// say the search stopped early.
+#[test]
+fn a_stopped_shrink_writes_the_smallest_failing_scenario_found() {
+    let dir = scratch_dir("shrink-stopped");
+    let found = leasehold(&[
+        "sim",
+        "--variant",
+        "renew-revives",
+        "--events",
+        "2000",
+        "--seed",
+        "3",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(found.status.code(), Some(1), "{}", stdout(&found));
+    let file = first_file(&dir);
+    let file = file.to_str().unwrap();
+    let out = leasehold(&["shrink", file, "--for", "1ms", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report = json(&out);
+    assert_eq!(report["stopped"], "time budget 1ms spent", "{report}");
+    let lines = report["lines"].as_array().unwrap();
+    assert!(
+        lines.iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .starts_with("stopped early (time budget 1ms spent) after ")),
+        "{report}"
+    );
+    let written = report["written"].as_str().unwrap();
+    let text = std::fs::read_to_string(written).unwrap();
+    assert!(
+        text.contains("stopped early (time budget 1ms spent): smaller may exist"),
+        "{text}"
+    );
+    let replayed = leasehold(&["replay", written]);
+    let replay_text = stdout(&replayed);
+    assert_eq!(replayed.status.code(), Some(0), "{replay_text}");
+    assert!(replay_text.contains("I2 single-holder"), "{replay_text}");
+    // Unstopped, the same shrink goes further and says nothing of a stop.
+    let whole = json(&leasehold(&[
+        "shrink",
+        file,
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]));
+    assert!(whole.get("stopped").is_none(), "{whole}");
+    assert!(
+        whole["size_after"].as_u64() < report["size_after"].as_u64(),
+        "{whole}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

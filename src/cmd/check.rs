@@ -6,7 +6,7 @@
 //! timeline printed is the one `leasehold replay FILE` prints.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::sim::progress::{catch_interrupts, INTERRUPTED};
+use crate::cmd::sim::progress::{stop_on_interrupt_or_budget, stop_reason, INTERRUPTED};
 use crate::files;
 use leasehold_model::check::{
     run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness, Interrupt,
@@ -18,7 +18,6 @@ use serde::Serialize;
 use stateright::Model;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The default bound on generated states (the library's).
@@ -321,9 +320,6 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
     })
 }
 
-/// Set when `--for`'s budget stopped the search (rather than a signal).
-static BUDGET_SPENT: AtomicBool = AtomicBool::new(false);
-
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     if let Some(path) = &args.report {
@@ -363,22 +359,9 @@ pub fn run(args: Args) -> CmdResult {
         },
         ..options
     };
-    catch_interrupts("the search ends as at a bound, then the report", false);
-    if let Some(budget) = budget {
-        // The process ends with the check: the timer needs no joining.
-        std::thread::spawn(move || {
-            std::thread::sleep(budget);
-            BUDGET_SPENT.store(true, Ordering::Relaxed);
-            INTERRUPTED.store(true, Ordering::Relaxed);
-        });
-    }
+    stop_on_interrupt_or_budget("the search ends as at a bound, then the report", budget);
     let (report, seconds) = run_check(&config, &options, progress);
-    let stopped = report.interrupted.then(|| match budget {
-        Some(budget) if BUDGET_SPENT.load(Ordering::Relaxed) => {
-            format!("time budget {} spent", humantime::format_duration(budget))
-        }
-        _ => "interrupted".to_string(),
-    });
+    let stopped = report.interrupted.then(|| stop_reason(budget));
     let without_symmetry = args.compare_symmetry.then(|| {
         let plain = Options {
             symmetry: false,

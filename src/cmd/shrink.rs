@@ -4,6 +4,7 @@
 //! writes the scripted result beside the input (never overwriting) and prints what shrank.
 
 use crate::cli::{CmdResult, Status, UserError};
+use crate::cmd::sim::progress::{stop_on_interrupt_or_budget, stop_reason, INTERRUPTED};
 use crate::cmd::sim::{load_scenario, load_seeded_file};
 use crate::files;
 use leasehold_model::Invariant;
@@ -37,6 +38,14 @@ pub struct Args {
     /// Print one JSON object at the end (what shrank, the file written) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Stop trying smaller variations after this long (`90s`, `10m`), and write the smallest
+    /// failing scenario found by then. Ctrl-C or SIGTERM stops it the same way; a second
+    /// Ctrl-C quits at once.
+    #[arg(long = "for", value_name = "DURATION")]
+    pub for_: Option<String>,
+    /// `--for`, parsed.
+    #[arg(skip)]
+    pub budget: Option<std::time::Duration>,
 }
 
 /// What `shrink` tells: its lines as it goes, or (`--json`) one object at the end with the
@@ -61,7 +70,16 @@ impl Out {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(mut args: Args) -> CmdResult {
+    args.budget = args
+        .for_
+        .as_deref()
+        .map(crate::cmd::sim::parse_budget)
+        .transpose()?;
+    stop_on_interrupt_or_budget(
+        "no other run starts; the smallest failing scenario found is written",
+        args.budget,
+    );
     let mut out = Out {
         json: args.json,
         lines: Vec::new(),
@@ -112,6 +130,9 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
         "shrinking {name} (seed {}) while it breaks {target}: {} runs",
         setup.seed, shrunk.runs
     ));
+    if shrunk.stopped {
+        stopped(out, args.budget, shrunk.runs);
+    }
     for change in &shrunk.changes {
         out.say(format!("  {change}"));
     }
@@ -119,7 +140,15 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
     out.set("changes", shrunk.changes.clone());
     out.set("size_before", size(&setup));
     out.set("size_after", size(&shrunk.setup));
-    let Some(story) = story(&name, &shrunk, backend, target, args.runs_max, out)? else {
+    let Some(story) = story(
+        &name,
+        &shrunk,
+        backend,
+        target,
+        (args.runs_max, args.budget),
+        out,
+    )?
+    else {
         return Ok(Status::Failed);
     };
     let path = write_beside(args, &story)?;
@@ -131,22 +160,45 @@ fn shrink_file(args: &Args, out: &mut Out) -> CmdResult {
 /// [`shrink::shrink`], with a spinner on a terminal: the runs tried, the size reached and the
 /// last change kept (a large seed's runs can take seconds each).
 fn shrink_shown(setup: &Setup, backend: BackendKind, target: Invariant, args: &Args) -> Shrunk {
+    let runs_max = args.runs_max;
     if !crate::cmd::sim::progress::bars_wanted(false) {
-        return shrink::shrink(setup, backend, target, args.runs_max);
+        return shrink::shrink_until(setup, backend, target, runs_max, &|_| {}, &INTERRUPTED);
     }
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-    let runs_max = args.runs_max;
-    let shrunk = shrink::shrink_with(setup, backend, target, runs_max, &|now| {
+    let progress = |now: &Shrunk| {
         let last = now.changes.last().map_or("none yet", String::as_str);
         spinner.set_message(format!(
             "shrinking: run {} of at most {runs_max} · size {} · last change kept: {last}",
             now.runs + 1,
             size(&now.setup)
         ));
-    });
+    };
+    let shrunk = shrink::shrink_until(setup, backend, target, runs_max, &progress, &INTERRUPTED);
     spinner.finish_and_clear();
     shrunk
+}
+
+/// The end of a written file's note when the search stopped early: `; stopped early
+/// (interrupted): smaller may exist`.
+fn stopped_note(stopped: bool, budget: Option<std::time::Duration>) -> String {
+    if stopped {
+        format!(
+            "; stopped early ({}): smaller may exist",
+            stop_reason(budget)
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// Says (and sets in `--json`) that the search stopped early, after `runs` runs.
+fn stopped(out: &mut Out, budget: Option<std::time::Duration>, runs: u64) {
+    let reason = stop_reason(budget);
+    out.say(format!(
+        "stopped early ({reason}) after {runs} runs: the smallest failing scenario found by then follows"
+    ));
+    out.set("stopped", reason);
 }
 
 /// A scripted scenario that breaks an invariant, minimised by delta debugging on the pure
@@ -178,17 +230,22 @@ fn shrink_script(args: &Args, name: &str, scenario: Scenario, out: &mut Out) -> 
         return Ok(Status::Failed);
     }
     out.say(format!("shrinking {name} while it breaks {target}"));
-    let minimized = ddmin::minimize(&scenario, target, args.runs_max.saturating_mul(10));
+    let runs_max = args.runs_max.saturating_mul(10);
+    let minimized = ddmin::minimize_until(&scenario, target, runs_max, &INTERRUPTED);
+    if minimized.stopped {
+        stopped(out, args.budget, minimized.runs);
+    }
     let mut story = minimized.scenario;
     story.expect = Some(Expect {
         violated: Some(target.id().to_string()),
         ..Expect::default()
     });
     story.note = Some(format!(
-        "shrunk from {name}: delta debugging kept {} of {} steps ({} replays)",
+        "shrunk from {name}: delta debugging kept {} of {} steps ({} replays){}",
         story.steps.len(),
         minimized.steps_before,
-        minimized.runs
+        minimized.runs,
+        stopped_note(minimized.stopped, args.budget)
     ));
     if !replays_as_written(out, name, &story, minimized.steps_before, minimized.runs)? {
         return Ok(Status::Failed);
@@ -282,7 +339,7 @@ fn story(
     shrunk: &Shrunk,
     backend: BackendKind,
     target: Invariant,
-    runs_max: u64,
+    (runs_max, budget): (u64, Option<std::time::Duration>),
     out: &mut Out,
 ) -> Result<Option<Scenario>, UserError> {
     let outcome = run_setup(&shrunk.setup, backend, true);
@@ -304,17 +361,22 @@ fn story(
         ));
         return Ok(None);
     }
-    let minimized = ddmin::minimize(&script, target, runs_max.saturating_mul(10));
+    let minimized =
+        ddmin::minimize_until(&script, target, runs_max.saturating_mul(10), &INTERRUPTED);
+    if minimized.stopped && !shrunk.stopped {
+        stopped(out, budget, shrunk.runs + minimized.runs);
+    }
     let mut story = minimized.scenario;
     story.name = format!(
         "{} breaks {target} (shrunk from seed {seed})",
         story.variant
     );
     story.note = Some(format!(
-        "shrunk from {name} (seed {seed}): {changes}; the run written as a script of {} steps, delta debugging kept {} ({} replays)",
+        "shrunk from {name} (seed {seed}): {changes}; the run written as a script of {} steps, delta debugging kept {} ({} replays){}",
         minimized.steps_before,
         story.steps.len(),
-        minimized.runs
+        minimized.runs,
+        stopped_note(shrunk.stopped || minimized.stopped, budget)
     ));
     if !replays_as_written(out, name, &story, minimized.steps_before, minimized.runs)? {
         return Ok(None);

@@ -9,6 +9,7 @@ use crate::scenario::Scenario;
 use crate::script::{self, Replay};
 use leasehold_model::{Broker, Invariant};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A minimised script and what it took.
 #[derive(Clone, Debug)]
@@ -19,6 +20,8 @@ pub struct Minimized {
     pub steps_before: usize,
     /// Replays tried.
     pub runs: u64,
+    /// Whether a raised stop ended the search before it was done ([`minimize_until`]).
+    pub stopped: bool,
 }
 
 /// Replays `scenario` on the pure broker (written as TOML and parsed back, as a file would
@@ -38,16 +41,23 @@ pub fn breaks(scenario: &Scenario, target: Invariant) -> bool {
 }
 
 /// The search: a target, a budget of replays and the replays spent.
-struct Search {
+struct Search<'a> {
     target: Invariant,
     runs_max: u64,
     runs: u64,
+    stop: &'a AtomicBool,
+    stopped: bool,
 }
 
-impl Search {
-    /// Whether `candidate` still breaks the target (false once the budget is spent).
+impl Search<'_> {
+    /// Whether `candidate` still breaks the target (false once the budget is spent or the
+    /// search stopped).
     fn keeps(&mut self, candidate: &Scenario) -> bool {
         if self.runs >= self.runs_max {
+            return false;
+        }
+        if self.stop.load(Ordering::Relaxed) {
+            self.stopped = true;
             return false;
         }
         self.runs += 1;
@@ -162,10 +172,23 @@ impl Search {
 
 /// Shrinks `scenario` (which must break `target`) with at most `runs_max` replays.
 pub fn minimize(scenario: &Scenario, target: Invariant, runs_max: u64) -> Minimized {
+    minimize_until(scenario, target, runs_max, &AtomicBool::new(false))
+}
+
+/// [`minimize`] until `stop` is raised: no replay starts after it, and the result is the
+/// smallest script found by then (still breaking the target).
+pub fn minimize_until(
+    scenario: &Scenario,
+    target: Invariant,
+    runs_max: u64,
+    stop: &AtomicBool,
+) -> Minimized {
     let mut search = Search {
         target,
         runs_max,
         runs: 0,
+        stop,
+        stopped: false,
     };
     let mut current = scenario.clone();
     search.steps(&mut current);
@@ -179,6 +202,7 @@ pub fn minimize(scenario: &Scenario, target: Invariant, runs_max: u64) -> Minimi
         scenario: with_expects(&current).unwrap_or(current),
         steps_before: scenario.steps.len(),
         runs: search.runs,
+        stopped: search.stopped,
     }
 }
 

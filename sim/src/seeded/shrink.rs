@@ -7,6 +7,7 @@ use super::run::RunOptions;
 use super::seeded_file::{run_setup_with, BackendKind};
 use super::setup::Setup;
 use leasehold_model::Invariant;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A shrunk setup and what changed.
 #[derive(Clone, Debug)]
@@ -19,6 +20,8 @@ pub struct Shrunk {
     pub changes: Vec<String>,
     /// Runs tried.
     pub runs: u64,
+    /// Whether a raised stop ended the search before it was done ([`shrink_until`]).
+    pub stopped: bool,
 }
 
 /// Whether `setup` breaks `target`. The run ends at the step that breaks it: a large seed that
@@ -57,15 +60,40 @@ pub fn shrink_with(
     runs_max: u64,
     progress: &dyn Fn(&Shrunk),
 ) -> Shrunk {
+    shrink_until(
+        setup,
+        kind,
+        target,
+        runs_max,
+        progress,
+        &AtomicBool::new(false),
+    )
+}
+
+/// [`shrink_with`] until `stop` is raised: no run starts after it, and the result is the
+/// smallest failing setup found by then ([`Shrunk::stopped`]).
+pub fn shrink_until(
+    setup: &Setup,
+    kind: BackendKind,
+    target: Invariant,
+    runs_max: u64,
+    progress: &dyn Fn(&Shrunk),
+    stop: &AtomicBool,
+) -> Shrunk {
     let mut shrunk = Shrunk {
         setup: setup.clone(),
         changes: Vec::new(),
         runs: 0,
+        stopped: false,
     };
     loop {
         let mut kept = false;
         for candidate in smaller(&shrunk.setup) {
             if shrunk.runs >= runs_max {
+                return shrunk;
+            }
+            if stop.load(Ordering::Relaxed) {
+                shrunk.stopped = true;
                 return shrunk;
             }
             progress(&shrunk);

@@ -241,6 +241,33 @@ pub fn draw_seeded(
 /// no seed starts after it; a check's search stops as at its bound.
 pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// Set when a `--for` budget raised [`INTERRUPTED`] (rather than a signal).
+static BUDGET_SPENT: AtomicBool = AtomicBool::new(false);
+
+/// Stops the work of a command (a check, a shrink) at Ctrl-C, SIGTERM or when `budget` is
+/// spent, by raising [`INTERRUPTED`] ([`catch_interrupts`]; a timer thread for the budget,
+/// which ends with the process).
+pub(crate) fn stop_on_interrupt_or_budget(what: &'static str, budget: Option<Duration>) {
+    catch_interrupts(what, false);
+    if let Some(budget) = budget {
+        std::thread::spawn(move || {
+            std::thread::sleep(budget);
+            BUDGET_SPENT.store(true, Ordering::Relaxed);
+            INTERRUPTED.store(true, Ordering::Relaxed);
+        });
+    }
+}
+
+/// Why [`INTERRUPTED`] was raised, for a report: `time budget 10m spent` or `interrupted`.
+pub(crate) fn stop_reason(budget: Option<Duration>) -> String {
+    match budget {
+        Some(budget) if BUDGET_SPENT.load(Ordering::Relaxed) => {
+            format!("time budget {} spent", humantime::format_duration(budget))
+        }
+        _ => "interrupted".to_string(),
+    }
+}
+
 /// What [`run_campaign`] ran, and why it stopped early when it did.
 pub struct Stopping {
     /// The shard's first seeds, and what they found.
@@ -272,17 +299,10 @@ pub fn run_campaign(campaign: &Campaign, budget: Option<Duration>) -> Stopping {
     let finish = |(ran, spent): (Ran, bool)| {
         // (A campaign that stops on failure ends early by itself: that is not a stop.)
         let early = INTERRUPTED.load(Ordering::Relaxed) && ran.done < campaign.shard_len();
-        let reason = if !early {
-            None
-        } else if spent {
-            let budget = budget.expect("spent");
-            Some(format!(
-                "time budget {} spent",
-                humantime::format_duration(budget)
-            ))
-        } else {
-            Some("interrupted".to_string())
-        };
+        if spent {
+            BUDGET_SPENT.store(true, Ordering::Relaxed);
+        }
+        let reason = early.then(|| stop_reason(budget));
         Stopping { ran, reason }
     };
     if !bars {
