@@ -352,3 +352,68 @@ fn commands_processed(url: &str) -> u64 {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
 }
+
+/// Ctrl-C at a terminal reaches the whole foreground process group. The servers a
+/// `--redis-spawn` campaign started are not in it: the campaign stops as it does on the pure
+/// broker (the seeds under way finish on their servers, the summary names the seeds run) and
+/// gives the pure broker's hash for them, instead of losing its servers mid-seed.
+#[test]
+fn ctrl_c_stops_a_redis_spawn_campaign_and_leaves_its_servers_to_finish() {
+    use std::os::unix::process::CommandExt;
+    if !can_spawn("ctrl-c on --redis-spawn") {
+        return;
+    }
+    let child = Command::new(BIN)
+        .args([
+            "sim",
+            "--backend",
+            "redis",
+            "--redis-spawn",
+            "--variant",
+            "redis-streams-fenced",
+            "--seeds",
+            "0..",
+            "--threads",
+            "2",
+            "--json",
+            "--no-save",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // A process group of its own, as a shell gives a foreground job.
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    // What a terminal's Ctrl-C does: SIGINT to every process of the group.
+    let group = format!("-{}", child.id());
+    let kill = Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("the binary ends");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["stopped"]["reason"], "interrupted", "{found}");
+    let end = found["seeds"]["end"].as_u64().unwrap();
+    assert!(end > 0 && end < u64::MAX, "{found}");
+    let range = format!("0..{end}");
+    let pure = leasehold(&[
+        "sim",
+        "--variant",
+        "redis-streams-fenced",
+        "--seeds",
+        &range,
+        "--no-save",
+    ]);
+    assert!(
+        stdout(&pure).contains(&format!(
+            "campaign hash {}",
+            found["campaign_hash"].as_str().unwrap()
+        )),
+        "{}",
+        stdout(&pure)
+    );
+}

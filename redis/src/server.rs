@@ -221,10 +221,13 @@ fn spawn_from_spawner(command: Command) -> std::io::Result<Child> {
 }
 
 /// On Linux, the server gets `SIGKILL` when the thread that started it ends, so that no
-/// `redis-server` outlives an interrupted run (`PR_SET_PDEATHSIG`).
+/// `redis-server` outlives an interrupted run (`PR_SET_PDEATHSIG`). It runs in a process group
+/// of its own: a terminal's Ctrl-C goes to leasehold, which lets the seeds under way finish on
+/// their servers, and not to the servers themselves.
 #[cfg(target_os = "linux")]
 fn die_with_parent(command: &mut Command) {
     use std::os::unix::process::CommandExt;
+    command.process_group(0);
     // SAFETY: the closure runs in the child between fork and exec and calls only `prctl`,
     // which is async-signal-safe.
     unsafe {
