@@ -13,8 +13,8 @@ use leasehold_sim::seeded::seeded_file::{first_violation_story, scenario_of, to_
 use leasehold_sim::seeded::{BackendKind, Setup, Summary};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// The most lines of a failing seed's timeline a [`SeedFailure`] keeps: those up to its first
 /// violation.
@@ -212,42 +212,15 @@ impl CampaignRun {
 
 /// Runs `campaign` until its last seed, `stop` is set, or `budget` (wall-clock time from now) is
 /// spent, whichever comes first; returns what ran ([`Campaign::run_until`]) and whether the
-/// budget stopped it. A timer thread watches the budget and ends with the campaign.
+/// budget stopped it ([`crate::budget::within`]).
 pub fn run_within(
     campaign: &Campaign,
     progress: &(dyn Fn(Tally) + Sync),
     budget: Option<Duration>,
     stop: &AtomicBool,
 ) -> (Ran, bool) {
-    let Some(budget) = budget else {
-        return (campaign.run_until(progress, stop), false);
-    };
-    let deadline = Instant::now().checked_add(budget);
-    let finished = AtomicBool::new(false);
-    let spent = AtomicBool::new(false);
-    let ran = std::thread::scope(|scope| {
-        let timer = scope.spawn(|| {
-            while !finished.load(Ordering::Acquire) {
-                let Some(left) = deadline.map(|d| d.saturating_duration_since(Instant::now()))
-                else {
-                    // Beyond what the clock can hold: the budget is never spent.
-                    std::thread::park();
-                    continue;
-                };
-                if left.is_zero() {
-                    spent.store(true, Ordering::Release);
-                    stop.store(true, Ordering::Release);
-                    break;
-                }
-                std::thread::park_timeout(left);
-            }
-        });
-        let ran = campaign.run_until(progress, stop);
-        finished.store(true, Ordering::Release);
-        timer.thread().unpark();
-        ran
-    });
-    let spent = spent.load(Ordering::Acquire) && ran.done < campaign.shard_len();
+    let (ran, spent) = crate::budget::within(budget, stop, || campaign.run_until(progress, stop));
+    let spent = spent && ran.done < campaign.shard_len();
     (ran, spent)
 }
 

@@ -6,10 +6,15 @@ use crate::defaults::{COUNTEREXAMPLE_STATES_MAX, STATES_MAX};
 use crate::failure::{program, Failure};
 use crate::files;
 use crate::Error;
-use leasehold_model::check::{CheckConfig, LeaseModel, Limits, Options, Outcome, Report};
+use leasehold_model::check::{
+    CheckConfig, Interrupt, LeaseModel, Limits, Options, Outcome, Report,
+};
 use leasehold_model::Invariant;
 use leasehold_sim::counterexample;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Where the front door writes the scenarios it finds, unless told otherwise (relative to the
 /// working folder: a package's root under `cargo test`).
@@ -21,6 +26,7 @@ pub struct Check {
     config: CheckConfig,
     options: Options,
     out: PathBuf,
+    budget: Option<Duration>,
 }
 
 /// A model check of `config` (e.g. `CheckConfig::default_for(Variant::Fenced)`): symmetry
@@ -40,6 +46,7 @@ pub fn check(config: CheckConfig) -> Check {
             ..Options::default()
         },
         out: PathBuf::from(OUT_DEFAULT),
+        budget: None,
     }
 }
 
@@ -69,6 +76,9 @@ pub struct Checked {
     pub command: String,
     /// One per violated invariant, as replayed scenarios.
     pub counterexamples: Vec<Found>,
+    /// With a time budget ([`Check::for_at_most`]): whether it stopped the search (the
+    /// report is then bounded).
+    pub budget_spent: bool,
 }
 
 impl Check {
@@ -82,6 +92,13 @@ impl Check {
     pub fn max_states(mut self, states: u64) -> Check {
         self.options.limits.states_max = states;
         self.options.counterexample_states_max = states.min(COUNTEREXAMPLE_STATES_MAX);
+        self
+    }
+
+    /// Stops the search after `budget` of wall-clock time, as at `max_states`: the report is
+    /// then bounded (never holds), and what the search found by then stands.
+    pub fn for_at_most(mut self, budget: Duration) -> Check {
+        self.budget = Some(budget);
         self
     }
 
@@ -114,7 +131,18 @@ impl Check {
         if self.options.limits.states_max != STATES_MAX {
             command.push_str(&format!(" --max-states {}", self.options.limits.states_max));
         }
-        let report = leasehold_model::check::run(&self.config, &self.options, None);
+        if let Some(budget) = self.budget {
+            command.push_str(&format!(" --for {}", humantime::format_duration(budget)));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut options = self.options.clone();
+        if self.budget.is_some() {
+            options.limits.interrupt = Interrupt::on(Arc::clone(&stop));
+        }
+        let (report, budget_spent) = crate::budget::within(self.budget, &stop, || {
+            leasehold_model::check::run(&self.config, &options, None)
+        });
+        let budget_spent = budget_spent && report.interrupted;
         let model = LeaseModel::new(self.config.clone());
         let counterexamples = report
             .counterexamples
@@ -139,6 +167,7 @@ impl Check {
             report,
             command,
             counterexamples,
+            budget_spent,
         })
     }
 }
@@ -174,7 +203,14 @@ impl Checked {
         }
         if !self.holds() {
             Failure {
-                verdict: format!("check: {:?}, not proven", self.report.outcome),
+                verdict: if self.budget_spent {
+                    format!(
+                        "check: {:?}, not proven: its time budget stopped the search after {} generated states",
+                        self.report.outcome, self.report.counts.generated
+                    )
+                } else {
+                    format!("check: {:?}, not proven", self.report.outcome)
+                },
                 violations: Vec::new(),
                 timeline: String::new(),
                 file: None,

@@ -32,6 +32,7 @@
 //! * [`failure`] — what a failed assertion prints, and how reproducing commands start.
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod campaign;
 pub mod check;
 pub mod defaults;

@@ -7,6 +7,7 @@ use leasehold_model::check::{
 };
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 fn config(variant: Variant, events: u32, workers: usize, max_attempts: u32) -> CheckConfig {
     CheckConfig {
@@ -265,25 +266,25 @@ fn a_search_cut_by_its_bound_is_bounded_never_holds() {
 /// says it was interrupted; a violation found before it stands.
 #[test]
 fn an_interrupted_search_is_bounded_and_says_so() {
-    static RAISED: AtomicBool = AtomicBool::new(true);
-    static LOWERED: AtomicBool = AtomicBool::new(false);
+    let raised = Arc::new(AtomicBool::new(true));
+    let lowered = Arc::new(AtomicBool::new(false));
     let mut unbounded = plain(2, 2, 2);
     unbounded.budgets.renews = 1;
     unbounded.renews = Renews::Unbounded;
-    let with = |flag: &'static AtomicBool, threads: usize| Options {
+    let with = |flag: &Arc<AtomicBool>, threads: usize| Options {
         limits: Limits {
             threads,
-            interrupt: Interrupt::on(flag),
+            interrupt: Interrupt::on(Arc::clone(flag)),
             ..Limits::default()
         },
         ..options(false)
     };
     for config in [plain(2, 2, 2), unbounded] {
         for threads in [1, 2] {
-            let whole = run(&config, &with(&LOWERED, threads), None);
+            let whole = run(&config, &with(&lowered, threads), None);
             assert_eq!(whole.outcome, Outcome::Holds);
             assert!(!whole.interrupted && whole.bounded.is_none());
-            let cut = run(&config, &with(&RAISED, threads), None);
+            let cut = run(&config, &with(&raised, threads), None);
             assert_eq!(cut.outcome, Outcome::Bounded, "{threads} threads");
             assert!(cut.interrupted);
             assert_eq!(cut.bounded, Some(cut.counts.generated));
@@ -296,7 +297,7 @@ fn an_interrupted_search_is_bounded_and_says_so() {
     // A violation the search met before the interrupt is still a violation.
     let broken = run(
         &config(Variant::UnfencedSettle, 2, 2, 2),
-        &with(&RAISED, 1),
+        &with(&raised, 1),
         None,
     );
     assert!(broken.interrupted);

@@ -18,6 +18,7 @@ use serde::Serialize;
 use stateright::Model;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The default bound on generated states (the library's).
@@ -354,7 +355,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let options = Options {
         limits: Limits {
-            interrupt: Interrupt::on(&INTERRUPTED),
+            interrupt: Interrupt::on(Arc::clone(&INTERRUPTED)),
             ..options.limits
         },
         ..options

@@ -39,7 +39,7 @@ pub enum Method {
 }
 
 /// How to run a check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// Bounds and threads of the proof search.
     pub limits: Limits,

@@ -20,10 +20,10 @@ use crate::check::rank::{rank, Rank};
 use crate::check::state::{Action, State, Witness};
 use crate::check::table::{FingerprintSet, Inserter};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Bounds on a search.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Stop (bounded) after about this many generated states.
     pub states_max: u64,
@@ -36,29 +36,32 @@ pub struct Limits {
 
 /// A flag that stops a search when raised (read every few thousand states). The search stops
 /// as at its bound: what it found stands, and what it did not find is not proven.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Interrupt(Option<&'static AtomicBool>);
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(Option<Arc<AtomicBool>>);
 
 impl Interrupt {
     /// Never raised.
     pub const NONE: Interrupt = Interrupt(None);
 
-    /// Raised when `flag` is set (a `static`, so that a signal handler can set it too).
-    pub fn on(flag: &'static AtomicBool) -> Interrupt {
+    /// Raised when `flag` is set (by a signal handler, a timer, another thread).
+    pub fn on(flag: Arc<AtomicBool>) -> Interrupt {
         Interrupt(Some(flag))
     }
 
     /// Whether it has been raised.
     #[inline]
-    pub fn raised(self) -> bool {
-        self.0.is_some_and(|flag| flag.load(Ordering::Relaxed))
+    pub fn raised(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
     }
 }
 
 impl PartialEq for Interrupt {
+    /// The same flag, or none.
     fn eq(&self, other: &Interrupt) -> bool {
-        match (self.0, other.0) {
-            (Some(a), Some(b)) => std::ptr::eq(a, b),
+        match (&self.0, &other.0) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
             (a, b) => a.is_none() && b.is_none(),
         }
     }
@@ -174,7 +177,7 @@ struct Shared<'a> {
     generated: AtomicU64,
     unique: AtomicU64,
     states_max: u64,
-    interrupt: Interrupt,
+    interrupt: &'a Interrupt,
     progress: Option<Progress<'a>>,
 }
 
@@ -204,7 +207,7 @@ pub fn explore(
         generated: AtomicU64::new(0),
         unique: AtomicU64::new(1),
         states_max: limits.states_max,
-        interrupt: limits.interrupt,
+        interrupt: &limits.interrupt,
         progress,
     };
     let init = model.init_state(true);

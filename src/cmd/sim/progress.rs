@@ -12,7 +12,7 @@ use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup};
 use leasehold_sim::timeline::Record;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often a single seed's bar is redrawn.
@@ -239,7 +239,7 @@ pub fn draw_seeded(
 
 /// Set by the first Ctrl-C (or SIGTERM) during a campaign or a check, or by its time budget:
 /// no seed starts after it; a check's search stops as at its bound.
-pub(crate) static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+pub(crate) static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 
 /// Set when a `--for` budget raised [`INTERRUPTED`] (rather than a signal).
 static BUDGET_SPENT: AtomicBool = AtomicBool::new(false);

@@ -1,0 +1,49 @@
+//! A check with a time budget, as a test calls it: a search the budget cuts short is bounded,
+//! never holds, and says the budget stopped it; a budget the search does not need changes
+//! nothing.
+
+use leasehold_front::model::check::Outcome;
+use leasehold_front::{self as leasehold, CheckConfig, Variant};
+use std::time::Duration;
+
+fn out(test: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("leasehold-front-{}-{test}", std::process::id()))
+}
+
+#[test]
+fn a_time_budget_bounds_a_long_check_and_says_so() {
+    // Minutes of search: 15 million states (`leasehold check --events 3 --workers 3
+    // --max-attempts 3`, reports/check-bench.md).
+    let mut big = CheckConfig::default_for(Variant::Fenced);
+    big.event_count = 3;
+    big.worker_count = 3;
+    big.max_attempts = 3;
+    let cut = leasehold::check(big)
+        .for_at_most(Duration::from_millis(300))
+        .out(out("budget"))
+        .run()
+        .unwrap();
+    assert!(cut.budget_spent);
+    assert!(cut.report.interrupted);
+    assert_eq!(cut.report.outcome, Outcome::Bounded);
+    assert_eq!(cut.report.bounded, Some(cut.report.counts.generated));
+    assert!(cut.command.ends_with(" --for 300ms"), "{}", cut.command);
+    let told = std::panic::catch_unwind(|| {
+        cut.assert_holds();
+    })
+    .expect_err("a bounded check does not hold");
+    let message = told.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        message.contains("its time budget stopped the search"),
+        "{message}"
+    );
+
+    let small = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+        .for_at_most(Duration::from_secs(3600))
+        .out(out("budget"))
+        .run()
+        .unwrap();
+    assert!(!small.budget_spent && !small.report.interrupted);
+    assert_eq!(small.report.outcome, Outcome::Violated);
+    assert!(!small.counterexamples.is_empty());
+}
