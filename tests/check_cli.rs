@@ -524,10 +524,4 @@ fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
     let report: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
     assert_eq!(report["outcome"], "holds");
     assert!(report.get("stopped").is_none() && report.get("interrupted").is_none());
-    for bad in ["10x", "0s"] {
-        let refused = leasehold(&["check", "--for", bad]);
-        let err = String::from_utf8_lossy(&refused.stderr);
-        assert_eq!(refused.status.code(), Some(2), "{err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
-    }
 }
