@@ -6,7 +6,7 @@
 //! timeline printed is the one `leasehold replay FILE` prints.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::sim::progress::{stop_on_interrupt_or_budget, stop_reason, INTERRUPTED};
+use crate::cmd::sim::progress::{catch_interrupts, stop_reason, within_budget, INTERRUPTED};
 use crate::files;
 use leasehold_model::check::{
     run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness, Interrupt,
@@ -360,8 +360,8 @@ pub fn run(args: Args) -> CmdResult {
         },
         ..options
     };
-    stop_on_interrupt_or_budget("the search ends as at a bound, then the report", budget);
-    let (report, seconds) = run_check(&config, &options, progress);
+    catch_interrupts("the search ends as at a bound, then the report", false);
+    let (report, seconds) = within_budget(budget, || run_check(&config, &options, progress));
     let stopped = report.interrupted.then(|| stop_reason(budget));
     let without_symmetry = args.compare_symmetry.then(|| {
         let plain = Options {

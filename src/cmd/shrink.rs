@@ -4,7 +4,7 @@
 //! writes the scripted result beside the input (never overwriting) and prints what shrank.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::sim::progress::{stop_on_interrupt_or_budget, stop_reason, INTERRUPTED};
+use crate::cmd::sim::progress::{catch_interrupts, stop_reason, within_budget, INTERRUPTED};
 use crate::cmd::sim::{load_scenario, load_seeded_file};
 use crate::files;
 use leasehold_model::Invariant;
@@ -76,9 +76,9 @@ pub fn run(mut args: Args) -> CmdResult {
         .as_deref()
         .map(crate::cmd::sim::parse_budget)
         .transpose()?;
-    stop_on_interrupt_or_budget(
+    catch_interrupts(
         "no other run starts; the smallest failing scenario found is written",
-        args.budget,
+        false,
     );
     let mut out = Out {
         json: args.json,
@@ -86,7 +86,7 @@ pub fn run(mut args: Args) -> CmdResult {
         fields: serde_json::Map::new(),
     };
     out.set("file", args.file.display().to_string());
-    let status = shrink_file(&args, &mut out)?;
+    let status = within_budget(args.budget, || shrink_file(&args, &mut out))?;
     if args.json {
         out.set("shrunk", status == Status::Ok);
         out.set("lines", out.lines.clone());

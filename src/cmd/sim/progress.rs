@@ -241,27 +241,21 @@ pub fn draw_seeded(
 /// no seed starts after it; a check's search stops as at its bound.
 pub(crate) static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
 
-/// Set when a `--for` budget raised [`INTERRUPTED`] (rather than a signal).
-static BUDGET_SPENT: AtomicBool = AtomicBool::new(false);
+/// Set by a signal (Ctrl-C, SIGTERM): [`INTERRUPTED`] raised without it was raised by a
+/// `--for` budget.
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
-/// Stops the work of a command (a check, a shrink) at Ctrl-C, SIGTERM or when `budget` is
-/// spent, by raising [`INTERRUPTED`] ([`catch_interrupts`]; a timer thread for the budget,
-/// which ends with the process).
-pub(crate) fn stop_on_interrupt_or_budget(what: &'static str, budget: Option<Duration>) {
-    catch_interrupts(what, false);
-    if let Some(budget) = budget {
-        std::thread::spawn(move || {
-            std::thread::sleep(budget);
-            BUDGET_SPENT.store(true, Ordering::Relaxed);
-            INTERRUPTED.store(true, Ordering::Relaxed);
-        });
-    }
+/// Runs `work` for at most `budget`, raising [`INTERRUPTED`] when it is spent
+/// ([`leasehold_front::budget::within`]).
+pub(crate) fn within_budget<T>(budget: Option<Duration>, work: impl FnOnce() -> T) -> T {
+    leasehold_front::budget::within(budget, &INTERRUPTED, work).0
 }
 
-/// Why [`INTERRUPTED`] was raised, for a report: `time budget 10m spent` or `interrupted`.
+/// Why [`INTERRUPTED`] was raised, for a report: `interrupted` (a signal) or `time budget 10m
+/// spent`.
 pub(crate) fn stop_reason(budget: Option<Duration>) -> String {
     match budget {
-        Some(budget) if BUDGET_SPENT.load(Ordering::Relaxed) => {
+        Some(budget) if !SIGNALLED.load(Ordering::Relaxed) => {
             format!("time budget {} spent", humantime::format_duration(budget))
         }
         _ => "interrupted".to_string(),
@@ -276,15 +270,16 @@ pub struct Stopping {
     pub reason: Option<String>,
 }
 
-/// Catches Ctrl-C and SIGTERM: the first sets [`INTERRUPTED`] and, unless a bar tells it,
+/// Catches Ctrl-C and SIGTERM: the first raises [`INTERRUPTED`] and, unless a bar tells it,
 /// prints `leasehold: stopping: {what} (interrupt again to quit now)`; the second quits at once
 /// (status 130).
 pub(crate) fn catch_interrupts(what: &'static str, bars: bool) {
     // A process installs it once; a failure leaves the default (quit at once).
     let _ = ctrlc::set_handler(move || {
-        if INTERRUPTED.swap(true, Ordering::Relaxed) {
+        if SIGNALLED.swap(true, Ordering::Relaxed) {
             std::process::exit(130);
         }
+        INTERRUPTED.store(true, Ordering::Relaxed);
         if !bars {
             eprintln!("leasehold: stopping: {what} (interrupt again to quit now)");
         }
@@ -296,12 +291,9 @@ pub(crate) fn catch_interrupts(what: &'static str, bars: bool) {
 pub fn run_campaign(campaign: &Campaign, budget: Option<Duration>) -> Stopping {
     let bars = bars_wanted(false);
     catch_interrupts("the seeds under way finish, then the summary", bars);
-    let finish = |(ran, spent): (Ran, bool)| {
+    let finish = |(ran, _spent): (Ran, bool)| {
         // (A campaign that stops on failure ends early by itself: that is not a stop.)
         let early = INTERRUPTED.load(Ordering::Relaxed) && ran.done < campaign.shard_len();
-        if spent {
-            BUDGET_SPENT.store(true, Ordering::Relaxed);
-        }
         let reason = early.then(|| stop_reason(budget));
         Stopping { ran, reason }
     };
