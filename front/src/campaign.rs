@@ -129,10 +129,9 @@ impl CampaignRun {
 
     fn command(&self) -> String {
         let mut command = format!(
-            "{} sim --seeds {}..{} {}",
+            "{} sim --seeds {} {}",
             program(),
-            self.campaign.seeds.start,
-            self.campaign.seeds.end,
+            self.campaign.seeds_text(),
             self.campaign.recipe()
         );
         if !matches!(self.campaign.backend, BackendKind::Pure) {

@@ -790,10 +790,7 @@ fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -
     let mut report = ran.report(summary, wall.as_millis() as u64, saved);
     report.stopped = stopped.reason.map(|reason| Stopped {
         reason,
-        asked: SeedRange {
-            start: campaign.seeds.start,
-            end: campaign.seeds.end,
-        },
+        asked: SeedRange::from(&campaign.seeds),
     });
     print_report(args, &ran, &report)?;
     Ok(Status::held(report.summary.seeds_failed == 0))

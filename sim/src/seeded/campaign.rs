@@ -202,11 +202,7 @@ impl Campaign {
     /// The seed range as `--seeds` takes it: `A..B`, or `A..` when it runs up to 2^64 − 1
     /// (until stopped).
     pub fn seeds_text(&self) -> String {
-        if self.seeds.end == u64::MAX {
-            format!("{}..", self.seeds.start)
-        } else {
-            format!("{}..{}", self.seeds.start, self.seeds.end)
-        }
+        SeedRange::from(&self.seeds).to_string()
     }
 
     /// The command that reruns one seed of the campaign.
@@ -317,10 +313,7 @@ impl Campaign {
             variant: self.template.variant.name().to_string(),
             policy: self.template.policy.name().to_string(),
             expected: self.template.variant.expected_violation(),
-            seeds: SeedRange {
-                start: self.seeds.start,
-                end: self.seeds.end,
-            },
+            seeds: SeedRange::from(&self.seeds),
             shard: format!("{}/{}", self.shard.0, self.shard.1),
             swarm: self.swarm,
             stop_on_failure: self.stop_on_failure,

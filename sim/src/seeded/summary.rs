@@ -305,6 +305,26 @@ pub struct SeedRange {
     pub end: u64,
 }
 
+impl From<&std::ops::Range<u64>> for SeedRange {
+    fn from(seeds: &std::ops::Range<u64>) -> SeedRange {
+        SeedRange {
+            start: seeds.start,
+            end: seeds.end,
+        }
+    }
+}
+
+impl fmt::Display for SeedRange {
+    /// As `--seeds` takes it: `A..B`, or `A..` when it runs up to 2^64 − 1 (until stopped).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.end == u64::MAX {
+            write!(f, "{}..", self.start)
+        } else {
+            write!(f, "{}..{}", self.start, self.end)
+        }
+    }
+}
+
 /// A failing seed saved as a scenario file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Saved {
@@ -341,9 +361,8 @@ impl CampaignReport {
             let stopped = part.stopped.as_ref().or(first.stopped.as_ref());
             if let Some(stopped) = stopped.filter(|_| part.seeds != first.seeds) {
                 return Err(format!(
-                    "shard {} ran seeds {}..{} and shard {} ran {}..{}: a shard stopped early ({}), and shards merge only over one range (rerun them with one --seeds A..B)",
-                    first.shard, first.seeds.start, first.seeds.end,
-                    part.shard, part.seeds.start, part.seeds.end, stopped.reason
+                    "shard {} ran seeds {} and shard {} ran {}: a shard stopped early ({}), and shards merge only over one range (rerun them with one --seeds A..B)",
+                    first.shard, first.seeds, part.shard, part.seeds, stopped.reason
                 ));
             }
             let same = (&part.recipe, part.seeds, &part.backend)
@@ -506,20 +525,15 @@ impl fmt::Display for CampaignReport {
         let s = &self.summary;
         let mut out = String::new();
         if let Some(stopped) = &self.stopped {
-            let asked = if stopped.asked.end == u64::MAX {
-                format!("{}..", stopped.asked.start)
-            } else {
-                format!("{}..{}", stopped.asked.start, stopped.asked.end)
-            };
-            let (start, end) = (self.seeds.start, self.seeds.end);
             let shard = if self.shard == "1/1" {
                 String::new()
             } else {
                 format!(" --shard {}", self.shard)
             };
+            let (ran, asked) = (self.seeds, stopped.asked);
             writeln!(
                 out,
-                "stopped early ({}): ran seeds {start}..{end}{shard} of {asked}; this summary and its hash are those of --seeds {start}..{end}{shard}",
+                "stopped early ({}): ran seeds {ran}{shard} of {asked}; this summary and its hash are those of --seeds {ran}{shard}",
                 stopped.reason,
             )?;
         }
