@@ -994,12 +994,35 @@ fn the_summary_shows_coverage_and_flags_what_the_mix_never_reaches() {
     let text = stdout(&out);
     assert!(text.contains("coverage (seeds that reached it"), "{text}");
     assert!(text.contains("stale_settle_refused"), "{text}");
+    // Without faults, a lost reply cannot happen: not applicable, not flagged. A settle that
+    // fails could (the runtime's follow-up nack), but no fault makes one fail: flagged.
     let out = leasehold(&["sim", "--seeds", "0..30", "--no-faults", "--no-save"]);
     let text = stdout(&out);
-    assert!(text.contains("never reached:"), "{text}");
+    let row = |name: &str| {
+        let row = text.lines().find(|l| l.trim_start().starts_with(name));
+        row.unwrap_or_else(|| panic!("no {name} row: {text}"))
+    };
     assert!(
-        text.contains("ambiguous_reply") && text.contains("⚠ never reached"),
+        row("ambiguous_reply").ends_with("not applicable: lost_reply is off"),
         "{text}"
+    );
+    assert!(row("follow_up_nack").ends_with("⚠ never reached"), "{text}");
+    let never = text.lines().find(|l| l.starts_with("never reached:"));
+    let never = never.unwrap_or_else(|| panic!("no never-reached line: {text}"));
+    assert!(never.contains("follow_up_nack"), "{text}");
+    assert!(!never.contains("ambiguous_reply"), "{text}");
+    let out = leasehold(&[
+        "sim",
+        "--seeds",
+        "0..30",
+        "--no-faults",
+        "--json",
+        "--no-save",
+    ]);
+    let value = json(&out);
+    assert_eq!(
+        value["not_applicable"]["ambiguous_reply"], "lost_reply is off",
+        "{value}"
     );
     let out = leasehold(&["sim", "--seeds", "0..30", "--json", "--no-save"]);
     let value = json(&out);

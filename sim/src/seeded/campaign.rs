@@ -325,6 +325,7 @@ impl Campaign {
             threads: self.threads,
             saved,
             stopped: None,
+            not_applicable: super::reachable::unreachable_probes(&self.template),
         }
     }
 }

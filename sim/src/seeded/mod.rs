@@ -9,6 +9,7 @@
 //! * [`run`] — one seeded run: a driver of workers, network and faults on the engine.
 //! * [`seeded_file`] — seeded scenario files: build a run from one, write one for a failure.
 //! * [`campaign`] — ranges of seeds over threads and shards, the recipe line, swarm draws.
+//! * [`reachable`] — the coverage probes a setup closes (a fault it needs is off).
 //! * [`summary`] — what a campaign found: printable, serialisable, mergeable across shards.
 //! * [`shrink`] — minimising a failing seeded scenario.
 //! * [`to_script`] — a recorded seeded run as a scripted scenario.
@@ -19,6 +20,7 @@ pub mod ddmin;
 pub mod faults;
 pub mod prng;
 pub mod ratio;
+pub mod reachable;
 pub mod run;
 pub mod seeded_file;
 pub mod setup;

@@ -7,12 +7,16 @@
 
 use super::run::RunOutcome;
 use crate::bound::Bound;
-use crate::coverage::Coverage;
+use crate::coverage::{Coverage, Probe};
 use crate::trace::fnv1a64;
 use leasehold_model::{Invariant, Violation};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
+
+/// A campaign's speed is printed only over at least this much wall time (its clock counts
+/// whole milliseconds).
+pub const SPEED_WALL_MS_MIN: u64 = 10;
 
 /// How many seeds per invariant (and per bound) a summary keeps: the smallest.
 pub const FAILING_SEEDS_KEPT: usize = 8;
@@ -285,6 +289,11 @@ pub struct CampaignReport {
     /// same summary and campaign hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+    /// The coverage probes the campaign's setup closes, with the reason (a fault they need is
+    /// off): reported as not applicable, not flagged as never reached
+    /// ([`super::reachable::unreachable_probes`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_applicable: BTreeMap<Probe, String>,
 }
 
 /// Why a campaign stopped early, and what it was asked to run.
@@ -337,6 +346,14 @@ pub struct Saved {
 }
 
 impl CampaignReport {
+    /// The probes no seed reached that the campaign's setup leaves open: the paths its mix
+    /// never tested (what the summary flags), in report order.
+    pub fn never_reached(&self) -> Vec<Probe> {
+        let closed = |p: &Probe| self.not_applicable.contains_key(p);
+        let never = self.summary.coverage.never_reached();
+        never.into_iter().filter(|p| !closed(p)).collect()
+    }
+
     /// Merges the reports of the shards `1/n` … `n/n` of one campaign into the report of the
     /// whole campaign: the same summary and campaign hash as running it unsharded.
     pub fn merge(parts: &[CampaignReport]) -> Result<CampaignReport, String> {
@@ -457,13 +474,13 @@ impl CampaignReport {
             out,
             "coverage (seeds that reached it / occurrences, first seed):"
         )?;
-        for probe in crate::coverage::Probe::ALL {
+        for probe in Probe::ALL {
             let t = coverage.tally(probe);
             let first = t.first_seed.map_or("-".to_string(), |s| s.to_string());
-            let flag = if t.seeds == 0 {
-                "  ⚠ never reached"
-            } else {
-                ""
+            let flag = match self.not_applicable.get(&probe) {
+                _ if t.seeds > 0 => String::new(),
+                Some(why) => format!("  not applicable: {why}"),
+                None => "  ⚠ never reached".to_string(),
             };
             writeln!(
                 out,
@@ -473,7 +490,7 @@ impl CampaignReport {
                 t.hits
             )?;
         }
-        let never = coverage.never_reached();
+        let never = self.never_reached();
         if !never.is_empty() && self.summary.seeds_run > 0 {
             let names: Vec<&str> = never.iter().map(|p| p.name()).collect();
             writeln!(out, "never reached: {}", names.join(", "))?;
@@ -491,6 +508,14 @@ impl CampaignReport {
             s.steps,
             self.wall_ms as f64 / 1000.0
         )?;
+        if self.wall_ms < SPEED_WALL_MS_MIN {
+            // The wall clock counts whole milliseconds: a rate over a few of them is noise.
+            return writeln!(
+                out,
+                "speed: not measured: under {SPEED_WALL_MS_MIN} ms of wall time (threads: {})",
+                self.threads
+            );
+        }
         writeln!(
             out,
             "speed: {:.0} steps/s, {:.1} seeds/s, simulated/wall {:.0}x (threads: {})",
@@ -563,6 +588,28 @@ impl fmt::Display for CampaignReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A campaign over a few milliseconds of wall time prints no rate (its clock counts whole
+    /// milliseconds); over more, the steps per second of its steps and wall time.
+    #[test]
+    fn a_speed_is_printed_only_over_enough_wall_time() {
+        let template = super::super::Setup::default_for(leasehold_model::Variant::Fenced);
+        let campaign = super::super::Campaign::new(template, 0..1);
+        let summary = Summary {
+            seeds_run: 4,
+            steps: 6_000,
+            ..Summary::default()
+        };
+        let speed = |wall_ms| {
+            let text = campaign
+                .report(summary.clone(), wall_ms, Vec::new())
+                .to_string();
+            let line = text.lines().find(|l| l.starts_with("speed: "));
+            line.expect("a speed line").to_string()
+        };
+        assert!(speed(SPEED_WALL_MS_MIN - 1).starts_with("speed: not measured"));
+        assert!(speed(3_000).starts_with("speed: 2000 steps/s"));
+    }
 
     /// Parts that add up past 2^64 are refused, naming the count, and leave the sum as it was.
     #[test]
