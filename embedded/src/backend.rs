@@ -47,6 +47,14 @@ impl BrokerView for EmbeddedBackend {
     fn frontier(&self, group: GroupIx) -> Seq {
         self.broker.frontier(group)
     }
+
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        self.broker.status_kind(group, seq)
+    }
+
+    fn unsettled_count(&self) -> u64 {
+        self.broker.unsettled_count()
+    }
 }
 
 impl Backend for EmbeddedBackend {

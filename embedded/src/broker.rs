@@ -65,6 +65,9 @@ pub struct EmbeddedBroker {
     /// Per group: the highest seq ever leased (bounds the expiry and deadline scans).
     leased_high: Box<[AtomicU32]>,
     next_lease_id: AtomicU64,
+    /// Records (of every group) acked or dead-lettered: each settles once, so an engine asks
+    /// how many are unsettled without reading them.
+    settled: AtomicU64,
     /// Dead-letter reasons other than "max attempts", keyed by (group, seq).
     reasons: Mutex<BTreeMap<(GroupIx, Seq), String>>,
     /// Wake generation for blocked fetchers.
@@ -117,6 +120,7 @@ impl EmbeddedBroker {
             frontiers: counters(),
             leased_high: counters(),
             next_lease_id: AtomicU64::new(1),
+            settled: AtomicU64::new(0),
             reasons: Mutex::new(BTreeMap::new()),
             wake: Mutex::new(0),
             wake_signal: Condvar::new(),
@@ -348,6 +352,7 @@ impl EmbeddedBroker {
         match &request.op {
             SettleOp::Ack => {
                 claimed.settle(Tag::Acked);
+                self.settled.fetch_add(1, Ordering::SeqCst);
                 self.advance_frontier(group);
                 Ok(None)
             }
@@ -384,6 +389,7 @@ impl EmbeddedBroker {
             lock(&self.reasons).insert((group, seq), reason.to_string());
             claimed.settle(Tag::DeadReason);
         }
+        self.settled.fetch_add(1, Ordering::SeqCst);
         self.advance_frontier(group);
     }
 
@@ -453,6 +459,7 @@ impl EmbeddedBroker {
                 let dead_lettered = attempts >= self.max_attempts;
                 if dead_lettered {
                     claimed.settle(Tag::DeadMaxAttempts);
+                    self.settled.fetch_add(1, Ordering::SeqCst);
                     settled_any = true;
                 } else {
                     claimed.publish(Word::available(attempts), deadline_ms);
@@ -537,6 +544,22 @@ impl BrokerView for EmbeddedBroker {
 
     fn frontier(&self, group: GroupIx) -> Seq {
         self.frontiers[group].load(Ordering::SeqCst)
+    }
+
+    /// The slot's state alone: no reason to look up, nothing allocated.
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        if group >= self.group_count || seq == 0 || seq > BrokerView::event_count(self) {
+            return Status::Dropped;
+        }
+        self.store.slot(group, seq).load().status()
+    }
+
+    /// From the counter of settled records: every record is published into every group, and
+    /// each settles once.
+    fn unsettled_count(&self) -> u64 {
+        let settled = self.settled.load(Ordering::SeqCst);
+        let records = u64::from(BrokerView::event_count(self)) * self.group_count as u64;
+        records.saturating_sub(settled)
     }
 }
 

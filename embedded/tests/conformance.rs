@@ -5,7 +5,7 @@
 
 use leasehold_embedded::EmbeddedBackend;
 use leasehold_model::{
-    Backend, Broker, BrokerConfig, Lease, Receipt, SettleOp, SettleRequest, Variant,
+    Backend, Broker, BrokerConfig, Lease, Receipt, SettleOp, SettleRequest, Status, Variant,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, RngSeed};
@@ -89,10 +89,32 @@ fn view(backend: &dyn Backend) -> String {
     for group in 0..backend.group_count() {
         out += &format!("| g{group} frontier {} :", backend.frontier(group));
         for seq in 0..=backend.event_count() + 1 {
-            out += &format!(" {:?}", backend.status(group, seq));
+            let (status, reason) = backend.status(group, seq);
+            // The reason-free read agrees with the full one.
+            assert_eq!(backend.status_kind(group, seq), status);
+            out += &format!(" {:?}", (status, reason));
         }
     }
-    out + &format!(" | next deadline {:?}", backend.next_deadline())
+    // The backend's own count of unsettled records (a counter, not a scan) is what its
+    // records say.
+    let read: usize = (0..backend.group_count())
+        .map(|group| {
+            (1..=backend.event_count())
+                .filter(|&seq| {
+                    !matches!(
+                        backend.status_kind(group, seq),
+                        Status::Acked | Status::DeadLettered
+                    )
+                })
+                .count()
+        })
+        .sum();
+    assert_eq!(backend.unsettled_count(), read as u64);
+    out + &format!(
+        " | next deadline {:?} | unsettled {}",
+        backend.next_deadline(),
+        backend.unsettled_count()
+    )
 }
 
 /// Applies `op` to `backend`; returns its output as text. Leases handed out join `pool`.
