@@ -5,14 +5,24 @@
 //! (`crate::state`), and the conformance tests compare both with the pure broker.
 
 use leasehold_model::{BrokerView, GroupIx, LeaseId, Ms, Record, Seq, Status};
+use std::collections::BTreeSet;
 
-/// Delivery records per (group, seq), the committed frontiers and the earliest lease deadline.
+/// Delivery records per (group, seq), the committed frontiers, and indexes kept with every
+/// change so that no question the engines ask after each step reads every record: the leases
+/// by deadline, the records a claim may take, the records never delivered, the unsettled count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mirror {
     /// `records[group][seq - 1]`.
     records: Vec<Vec<Record>>,
     frontier: Vec<Seq>,
-    earliest_deadline: Option<Ms>,
+    /// Every lease as (deadline, group, seq).
+    deadlines: BTreeSet<(Ms, GroupIx, Seq)>,
+    /// Per group: the delivered, unsettled, unleased records (a claim takes them once idle).
+    redeliverable: Vec<BTreeSet<Seq>>,
+    /// Per group: how many records were never delivered.
+    undelivered: Vec<u64>,
+    /// Records of every group neither acked nor dead-lettered.
+    unsettled: u64,
 }
 
 /// A lease whose deadline passed.
@@ -29,15 +39,22 @@ impl Mirror {
     /// The records of a run, `records[group][seq - 1]` (every group has the same length).
     pub fn from_records(records: Vec<Vec<Record>>) -> Mirror {
         assert!(!records.is_empty(), "at least one group");
+        let groups = records.len();
         let mut mirror = Mirror {
-            frontier: vec![0; records.len()],
+            frontier: vec![0; groups],
             records,
-            earliest_deadline: None,
+            deadlines: BTreeSet::new(),
+            redeliverable: vec![BTreeSet::new(); groups],
+            undelivered: vec![0; groups],
+            unsettled: 0,
         };
-        for group in 0..mirror.records.len() {
+        for group in 0..groups {
+            for index in 0..mirror.records[group].len() {
+                let record = mirror.records[group][index];
+                mirror.index(group, index as Seq + 1, &record, true);
+            }
             mirror.advance_frontier(group);
         }
-        mirror.refresh_earliest_deadline();
         mirror
     }
 
@@ -54,85 +71,97 @@ impl Mirror {
 
     /// One more event, available to every group.
     pub(crate) fn push_event(&mut self) {
-        for records in &mut self.records {
-            records.push(Record::Available {
-                attempts: 0,
-                not_before_ms: 0,
-            });
+        let record = Record::Available {
+            attempts: 0,
+            not_before_ms: 0,
+        };
+        for group in 0..self.records.len() {
+            self.records[group].push(record);
+            let seq = self.records[group].len() as Seq;
+            self.index(group, seq, &record, true);
         }
     }
 
-    /// Replaces a record; advances the frontier and the earliest deadline.
+    /// Replaces a record; advances the frontier and the indexes.
     pub(crate) fn set(&mut self, group: GroupIx, seq: Seq, record: Record) {
-        self.records[group][seq as usize - 1] = record;
+        let old = std::mem::replace(&mut self.records[group][seq as usize - 1], record);
+        self.index(group, seq, &old, false);
+        self.index(group, seq, &record, true);
         self.advance_frontier(group);
-        self.refresh_earliest_deadline();
+    }
+
+    /// Adds `record` of (group, seq) to the indexes, or takes it out of them.
+    fn index(&mut self, group: GroupIx, seq: Seq, record: &Record, add: bool) {
+        let count = |n: &mut u64| {
+            *n = if add { *n + 1 } else { *n - 1 };
+        };
+        if !record.is_settled() {
+            count(&mut self.unsettled);
+        }
+        match *record {
+            Record::Leased { deadline_ms, .. } => {
+                let key = (deadline_ms, group, seq);
+                if add {
+                    self.deadlines.insert(key);
+                } else {
+                    self.deadlines.remove(&key);
+                }
+            }
+            Record::Available { attempts: 0, .. } => count(&mut self.undelivered[group]),
+            Record::Available { .. } => {
+                if add {
+                    self.redeliverable[group].insert(seq);
+                } else {
+                    self.redeliverable[group].remove(&seq);
+                }
+            }
+            _ => {}
+        }
     }
 
     /// The pending entries of `group` that may be claimed at `now_ms` (delivered, unsettled,
     /// not leased, idle since `not_before_ms`), lowest seq first, at most `limit`.
     pub(crate) fn claimable(&self, group: GroupIx, now_ms: Ms, limit: usize) -> Vec<Seq> {
-        let mut seqs = Vec::new();
-        for (index, record) in self.records[group].iter().enumerate() {
-            if seqs.len() == limit {
-                break;
-            }
-            if let Record::Available {
-                attempts: 1..,
-                not_before_ms,
-            } = record
-            {
-                if *not_before_ms <= now_ms {
-                    seqs.push(index as Seq + 1);
-                }
-            }
-        }
-        seqs
+        let idle = |&&seq: &&Seq| match self.get(group, seq) {
+            Some(Record::Available { not_before_ms, .. }) => *not_before_ms <= now_ms,
+            _ => unreachable!("the index holds available records only"),
+        };
+        let redeliverable = self.redeliverable[group].iter();
+        redeliverable.filter(idle).take(limit).copied().collect()
     }
 
     /// Whether `group` has entries it was never delivered.
     pub(crate) fn has_undelivered(&self, group: GroupIx) -> bool {
-        self.records[group]
-            .iter()
-            .any(|record| matches!(record, Record::Available { attempts: 0, .. }))
+        self.undelivered[group] > 0
     }
 
     /// The leases whose deadline is `<= now_ms`, in (group, seq) order.
     pub(crate) fn due(&self, now_ms: Ms) -> Vec<Due> {
-        if self
-            .earliest_deadline
-            .is_none_or(|earliest| earliest > now_ms)
-        {
-            return Vec::new();
-        }
-        let mut due = Vec::new();
-        for (group, records) in self.records.iter().enumerate() {
-            for (index, record) in records.iter().enumerate() {
-                if let Record::Leased {
+        let mut due: Vec<Due> = self
+            .deadlines
+            .range(..=(now_ms, GroupIx::MAX, Seq::MAX))
+            .map(|&(deadline_ms, group, seq)| match self.get(group, seq) {
+                Some(&Record::Leased {
+                    lease_id, attempts, ..
+                }) => Due {
+                    group,
+                    seq,
                     lease_id,
                     attempts,
                     deadline_ms,
-                    ..
-                } = *record
-                {
-                    if deadline_ms <= now_ms {
-                        due.push(Due {
-                            group,
-                            seq: index as Seq + 1,
-                            lease_id,
-                            attempts,
-                            deadline_ms,
-                        });
-                    }
-                }
-            }
-        }
+                },
+                _ => unreachable!("the index holds leased records only"),
+            })
+            .collect();
+        due.sort_unstable_by_key(|d| (d.group, d.seq));
         due
     }
 
     /// The earliest lease deadline.
     pub fn next_deadline(&self) -> Option<Ms> {
-        self.earliest_deadline
+        self.deadlines
+            .first()
+            .map(|&(deadline_ms, _, _)| deadline_ms)
     }
 
     fn advance_frontier(&mut self, group: GroupIx) {
@@ -142,18 +171,6 @@ impl Mirror {
             frontier += 1;
         }
         self.frontier[group] = frontier as Seq;
-    }
-
-    fn refresh_earliest_deadline(&mut self) {
-        self.earliest_deadline = self
-            .records
-            .iter()
-            .flatten()
-            .filter_map(|record| match record {
-                Record::Leased { deadline_ms, .. } => Some(*deadline_ms),
-                _ => None,
-            })
-            .min();
     }
 }
 
@@ -182,6 +199,10 @@ impl BrokerView for Mirror {
 
     fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
         self.get(group, seq).map_or(Status::Dropped, Record::status)
+    }
+
+    fn unsettled_count(&self) -> u64 {
+        self.unsettled
     }
 
     fn status_kinds(&self, group: GroupIx, first: Seq, out: &mut [Status]) -> usize {

@@ -34,6 +34,10 @@ impl BrokerView for RedisBackend {
     fn dead_letter_reason_is(&self, group: GroupIx, seq: Seq, reason: &str) -> bool {
         self.mirror().dead_letter_reason_is(group, seq, reason)
     }
+
+    fn unsettled_count(&self) -> u64 {
+        self.mirror().unsettled_count()
+    }
 }
 
 impl Backend for RedisBackend {

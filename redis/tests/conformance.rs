@@ -9,7 +9,7 @@
 use leasehold_model::{
     Backend, Broker, BrokerConfig, BrokerView, Lease, Receipt, SettleOp, SettleRequest, Variant,
 };
-use leasehold_redis::{testing, RedisBackend, RedisServer, Target};
+use leasehold_redis::{testing, Mirror, RedisBackend, RedisServer, Target};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, RngSeed, TestRunner};
 use std::collections::BTreeMap;
@@ -211,6 +211,22 @@ fn run_case(
             "server state after step {} {:?}",
             step,
             op
+        );
+        // The mirror's indexes, kept with every change, are those of its records read afresh
+        // (and the server's, built from its records, the same).
+        let groups = config.group_count;
+        let records = (0..groups)
+            .map(|g| redis.mirror().records(g).to_vec())
+            .collect();
+        prop_assert_eq!(
+            redis.mirror(),
+            &Mirror::from_records(records),
+            "mirror indexes"
+        );
+        prop_assert_eq!(
+            redis.mirror().unsettled_count(),
+            pure.unsettled_count(),
+            "unsettled records"
         );
         // Beyond what BrokerView shows: every record whole (attempts, not-before times, lease
         // ids, deadlines, receipts), from the mirror and from the server.
