@@ -88,8 +88,10 @@ fn pure(events: u32) -> Mutex<Broker> {
 }
 
 /// Every thread fetches and acks until nothing is left; returns operations (fetches + acks)
-/// per second.
-fn run(queue: Arc<dyn Queue>, threads: usize, events: u32) -> f64 {
+/// per second. With `held`, the first event is fetched before and its lease held throughout (a
+/// poison event's): the frontier stays at 0 while everything after it is acked.
+fn run(queue: Arc<dyn Queue>, threads: usize, events: u32, held: bool) -> f64 {
+    let _held = held.then(|| queue.fetch_one().expect("an event to hold"));
     let start = Instant::now();
     let workers: Vec<_> = (0..threads)
         .map(|_| {
@@ -106,7 +108,12 @@ fn run(queue: Arc<dyn Queue>, threads: usize, events: u32) -> f64 {
         .collect();
     let ops: u64 = workers.into_iter().map(|w| w.join().expect("worker")).sum();
     let elapsed = start.elapsed();
-    assert_eq!(queue.frontier(), events, "every event acked");
+    let frontier = if held { 0 } else { events };
+    assert_eq!(
+        queue.frontier(),
+        frontier,
+        "every event acked but the one held"
+    );
     ops as f64 / elapsed.max(Duration::from_nanos(1)).as_secs_f64()
 }
 
@@ -118,8 +125,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 /// Builds a fresh, fully published queue for one run.
 type MakeQueue<'a> = dyn Fn() -> Arc<dyn Queue> + 'a;
 
-fn measure(make: &MakeQueue<'_>, threads: usize, events: u32, repeats: usize) -> f64 {
-    median((0..repeats).map(|_| run(make(), threads, events)).collect())
+fn measure(make: &MakeQueue<'_>, threads: usize, events: u32, repeats: usize, held: bool) -> f64 {
+    median(
+        (0..repeats)
+            .map(|_| run(make(), threads, events, held))
+            .collect(),
+    )
 }
 
 fn main() {
@@ -143,8 +154,6 @@ fn main() {
          {repeats} runs. Machine: {cores} cores, shared with other builds while measured."
     );
     println!();
-    println!("| broker | threads | ops/s | vs Mutex<Broker> at the same threads |");
-    println!("|---|---|---|---|");
     let candidates: [(&str, &MakeQueue<'_>); 3] = [
         ("Mutex<Broker> (pure, baseline)", &|| Arc::new(pure(events))),
         ("Mutex<EmbeddedBroker> (serialised)", &|| {
@@ -154,12 +163,25 @@ fn main() {
             Arc::new(embedded(events))
         }),
     ];
-    for threads in [1, 2] {
-        let mut baseline = None;
-        for (name, make) in candidates {
-            let ops = measure(make, threads, events, repeats);
-            let base = *baseline.get_or_insert(ops);
-            println!("| {name} | {threads} | {ops:.0} | {:.2}× |", ops / base);
+    for held in [false, true] {
+        if held {
+            println!();
+            println!(
+                "With one lease held at the front (fetched before the loop, never settled: a \
+                 poison event's), so the frontier stays at 0 while the {} events after it are acked:",
+                events.saturating_sub(1)
+            );
+        }
+        println!();
+        println!("| broker | threads | ops/s | vs Mutex<Broker> at the same threads |");
+        println!("|---|---|---|---|");
+        for threads in [1, 2] {
+            let mut baseline = None;
+            for (name, make) in candidates {
+                let ops = measure(make, threads, events, repeats, held);
+                let base = *baseline.get_or_insert(ops);
+                println!("| {name} | {threads} | {ops:.0} | {:.2}× |", ops / base);
+            }
         }
     }
 }

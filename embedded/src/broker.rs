@@ -9,8 +9,17 @@
 //! * **Availability gate** (one `RwLock<()>` per group, holding no data): fetches take it shared;
 //!   the transitions that make a record *available* (publish, nack, expiry) take it exclusively.
 //!   While a fetch scans, records can only stop being available, which makes a single-record
-//!   fetch linearizable ("lowest available seq first" is a fact at its compare-and-swap). Acks,
-//!   rejects and renews never touch the gate.
+//!   fetch linearizable ("lowest available seq first" is a fact at its compare-and-swap).
+//!   Renews take it shared too (they move a deadline, which the expiry hint below bounds);
+//!   acks and rejects never touch it.
+//! * **Scan hints**, so that a record stuck at the frontier (a poison event's lease) does not
+//!   make every call read every record after it. Per group, `available_from` is at or below
+//!   every available record's seq: a fetch starts there and, under the shared gate (nothing
+//!   becomes available meanwhile), raises it to the first available record it saw.
+//!   `deadline_floor` is at or below every lease's deadline: an expiry pass reads nothing while
+//!   the clock is below it, and recomputes it exactly under the exclusive gate (no fetch or
+//!   renew runs then). Both are lowered, never raised, by the transitions that add what they
+//!   bound.
 //! * **Committed frontier**: one atomic per group, advanced by a compare-and-swap loop over the
 //!   contiguous settled prefix; settled is final, so it never passes an unsettled record, and the
 //!   loop never moves it backwards.
@@ -22,7 +31,7 @@
 //! nothing but the dead-letter reason table.
 
 use crate::clock::Clock;
-use crate::slot::{Claim, Claimed, Slot, Tag, Word, ATTEMPTS_MAX, LEASE_ID_MAX};
+use crate::slot::{Claim, Claimed, Tag, Word, ATTEMPTS_MAX, LEASE_ID_MAX};
 use crate::store::Store;
 use crate::sync::{lock, AtomicU32, AtomicU64, Condvar, Mutex, Ordering, RwLock};
 use leasehold_model::broker::BrokerConfig;
@@ -64,6 +73,10 @@ pub struct EmbeddedBroker {
     frontiers: Box<[AtomicU32]>,
     /// Per group: the highest seq ever leased (bounds the expiry and deadline scans).
     leased_high: Box<[AtomicU32]>,
+    /// Per group: no available record has a lower seq (changed under the gate; see above).
+    available_from: Box<[AtomicU32]>,
+    /// Per group: no lease has an earlier deadline (`Ms::MAX`: no lease).
+    deadline_floor: Box<[AtomicU64]>,
     next_lease_id: AtomicU64,
     /// Records (of every group) acked or dead-lettered: each settles once, so an engine asks
     /// how many are unsettled without reading them.
@@ -119,6 +132,10 @@ impl EmbeddedBroker {
             gates: (0..config.group_count).map(|_| RwLock::new(())).collect(),
             frontiers: counters(),
             leased_high: counters(),
+            available_from: (0..config.group_count).map(|_| AtomicU32::new(1)).collect(),
+            deadline_floor: (0..config.group_count)
+                .map(|_| AtomicU64::new(Ms::MAX))
+                .collect(),
             next_lease_id: AtomicU64::new(1),
             settled: AtomicU64::new(0),
             reasons: Mutex::new(BTreeMap::new()),
@@ -210,11 +227,22 @@ impl EmbeddedBroker {
         let _gate = read(&self.gates[group]);
         let event_count = self.event_count.load(Ordering::SeqCst);
         let mut leases = Vec::new();
-        let mut seq = self.frontiers[group].load(Ordering::SeqCst);
+        let frontier = self.frontiers[group].load(Ordering::SeqCst);
+        let from = self.available_from[group].load(Ordering::SeqCst);
+        let mut seq = frontier.max(from.saturating_sub(1));
+        // The first record seen available: none below it is, and none becomes so while the
+        // gate is held shared.
+        let first_available = std::cell::Cell::new(None);
         while leases.len() < limit && seq < event_count {
             seq += 1;
             let slot = self.store.slot(group, seq);
-            let due = |word: Word| word.tag == Tag::Available && slot.time_ms() <= now_ms;
+            let due = |word: Word| {
+                let available = word.tag == Tag::Available;
+                if available && first_available.get().is_none() {
+                    first_available.set(Some(seq));
+                }
+                available && slot.time_ms() <= now_ms
+            };
             let Some(claimed) = slot.claim_if(self.claim(), due) else {
                 continue;
             };
@@ -229,6 +257,7 @@ impl EmbeddedBroker {
             }
             let attempt = claimed.prior.attempts + 1;
             self.leased_high[group].fetch_max(seq, Ordering::SeqCst);
+            self.deadline_floor[group].fetch_min(deadline_ms, Ordering::SeqCst);
             claimed.publish(Word::leased(attempt, LeaseId(lease_id)), deadline_ms);
             leases.push(Lease {
                 lease_id: LeaseId(lease_id),
@@ -239,6 +268,10 @@ impl EmbeddedBroker {
                 receipt: None,
             });
         }
+        // Every seq below this one was seen unavailable (a record the scan did not reach is
+        // above it).
+        let available_from = first_available.get().unwrap_or(seq + 1);
+        self.available_from[group].fetch_max(available_from, Ordering::SeqCst);
         Ok(leases)
     }
 
@@ -332,8 +365,12 @@ impl EmbeddedBroker {
                 format!("no record for group {group} seq {seq}").into(),
             ));
         }
-        // A nack may make the record available: it takes the gate before the slot.
+        // A nack may make the record available: it takes the gate before the slot. A renew
+        // moves a deadline: it takes the gate shared, so that no expiry pass recomputes the
+        // deadline floor meanwhile.
         let gate = matches!(request.op, SettleOp::Nack { .. }).then(|| write(&self.gates[group]));
+        let _shared =
+            matches!(request.op, SettleOp::Renew { .. }).then(|| read(&self.gates[group]));
         let slot = self.store.slot(group, seq);
         let current = |word: Word| word.tag == Tag::Leased && word.lease_id == lease.lease_id.0;
         let Some(claimed) = slot.claim_if(self.claim(), current) else {
@@ -367,12 +404,14 @@ impl EmbeddedBroker {
             }
             SettleOp::Nack { delay_ms, .. } => {
                 claimed.publish(Word::available(attempts), now_ms.saturating_add(*delay_ms));
+                self.available_from[group].fetch_min(seq, Ordering::SeqCst);
                 drop(gate);
                 self.notify();
                 Ok(None)
             }
             SettleOp::Renew { extend_ms } => {
                 let deadline_ms = now_ms.saturating_add(*extend_ms);
+                self.deadline_floor[group].fetch_min(deadline_ms, Ordering::SeqCst);
                 claimed.publish(Word::leased(attempts, lease.lease_id), deadline_ms);
                 Ok(Some(Lease {
                     deadline_ms,
@@ -429,20 +468,25 @@ impl EmbeddedBroker {
     pub fn expire_due_at(&self, now_ms: Ms) -> Vec<Expired> {
         let mut expired = Vec::new();
         for group in 0..self.group_count {
-            let due = |slot: &Slot| {
-                let word = slot.load();
-                word.tag == Tag::Leased && slot.time_ms() <= now_ms
-            };
-            if !self
-                .leased_range(group)
-                .any(|seq| due(self.store.slot(group, seq)))
-            {
+            if now_ms < self.deadline_floor[group].load(Ordering::SeqCst) {
                 continue;
             }
             let gate = write(&self.gates[group]);
             let mut settled_any = false;
+            // No fetch or renew runs under the exclusive gate: the leases left after this pass
+            // give the exact floor.
+            let mut floor = Ms::MAX;
             for seq in self.leased_range(group) {
                 let slot = self.store.slot(group, seq);
+                if slot.load().tag != Tag::Leased {
+                    continue;
+                }
+                // Stable here: only a fetch, a renew or this pass moves a lease's deadline.
+                let deadline_ms = slot.time_ms();
+                if deadline_ms > now_ms {
+                    floor = floor.min(deadline_ms);
+                    continue;
+                }
                 let Some(claimed) = slot.claim_if(self.claim(), |word| {
                     word.tag == Tag::Leased && slot.time_ms() <= now_ms
                 }) else {
@@ -450,6 +494,7 @@ impl EmbeddedBroker {
                 };
                 let deadline_ms = claimed.time_ms();
                 if deadline_ms > now_ms {
+                    floor = floor.min(deadline_ms);
                     claimed.restore();
                     continue;
                 }
@@ -463,6 +508,7 @@ impl EmbeddedBroker {
                     settled_any = true;
                 } else {
                     claimed.publish(Word::available(attempts), deadline_ms);
+                    self.available_from[group].fetch_min(seq, Ordering::SeqCst);
                 }
                 expired.push(Expired {
                     deadline_ms,
@@ -472,6 +518,7 @@ impl EmbeddedBroker {
                     dead_lettered,
                 });
             }
+            self.deadline_floor[group].store(floor, Ordering::SeqCst);
             drop(gate);
             if settled_any {
                 self.advance_frontier(group);
@@ -511,6 +558,34 @@ impl EmbeddedBroker {
     /// The configured default lease duration.
     pub fn lease_ms(&self) -> Ms {
         self.lease_ms
+    }
+
+    /// Checks the scan hints against every record (for tests; at a quiescent point): no
+    /// available record below a group's `available_from`, no lease with a deadline before its
+    /// `deadline_floor`. The error names the first record that breaks one.
+    pub fn audit_scan_hints(&self) -> Result<(), String> {
+        for group in 0..self.group_count {
+            let from = self.available_from[group].load(Ordering::SeqCst);
+            let floor = self.deadline_floor[group].load(Ordering::SeqCst);
+            for seq in 1..=self.event_count.load(Ordering::SeqCst) {
+                let slot = self.store.slot(group, seq);
+                match slot.load().tag {
+                    Tag::Available if seq < from => {
+                        return Err(format!(
+                            "group {group}: event {seq} is available below available_from {from}"
+                        ));
+                    }
+                    Tag::Leased if slot.time_ms() < floor => {
+                        return Err(format!(
+                            "group {group}: event {seq}'s lease ends at {} ms, before deadline_floor {floor}",
+                            slot.time_ms()
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -204,6 +204,10 @@ proptest! {
             let actual = apply(&mut embedded, op, &mut embedded_now, &mut embedded_pool);
             prop_assert_eq!(&actual, &expected, "output of step {} {:?}", step, op);
             prop_assert_eq!(view(&embedded), view(&pure), "state after step {} {:?}", step, op);
+            // The scan hints bound what they claim to (a wrong one would hide a record from a
+            // fetch or an expiry, which the comparison above may not reach).
+            let hints = embedded.broker().audit_scan_hints();
+            prop_assert_eq!(hints, Ok(()), "scan hints after step {} {:?}", step, op);
         }
     }
 }
