@@ -8,9 +8,12 @@ use crate::failure::{program, Failure};
 use crate::files;
 use crate::Error;
 use leasehold_model::Invariant;
+use leasehold_sim::coverage::Probe;
 use leasehold_sim::seeded::campaign::{Campaign, Ran, Tally, THREADS_MAX};
+use leasehold_sim::seeded::reachable::unreachable_probes;
 use leasehold_sim::seeded::seeded_file::{first_violation_story, scenario_of, to_toml};
 use leasehold_sim::seeded::{BackendKind, Setup, Summary};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -75,6 +78,9 @@ pub struct Campaigned {
     pub budget_spent: bool,
     /// The smallest failing seed, if any seed failed.
     pub failure: Option<SeedFailure>,
+    /// The coverage probes the template closes (a fault they need is off), with the reason:
+    /// not applicable, not a gap ([`leasehold_sim::seeded::reachable`]).
+    pub not_applicable: BTreeMap<Probe, String>,
 }
 
 impl CampaignRun {
@@ -170,6 +176,7 @@ impl CampaignRun {
             summary: ran.summary,
             budget_spent,
             failure,
+            not_applicable: unreachable_probes(&ran_all.campaign.template),
         })
     }
 
@@ -258,6 +265,41 @@ impl Campaigned {
             file: Some(failure.file.display().to_string()),
             command: self.replay_command(failure),
         }
+    }
+
+    /// The coverage probes no seed reached that the template leaves open: the paths this mix
+    /// never tested, in report order.
+    pub fn never_reached(&self) -> Vec<Probe> {
+        let never = self.summary.coverage.never_reached();
+        let open = |probe: &Probe| !self.not_applicable.contains_key(probe);
+        never.into_iter().filter(open).collect()
+    }
+
+    /// Panics unless every coverage probe the template leaves open was reached by some seed
+    /// (a `sometimes` assertion over the campaign: a clean campaign that never took a path
+    /// says nothing about it), naming the probes missed and the campaign's command.
+    pub fn assert_covers(&self) -> &Campaigned {
+        let never = self.never_reached();
+        if never.is_empty() {
+            return self;
+        }
+        let names: Vec<String> = never
+            .iter()
+            .map(|p| format!("{} ({})", p.name(), p.describe()))
+            .collect();
+        Failure {
+            verdict: format!(
+                "campaign on {}: {} coverage probe(s) never reached: {}",
+                self.backend,
+                never.len(),
+                names.join(", ")
+            ),
+            violations: Vec::new(),
+            timeline: String::new(),
+            file: None,
+            command: self.command.clone(),
+        }
+        .panic()
     }
 
     /// Panics if any seed broke an invariant: with the smallest failing seed's verdict,
