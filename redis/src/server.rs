@@ -15,6 +15,13 @@ use std::time::{Duration, Instant};
 /// How long a starting server may take to answer `PING`.
 const START_WAIT_MAX: Duration = Duration::from_secs(20);
 
+/// A restarted server whose files passed this size and twice their size after the last
+/// compaction has its AOF rewritten ([`RedisServer::restart`]).
+const COMPACT_BYTES_MIN: u64 = 256 << 10;
+
+/// How long an AOF rewrite may take.
+const COMPACT_WAIT_MAX: Duration = Duration::from_secs(60);
+
 /// The program started: `$LEASEHOLD_REDIS_SERVER`, or `redis-server` from `PATH`.
 pub fn program() -> String {
     std::env::var("LEASEHOLD_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
@@ -28,6 +35,8 @@ pub struct RedisServer {
     url: String,
     child: Mutex<Option<Child>>,
     restarts: AtomicU64,
+    /// The files' size after the last AOF rewrite (0: never rewritten).
+    compacted_bytes: AtomicU64,
 }
 
 impl RedisServer {
@@ -52,6 +61,7 @@ impl RedisServer {
                 dir,
                 child: Mutex::new(None),
                 restarts: AtomicU64::new(0),
+                compacted_bytes: AtomicU64::new(0),
             };
             match server.spawn() {
                 Ok(()) => return Ok(server),
@@ -99,10 +109,57 @@ impl RedisServer {
     /// A crash and a restart: `SIGKILL`, then a new process on the same port and directory,
     /// which reloads the AOF. With `appendfsync always` every write the old process answered
     /// is in it.
+    ///
+    /// The AOF is a log of every write since the server started, and each restart reloads all
+    /// of it: a long run's restarts would cost what the run wrote, not what the server holds.
+    /// So once the files grew past [`COMPACT_BYTES_MIN`] and twice their size after the last
+    /// rewrite, the new process rewrites its AOF to its data (`BGREWRITEAOF`) before this
+    /// returns. The rewrite is waited for, so no rewriting child outlives it, and a later
+    /// `SIGKILL` finds none to orphan.
     pub fn restart(&self) -> Result<(), String> {
         self.kill();
         self.restarts.fetch_add(1, Ordering::Relaxed);
-        self.spawn()
+        self.spawn()?;
+        let bytes = self.disk_bytes();
+        let compacted = self.compacted_bytes.load(Ordering::Relaxed);
+        if bytes > COMPACT_BYTES_MIN && bytes > compacted.saturating_mul(2) {
+            self.rewrite_aof()?;
+            self.compacted_bytes
+                .store(self.disk_bytes(), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Rewrites the AOF to the server's data and waits until the rewrite is done.
+    fn rewrite_aof(&self) -> Result<(), String> {
+        let failed = |e: redis::RedisError| format!("rewriting the AOF on port {}: {e}", self.port);
+        let client = redis::Client::open(self.url.as_str()).map_err(failed)?;
+        let mut con = client.get_connection().map_err(failed)?;
+        redis::cmd("BGREWRITEAOF")
+            .query::<String>(&mut con)
+            .map_err(failed)?;
+        let started = Instant::now();
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("persistence")
+                .query(&mut con)
+                .map_err(failed)?;
+            let busy = ["aof_rewrite_in_progress:1", "aof_rewrite_scheduled:1"];
+            if !busy.iter().any(|flag| info.contains(flag)) {
+                return match info.contains("aof_last_bgrewrite_status:ok") {
+                    true => Ok(()),
+                    false => Err(format!("the AOF rewrite on port {} failed", self.port)),
+                };
+            }
+            if started.elapsed() > COMPACT_WAIT_MAX {
+                return Err(format!(
+                    "the AOF rewrite on port {} took over {} s",
+                    self.port,
+                    COMPACT_WAIT_MAX.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Child>> {
@@ -122,8 +179,9 @@ impl RedisServer {
             .args(["--bind", "127.0.0.1", "--protected-mode", "yes"])
             .args(["--dir", dir, "--logfile", log.to_str().unwrap_or("")])
             .args(["--appendonly", "yes", "--appendfsync", "always"])
-            // No background rewrite: a SIGKILL would orphan its child process. The pool
-            // replaces a server whose AOF grew instead (see `ServerPool::checkout`).
+            // No automatic background rewrite: a SIGKILL would orphan its child process.
+            // `restart` rewrites a grown AOF itself and waits for it; the pool replaces a
+            // server whose AOF grew between runs (see `ServerPool::checkout`).
             .args(["--auto-aof-rewrite-percentage", "0"])
             .args(["--save", "", "--daemonize", "no"])
             .stdin(Stdio::null())

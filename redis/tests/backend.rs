@@ -165,3 +165,52 @@ fn a_broker_restart_keeps_every_settle_and_lease() {
         backend.settle_as("c1", &ack, 3).expect("ack after restart");
     }
 }
+
+/// A restart reloads the whole AOF, a log of every write since the server started: once it has
+/// grown, the restarted server rewrites it to its data, so that restarts cost what the server
+/// holds, not what the run wrote. The data is the same after.
+#[test]
+fn a_restart_rewrites_a_grown_aof_to_the_data_it_holds() {
+    let Some(server) = testing::owned_server("compact") else {
+        return;
+    };
+    let client = redis::Client::open(server.url()).expect("url");
+    let mut con = client.get_connection().expect("connection");
+    let value = "x".repeat(1_000);
+    for round in 0..2_000 {
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg(format!("{round}:{value}"))
+            .query(&mut con)
+            .expect("SET");
+    }
+    for _ in 0..10 {
+        let _: String = redis::cmd("XADD")
+            .arg("s")
+            .arg("*")
+            .arg("f")
+            .arg("v")
+            .query(&mut con)
+            .expect("XADD");
+    }
+    drop(con);
+    let before = server.disk_bytes();
+    assert!(before > 1 << 20, "2,000 writes of 1 KB: {before} bytes");
+    server.restart().expect("restart");
+    let after = server.disk_bytes();
+    assert!(
+        after < before / 20,
+        "the rewritten AOF holds one value and one stream: {after} bytes, from {before}"
+    );
+    let mut con = client.get_connection().expect("connection");
+    let kept: String = redis::cmd("GET").arg("k").query(&mut con).expect("GET");
+    assert_eq!(kept, format!("1999:{value}"));
+    let entries: u64 = redis::cmd("XLEN").arg("s").query(&mut con).expect("XLEN");
+    assert_eq!(entries, 10);
+    // And a restart of the rewritten files reads the same data back.
+    drop(con);
+    server.restart().expect("restart");
+    let mut con = client.get_connection().expect("connection");
+    let kept: String = redis::cmd("GET").arg("k").query(&mut con).expect("GET");
+    assert_eq!(kept, format!("1999:{value}"));
+}
