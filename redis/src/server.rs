@@ -112,9 +112,9 @@ impl RedisServer {
     ///
     /// The AOF is a log of every write since the server started, and each restart reloads all
     /// of it: a long run's restarts would cost what the run wrote, not what the server holds.
-    /// So once the files grew past [`COMPACT_BYTES_MIN`] and twice their size after the last
-    /// rewrite, the new process rewrites its AOF to its data (`BGREWRITEAOF`) before this
-    /// returns. The rewrite is waited for, so no rewriting child outlives it, and a later
+    /// So once the files grew past 256 KiB (`COMPACT_BYTES_MIN`) and twice their size after
+    /// the last rewrite, the new process rewrites its AOF to its data (`BGREWRITEAOF`) before
+    /// this returns. The rewrite is waited for, so no rewriting child outlives it, and a later
     /// `SIGKILL` finds none to orphan.
     pub fn restart(&self) -> Result<(), String> {
         self.kill();
