@@ -146,10 +146,10 @@ impl RedisServer {
                 .map_err(failed)?;
             let busy = ["aof_rewrite_in_progress:1", "aof_rewrite_scheduled:1"];
             if !busy.iter().any(|flag| info.contains(flag)) {
-                return match info.contains("aof_last_bgrewrite_status:ok") {
-                    true => Ok(()),
-                    false => Err(format!("the AOF rewrite on port {} failed", self.port)),
-                };
+                if info.contains("aof_last_bgrewrite_status:ok") {
+                    return Ok(());
+                }
+                return Err(format!("the AOF rewrite on port {} failed", self.port));
             }
             if started.elapsed() > COMPACT_WAIT_MAX {
                 return Err(format!(
