@@ -525,3 +525,34 @@ fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
     assert_eq!(report["outcome"], "holds");
     assert!(report.get("stopped").is_none() && report.get("interrupted").is_none());
 }
+
+/// A search whose process passes `--max-memory` stops as at any bound: the report names the
+/// budget, nothing is proven, exit 1 (a search that would run out of memory reports what it
+/// found instead of being killed). A size that is not one is a one-line error.
+#[test]
+fn a_memory_budget_stops_the_search_as_a_bound() {
+    if leasehold_front::budget::resident_bytes().is_none() {
+        return; // No /proc: the memory budget is never spent on this system.
+    }
+    let out = scratch("memory");
+    let out = out.to_str().unwrap();
+    let cut = leasehold(&["check", "--max-memory", "1MiB", "--out", out]);
+    let text = stdout(&cut);
+    assert_eq!(cut.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("bounded: the search stopped (memory budget 1.0 MiB reached) after "),
+        "{text}"
+    );
+    assert!(text.contains("result: bounded (not proven)"), "{text}");
+    for bad in ["lots", "0", "12XB", "99999999999TiB"] {
+        let refused = leasehold(&["check", "--max-memory", bad]);
+        assert_eq!(refused.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            err.trim().lines().count() == 1 && err.contains("--max-memory"),
+            "{bad}: {err}"
+        );
+    }
+    let fine = leasehold(&["check", "--max-memory", "none", "--out", out]);
+    assert_eq!(fine.status.code(), Some(0), "{}", stdout(&fine));
+}

@@ -1,9 +1,23 @@
-//! A wall-clock budget for long work (a campaign, a check): a timer thread raises a stop flag
-//! when the budget is spent, and ends with the work. The clock decides only when the work
-//! stops, never what it does.
+//! A wall-clock budget, and a memory budget, for long work (a campaign, a check): a watcher
+//! thread raises a stop flag when the time is spent or the process's resident memory passes the
+//! budget, and ends with the work. The clock and the memory decide only when the work stops,
+//! never what it does: a stopped search reports what it found as at any bound, where running
+//! out of memory would have lost it all.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
+
+/// How often the watcher reads the process's resident memory.
+const MEMORY_POLL: Duration = Duration::from_millis(20);
+
+/// Which budget stopped the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spent {
+    /// The wall-clock budget.
+    Time,
+    /// The memory budget: the process's resident memory passed it.
+    Memory,
+}
 
 /// Runs `work`, raising `stop` if `budget` (from now) is spent before it returns; returns its
 /// result and whether the budget raised `stop`. Without a budget, runs `work` alone.
@@ -12,33 +26,88 @@ pub fn within<T>(
     stop: &AtomicBool,
     work: impl FnOnce() -> T,
 ) -> (T, bool) {
-    let Some(budget) = budget else {
-        return (work(), false);
-    };
-    let deadline = Instant::now().checked_add(budget);
+    let (result, spent) = within_limits(budget, None, stop, work);
+    (result, spent == Some(Spent::Time))
+}
+
+/// [`within`], with a memory budget too: `stop` is also raised when the process's resident
+/// memory passes `memory_bytes` (read every 20 ms; on a system without `/proc/self/statm`, the
+/// memory budget is never spent). Returns which budget raised `stop`, if one did.
+pub fn within_limits<T>(
+    time: Option<Duration>,
+    memory_bytes: Option<u64>,
+    stop: &AtomicBool,
+    work: impl FnOnce() -> T,
+) -> (T, Option<Spent>) {
+    if time.is_none() && memory_bytes.is_none() {
+        return (work(), None);
+    }
+    let deadline = time.and_then(|budget| Instant::now().checked_add(budget));
     let finished = AtomicBool::new(false);
-    let spent = AtomicBool::new(false);
+    // 0: nothing spent; 1 + `Spent as u8` otherwise.
+    let spent = AtomicU8::new(0);
+    let raise = |why: Spent| {
+        spent.store(1 + why as u8, Ordering::Release);
+        stop.store(true, Ordering::Release);
+    };
     let result = std::thread::scope(|scope| {
-        let timer = scope.spawn(|| {
+        let watcher = scope.spawn(|| {
             while !finished.load(Ordering::Acquire) {
-                let Some(left) = deadline.map(|d| d.saturating_duration_since(Instant::now()))
-                else {
-                    // Beyond what the clock can hold: the budget is never spent.
-                    std::thread::park();
-                    continue;
-                };
-                if left.is_zero() {
-                    spent.store(true, Ordering::Release);
-                    stop.store(true, Ordering::Release);
+                let now = Instant::now();
+                if deadline.is_some_and(|d| d <= now) {
+                    raise(Spent::Time);
                     break;
                 }
-                std::thread::park_timeout(left);
+                if let (Some(max), Some(used)) = (memory_bytes, resident_bytes()) {
+                    if used > max {
+                        raise(Spent::Memory);
+                        break;
+                    }
+                }
+                let left = deadline.map(|d| d.saturating_duration_since(now));
+                match (left, memory_bytes) {
+                    (Some(left), Some(_)) => std::thread::park_timeout(left.min(MEMORY_POLL)),
+                    (Some(left), None) => std::thread::park_timeout(left),
+                    (None, Some(_)) => std::thread::park_timeout(MEMORY_POLL),
+                    // A time budget beyond what the clock can hold is never spent.
+                    (None, None) => std::thread::park(),
+                }
             }
         });
         let result = work();
         finished.store(true, Ordering::Release);
-        timer.thread().unpark();
+        watcher.thread().unpark();
         result
     });
-    (result, spent.load(Ordering::Acquire))
+    let spent = match spent.load(Ordering::Acquire) {
+        0 => None,
+        1 => Some(Spent::Time),
+        _ => Some(Spent::Memory),
+    };
+    (result, spent)
+}
+
+/// The process's resident memory in bytes (`VmRSS` in `/proc/self/status`), where the system
+/// tells it.
+pub fn resident_bytes() -> Option<u64> {
+    kib_field(
+        &std::fs::read_to_string("/proc/self/status").ok()?,
+        "VmRSS:",
+    )
+}
+
+/// The memory the system can still give without swapping (`MemAvailable` in `/proc/meminfo`),
+/// in bytes, where the system tells it.
+pub fn available_bytes() -> Option<u64> {
+    kib_field(
+        &std::fs::read_to_string("/proc/meminfo").ok()?,
+        "MemAvailable:",
+    )
+}
+
+/// The `NAME:  N kB` line of a `/proc` file, in bytes.
+fn kib_field(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
 }

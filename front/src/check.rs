@@ -27,6 +27,7 @@ pub struct Check {
     options: Options,
     out: PathBuf,
     budget: Option<Duration>,
+    memory_bytes: Option<u64>,
 }
 
 /// A model check of `config` (e.g. `CheckConfig::default_for(Variant::Fenced)`): symmetry
@@ -47,6 +48,7 @@ pub fn check(config: CheckConfig) -> Check {
         },
         out: PathBuf::from(OUT_DEFAULT),
         budget: None,
+        memory_bytes: None,
     }
 }
 
@@ -76,8 +78,8 @@ pub struct Checked {
     pub command: String,
     /// One per violated invariant, as replayed scenarios.
     pub counterexamples: Vec<Found>,
-    /// With a time budget ([`Check::for_at_most`]): whether it stopped the search (the
-    /// report is then bounded).
+    /// With a time or memory budget ([`Check::for_at_most`], [`Check::memory_at_most`]):
+    /// whether one stopped the search (the report is then bounded).
     pub budget_spent: bool,
 }
 
@@ -99,6 +101,14 @@ impl Check {
     /// then bounded (never holds), and what the search found by then stands.
     pub fn for_at_most(mut self, budget: Duration) -> Check {
         self.budget = Some(budget);
+        self
+    }
+
+    /// Stops the search when the process's resident memory passes `bytes`, as at
+    /// `max_states` (`leasehold check --max-memory`): a search that would run out of memory
+    /// reports what it found instead of being killed.
+    pub fn memory_at_most(mut self, bytes: u64) -> Check {
+        self.memory_bytes = Some(bytes);
         self
     }
 
@@ -136,13 +146,17 @@ impl Check {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let mut options = self.options.clone();
-        if self.budget.is_some() {
+        if let Some(bytes) = self.memory_bytes {
+            command.push_str(&format!(" --max-memory {bytes}"));
+        }
+        if self.budget.is_some() || self.memory_bytes.is_some() {
             options.limits.interrupt = Interrupt::on(Arc::clone(&stop));
         }
-        let (report, budget_spent) = crate::budget::within(self.budget, &stop, || {
-            leasehold_model::check::run(&self.config, &options, None)
-        });
-        let budget_spent = budget_spent && report.interrupted;
+        let (report, spent) =
+            crate::budget::within_limits(self.budget, self.memory_bytes, &stop, || {
+                leasehold_model::check::run(&self.config, &options, None)
+            });
+        let budget_spent = spent.is_some() && report.interrupted;
         let model = LeaseModel::new(self.config.clone());
         let counterexamples = report
             .counterexamples
@@ -205,7 +219,7 @@ impl Checked {
             Failure {
                 verdict: if self.budget_spent {
                     format!(
-                        "check: {:?}, not proven: its time budget stopped the search after {} generated states",
+                        "check: {:?}, not proven: its time or memory budget stopped the search after {} generated states",
                         self.report.outcome, self.report.counts.generated
                     )
                 } else {

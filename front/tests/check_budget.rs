@@ -34,7 +34,7 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
     .expect_err("a bounded check does not hold");
     let message = told.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
-        message.contains("its time budget stopped the search"),
+        message.contains("its time or memory budget stopped the search"),
         "{message}"
     );
 
@@ -46,4 +46,25 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
     assert!(!small.budget_spent && !small.report.interrupted);
     assert_eq!(small.report.outcome, Outcome::Violated);
     assert!(!small.counterexamples.is_empty());
+}
+
+/// A memory budget the process is already past stops the search at its first check, bounded;
+/// the command says it (`--max-memory`).
+#[test]
+fn a_memory_budget_bounds_a_check_and_says_so() {
+    if leasehold::budget::resident_bytes().is_none() {
+        return; // No /proc: the memory budget is never spent on this system.
+    }
+    let cut = leasehold::check(CheckConfig::default_for(Variant::Fenced))
+        .memory_at_most(1 << 20)
+        .out(out("memory"))
+        .run()
+        .unwrap();
+    assert!(cut.budget_spent && cut.report.interrupted);
+    assert_eq!(cut.report.outcome, Outcome::Bounded);
+    assert!(
+        cut.command.ends_with(" --max-memory 1048576"),
+        "{}",
+        cut.command
+    );
 }

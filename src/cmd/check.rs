@@ -6,8 +6,9 @@
 //! timeline printed is the one `leasehold replay FILE` prints.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::sim::progress::{catch_interrupts, stop_reason, within_budget, INTERRUPTED};
+use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
+use leasehold_front::budget::Spent;
 use leasehold_model::check::{
     run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness, Interrupt,
     LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
@@ -114,6 +115,16 @@ pub struct Args {
     /// same way; a second Ctrl-C quits at once.
     #[arg(long = "for", value_name = "DURATION", conflicts_with = "explore")]
     pub for_: Option<String>,
+    /// Stop with "bounded" when the process's resident memory passes this (`16GiB`, `512MiB`,
+    /// `none`; default `auto`: 80 % of the memory available at the start), as at --max-states:
+    /// a search that would run out of memory reports what it found instead of being killed.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "auto",
+        conflicts_with = "explore"
+    )]
+    pub max_memory: String,
     /// Where counterexample scenarios are written.
     #[arg(long, default_value = "scenarios/found")]
     pub out: PathBuf,
@@ -121,6 +132,49 @@ pub struct Args {
 
 fn user(message: String) -> UserError {
     UserError(message)
+}
+
+/// `--max-memory`: `auto` (80 % of the memory available now, where the system tells it),
+/// `none`, or a size (`16GiB`, `512MiB`, `2G`, bytes alone).
+fn memory_budget(text: &str) -> Result<Option<u64>, UserError> {
+    match text.trim() {
+        "none" => Ok(None),
+        "auto" => Ok(leasehold_front::budget::available_bytes().map(|b| b / 5 * 4)),
+        size => parse_size(size).map(Some).ok_or_else(|| {
+            user(format!(
+                "--max-memory {text}: not a size (write e.g. 16GiB, 512MiB, auto or none)"
+            ))
+        }),
+    }
+}
+
+fn parse_size(text: &str) -> Option<u64> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return None,
+    };
+    number.checked_mul(1 << shift).filter(|&bytes| bytes > 0)
+}
+
+/// `9.6 GiB`, `512.0 MiB`.
+fn format_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", units[unit])
 }
 
 /// The configuration the arguments ask for: the variant's defaults, overridden by flags.
@@ -348,6 +402,7 @@ pub fn run(args: Args) -> CmdResult {
         .as_deref()
         .map(crate::cmd::sim::parse_budget)
         .transpose()?;
+    let memory = memory_budget(&args.max_memory)?;
     let progress = crate::cmd::sim::progress::bars_wanted(false);
     let header = header(&command, &config, &options);
     if !args.json {
@@ -361,8 +416,16 @@ pub fn run(args: Args) -> CmdResult {
         ..options
     };
     catch_interrupts("the search ends as at a bound, then the report", false);
-    let (report, seconds) = within_budget(budget, || run_check(&config, &options, progress));
-    let stopped = report.interrupted.then(|| stop_reason(budget));
+    let ((report, seconds), spent) =
+        leasehold_front::budget::within_limits(budget, memory, &INTERRUPTED, || {
+            run_check(&config, &options, progress)
+        });
+    let stopped = report.interrupted.then(|| match (spent, memory) {
+        (Some(Spent::Memory), Some(bytes)) => {
+            format!("memory budget {} reached", format_bytes(bytes))
+        }
+        _ => stop_reason(budget),
+    });
     let without_symmetry = args.compare_symmetry.then(|| {
         let plain = Options {
             symmetry: false,
