@@ -31,7 +31,7 @@ pub fn within<T>(
 }
 
 /// [`within`], with a memory budget too: `stop` is also raised when the process's resident
-/// memory passes `memory_bytes` (read every 20 ms; on a system without `/proc/self/statm`, the
+/// memory passes `memory_bytes` (read every 20 ms; on a system without `/proc/self/status`, the
 /// memory budget is never spent). Returns which budget raised `stop`, if one did.
 pub fn within_limits<T>(
     time: Option<Duration>,

@@ -270,9 +270,9 @@ impl Campaigned {
     /// The coverage probes no seed reached that the template leaves open: the paths this mix
     /// never tested, in report order.
     pub fn never_reached(&self) -> Vec<Probe> {
-        let never = self.summary.coverage.never_reached();
-        let open = |probe: &Probe| !self.not_applicable.contains_key(probe);
-        never.into_iter().filter(open).collect()
+        self.summary
+            .coverage
+            .never_reached_open(&self.not_applicable)
     }
 
     /// Panics unless every coverage probe the template leaves open was reached by some seed

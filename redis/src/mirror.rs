@@ -51,7 +51,7 @@ impl Mirror {
         for group in 0..groups {
             for index in 0..mirror.records[group].len() {
                 let record = mirror.records[group][index];
-                mirror.index(group, index as Seq + 1, &record, true);
+                mirror.index(group, index as Seq + 1, record, true);
             }
             mirror.advance_frontier(group);
         }
@@ -78,27 +78,27 @@ impl Mirror {
         for group in 0..self.records.len() {
             self.records[group].push(record);
             let seq = self.records[group].len() as Seq;
-            self.index(group, seq, &record, true);
+            self.index(group, seq, record, true);
         }
     }
 
     /// Replaces a record; advances the frontier and the indexes.
     pub(crate) fn set(&mut self, group: GroupIx, seq: Seq, record: Record) {
         let old = std::mem::replace(&mut self.records[group][seq as usize - 1], record);
-        self.index(group, seq, &old, false);
-        self.index(group, seq, &record, true);
+        self.index(group, seq, old, false);
+        self.index(group, seq, record, true);
         self.advance_frontier(group);
     }
 
     /// Adds `record` of (group, seq) to the indexes, or takes it out of them.
-    fn index(&mut self, group: GroupIx, seq: Seq, record: &Record, add: bool) {
+    fn index(&mut self, group: GroupIx, seq: Seq, record: Record, add: bool) {
         let count = |n: &mut u64| {
             *n = if add { *n + 1 } else { *n - 1 };
         };
         if !record.is_settled() {
             count(&mut self.unsettled);
         }
-        match *record {
+        match record {
             Record::Leased { deadline_ms, .. } => {
                 let key = (deadline_ms, group, seq);
                 if add {

@@ -272,6 +272,19 @@ impl Coverage {
             .filter(|&p| self.tally(p).seeds == 0)
             .collect()
     }
+
+    /// The probes no seed reached but for those `closed` (the ones a setup rules out,
+    /// [`crate::seeded::reachable::unreachable_probes`]): the open paths a mix never tested.
+    pub fn never_reached_open<V>(
+        &self,
+        closed: &std::collections::BTreeMap<Probe, V>,
+    ) -> Vec<Probe> {
+        let never = self.never_reached();
+        never
+            .into_iter()
+            .filter(|p| !closed.contains_key(p))
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -349,9 +349,9 @@ impl CampaignReport {
     /// The probes no seed reached that the campaign's setup leaves open: the paths its mix
     /// never tested (what the summary flags), in report order.
     pub fn never_reached(&self) -> Vec<Probe> {
-        let closed = |p: &Probe| self.not_applicable.contains_key(p);
-        let never = self.summary.coverage.never_reached();
-        never.into_iter().filter(|p| !closed(p)).collect()
+        self.summary
+            .coverage
+            .never_reached_open(&self.not_applicable)
     }
 
     /// Merges the reports of the shards `1/n` … `n/n` of one campaign into the report of the
