@@ -34,6 +34,7 @@ use crate::inline::InlineVec;
 use crate::invariant::Invariant;
 use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -335,13 +336,18 @@ const STATUS_CHUNK: usize = 64;
 const _: () = assert!(STATUS_CHUNK <= 64, "an audit chunk fits a 64-bit mask");
 
 /// The ghost state and the invariants broken so far.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Oracle {
     config: OracleConfig,
     /// A `Vec` (not inline): cloned into a recycled state, it keeps its allocation.
     groups: Vec<GhostGroup>,
     /// Live leases, in issuance order.
     live: InlineVec<GhostLease, 4>,
+    /// No live lease's deadline is below it (`Ms::MAX` when none is live): time passing
+    /// before it expires nothing, so [`Oracle::advance`] reads the live leases only then. A
+    /// bound, not the minimum (a renew or a settle may have raised the minimum since): not
+    /// part of the state, left out of equality and hashing.
+    earliest_deadline_ms: Ms,
     next_issuance: u32,
     /// Bit `i`: `Invariant::ALL[i]` is broken.
     violated: u8,
@@ -387,6 +393,22 @@ impl Hash for GhostGroup {
 
 /// Leaves the configuration out (the same in every state of a search: equal oracles' hashes
 /// stay equal); packs the touched list's length (0 between steps) with the counters.
+/// Compares what a continuation can observe: everything but the expiry bound.
+impl PartialEq for Oracle {
+    fn eq(&self, other: &Oracle) -> bool {
+        self.config == other.config
+            && self.groups == other.groups
+            && self.live == other.live
+            && self.next_issuance == other.next_issuance
+            && self.violated == other.violated
+            && self.touched == other.touched
+            && self.audit_due == other.audit_due
+            && self.log == other.log
+    }
+}
+
+impl Eq for Oracle {}
+
 impl Hash for Oracle {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.groups.hash(state);
@@ -413,6 +435,7 @@ impl Clone for Oracle {
             config: self.config.clone(),
             groups: self.groups.clone(),
             live: self.live.clone(),
+            earliest_deadline_ms: self.earliest_deadline_ms,
             next_issuance: self.next_issuance,
             violated: self.violated,
             touched: self.touched.clone(),
@@ -426,6 +449,7 @@ impl Clone for Oracle {
         // Group by group in place (`Vec::clone_from` reuses each element's storage).
         self.groups.clone_from(&source.groups);
         self.live.clone_from(&source.live);
+        self.earliest_deadline_ms = source.earliest_deadline_ms;
         self.next_issuance = source.next_issuance;
         self.violated = source.violated;
         self.touched.clone_from(&source.touched);
@@ -451,6 +475,7 @@ impl Oracle {
                 })
                 .collect(),
             live: InlineVec::new(),
+            earliest_deadline_ms: Ms::MAX,
             next_issuance: 0,
             violated: 0,
             touched: InlineVec::new(),
@@ -678,11 +703,13 @@ impl Oracle {
             });
         }
         self.ghost_mut(group, seq).deliveries = deliveries;
+        let deadline_ms = now_ms.saturating_add(lease_ms);
+        self.earliest_deadline_ms = self.earliest_deadline_ms.min(deadline_ms);
         self.live.push(GhostLease {
             issuance,
             group: group as u32,
             seq,
-            deadline_ms: now_ms.saturating_add(lease_ms),
+            deadline_ms,
             current: true,
         });
         issuance
@@ -691,12 +718,27 @@ impl Oracle {
     /// Time passed to `now_ms`: every live lease whose contract deadline is `<= now_ms` expires
     /// (a lease is valid while `now < deadline`). Engines on virtual time call it before
     /// reporting anything that happens at `now_ms` (also when time did not move: a renew or a
-    /// fetch with a zero duration ends at once). Costs the number of live leases.
+    /// fetch with a zero duration ends at once). Costs the number of live leases when a
+    /// deadline may have come, nothing otherwise.
     #[inline]
     pub fn advance(&mut self, now_ms: Ms) {
+        if now_ms >= self.earliest_deadline_ms {
+            self.expire_until(now_ms);
+        }
+    }
+
+    /// [`Oracle::advance`] once a deadline may have come: the leases due expire, and the bound
+    /// becomes the earliest deadline left.
+    fn expire_until(&mut self, now_ms: Ms) {
         if self.live.iter().any(|l| l.deadline_ms <= now_ms) {
             self.live.retain(|l| l.deadline_ms > now_ms);
         }
+        self.earliest_deadline_ms = self
+            .live
+            .iter()
+            .map(|l| l.deadline_ms)
+            .min()
+            .unwrap_or(Ms::MAX);
     }
 
     /// The untimed model's expiry of (group, seq): its live leases expire.
@@ -761,6 +803,7 @@ impl Oracle {
                 });
             }
             let deadline_ms = now_ms.saturating_add(extend_ms);
+            self.earliest_deadline_ms = self.earliest_deadline_ms.min(deadline_ms);
             match position {
                 Some(position) => self.live[position].deadline_ms = deadline_ms,
                 None => {
@@ -874,19 +917,22 @@ impl Oracle {
             self.audit(view);
         } else {
             self.check_event_count(view);
+            // The touched records the broker shows unsettled, as read here once (the view does
+            // not change during the checks).
+            let mut open: SmallVec<[(u32, Seq); 4]> = SmallVec::new();
             // (By index: comparing a record never touches another.)
             for index in 0..self.touched.len() {
                 let (group, seq) = self.touched[index];
                 let status = view.status_kind(group as GroupIx, seq);
+                if !is_settled_status(status) {
+                    open.push((group, seq));
+                }
                 self.observe_record(view, group as GroupIx, seq, status);
             }
-            let open_below = |oracle: &Oracle, group: GroupIx, frontier: Seq| {
-                oracle
-                    .touched
-                    .iter()
+            let open_below = |group: GroupIx, frontier: Seq| {
+                open.iter()
                     .filter(|&&(g, s)| g as GroupIx == group && s <= frontier)
                     .map(|&(_, s)| s)
-                    .filter(|&s| !is_settled_status(view.status_kind(group, s)))
                     .min()
             };
             for group in 0..self.config.group_count {
@@ -897,13 +943,11 @@ impl Oracle {
                 let g = &self.groups[group];
                 let fine = g.frontier <= frontier
                     && frontier <= g.settled_prefix
-                    && (self.touched.is_empty() || open_below(self, group, frontier).is_none());
+                    && (open.is_empty() || open_below(group, frontier).is_none());
                 if fine {
                     self.groups[group].frontier = frontier;
                 } else {
-                    self.check_frontier(view, group, |oracle, frontier| {
-                        open_below(oracle, group, frontier)
-                    });
+                    self.check_frontier(view, group, |_, frontier| open_below(group, frontier));
                 }
             }
             self.touched.clear();

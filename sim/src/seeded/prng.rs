@@ -9,6 +9,58 @@ use crate::trace::fnv1a64;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// A probability prepared for drawing: [`Prng::odds`] decides as [`Prng::chance`] of its
+/// ratio does, from the same words of the stream, without working out the draw's bias zone
+/// each time (a run draws the same few probabilities millions of times).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Odds {
+    num: u64,
+    den: u64,
+    /// The bias zone of a draw below `den`; 0 when the ratio is 0 or 1 (nothing is drawn).
+    zone: u64,
+}
+
+impl Odds {
+    /// The odds of `ratio`.
+    pub fn of(ratio: Ratio) -> Odds {
+        let (num, den) = (u64::from(ratio.num), u64::from(ratio.den));
+        let zone = if num == 0 || num == den {
+            0
+        } else {
+            // Never 0 for a draw: the shifted denominator has its top bit set.
+            (den << den.leading_zeros()).wrapping_sub(1)
+        };
+        Odds { num, den, zone }
+    }
+}
+
+/// A range of integers prepared for drawing: [`Prng::span`] draws as [`Prng::between`] of
+/// its bounds does, from the same words of the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    low: u64,
+    /// `high - low + 1`, wrapped: 0 for the whole of `u64`.
+    range: u64,
+    /// The bias zone of a draw below `range` (unused for the whole of `u64`).
+    zone: u64,
+}
+
+impl Span {
+    /// The integers `low..=high`.
+    ///
+    /// # Panics
+    /// When `low > high`, as [`Prng::between`].
+    pub fn new(low: u64, high: u64) -> Span {
+        assert!(low <= high, "between({low}, {high}) is empty");
+        let range = high.wrapping_sub(low).wrapping_add(1);
+        let zone = match range {
+            0 => 0,
+            _ => (range << range.leading_zeros()).wrapping_sub(1),
+        };
+        Span { low, range, zone }
+    }
+}
+
 /// A component's random generator.
 #[derive(Clone, Debug)]
 pub struct Prng(ChaCha8Rng);
@@ -67,6 +119,34 @@ impl Prng {
             return true;
         }
         self.below(u64::from(ratio.den)) < u64::from(ratio.num)
+    }
+
+    /// [`Prng::chance`] of the ratio `odds` was made of: the same answer from the same draws.
+    #[inline(always)]
+    pub fn odds(&mut self, odds: &Odds) -> bool {
+        if odds.zone == 0 {
+            return odds.num != 0;
+        }
+        loop {
+            let wide = u128::from(self.0.next_u64()) * u128::from(odds.den);
+            if wide as u64 <= odds.zone {
+                return ((wide >> 64) as u64) < odds.num;
+            }
+        }
+    }
+
+    /// [`Prng::between`] the bounds `span` was made of: the same draw from the same words.
+    #[inline(always)]
+    pub fn span(&mut self, span: &Span) -> u64 {
+        if span.range == 0 {
+            return self.0.next_u64();
+        }
+        loop {
+            let wide = u128::from(self.0.next_u64()) * u128::from(span.range);
+            if wide as u64 <= span.zone {
+                return span.low.wrapping_add((wide >> 64) as u64);
+            }
+        }
     }
 
     /// A fair coin.
@@ -137,6 +217,7 @@ mod tests {
                 }
                 let ratio = Ratio::new(3, 100);
                 assert_eq!(ours.chance(ratio), theirs.gen_range(0..100u64) < 3);
+                assert_eq!(ours.odds(&Odds::of(ratio)), theirs.gen_range(0..100u64) < 3);
                 assert_eq!(ours.coin(), theirs.gen_range(0..2u64) == 1);
             }
         }
@@ -151,5 +232,65 @@ mod tests {
             .filter(|_| prng.chance(Ratio::new(1, 4)))
             .count();
         assert!((2_200..2_800).contains(&hits), "{hits}");
+    }
+
+    /// Odds decide as the chance of their ratio, draw for draw: both generators stay in step
+    /// over extreme, tiny, even and odd ratios.
+    #[test]
+    fn odds_draw_as_chance_does() {
+        let ratios = [
+            Ratio::ZERO,
+            Ratio::ONE,
+            Ratio::new(1, 2),
+            Ratio::new(1, 3),
+            Ratio::new(3, 100),
+            Ratio::new(7, 7),
+            Ratio::new(0, 9),
+            Ratio::new(1, 1 << 31),
+            Ratio::new(u32::MAX - 1, u32::MAX),
+        ];
+        for seed in 0..20 {
+            let mut a = Prng::named(seed, "faults");
+            let mut b = Prng::named(seed, "faults");
+            for round in 0..500 {
+                for ratio in ratios {
+                    assert_eq!(
+                        a.chance(ratio),
+                        b.odds(&Odds::of(ratio)),
+                        "seed {seed}, round {round}, {ratio}"
+                    );
+                }
+            }
+            assert_eq!(a.below(1 << 40), b.below(1 << 40), "still in step");
+        }
+    }
+
+    /// Spans draw as `between` of their bounds, draw for draw (rejections included).
+    #[test]
+    fn spans_draw_as_between_does() {
+        let bounds: [(u64, u64); 8] = [
+            (0, 0),
+            (1, 1),
+            (0, 6_000),
+            (1, 6_000),
+            (15_000, 90_000),
+            (0, (1 << 63) + 7),
+            (3, u64::MAX - 2),
+            (0, u64::MAX),
+        ];
+        for seed in 0..20 {
+            let mut a = Prng::named(seed, "network");
+            let mut b = Prng::named(seed, "network");
+            for round in 0..500 {
+                for (low, high) in bounds {
+                    assert_eq!(
+                        a.between(low, high),
+                        b.span(&Span::new(low, high)),
+                        "seed {seed}, round {round}, {low}..={high}"
+                    );
+                }
+            }
+            assert_eq!(a.below(1 << 40), b.below(1 << 40), "still in step");
+        }
     }
 }

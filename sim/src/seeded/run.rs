@@ -14,8 +14,7 @@
 //! A run stopped by a named bound (`steps_max`, `liveness_ms_max`, `drain_handler_runs_max`)
 //! is *inconclusive*: it reports the bound, never a violation for it.
 
-use super::prng::Prng;
-use super::ratio::Ratio;
+use super::prng::{Odds, Prng, Span};
 use super::setup::Setup;
 use crate::bound::Bound;
 use crate::coverage::{Hits, Probe};
@@ -210,8 +209,68 @@ struct Worker {
     job: Option<Job>,
 }
 
+/// The probabilities a run draws as it goes, prepared once ([`Odds`]).
+struct Chances {
+    crash: Odds,
+    pause: Odds,
+    delay: Odds,
+    reorder: Odds,
+    drop: Odds,
+    duplicate: Odds,
+    partition: Odds,
+    unavailable: Odds,
+    failed: Odds,
+    lost_reply: Odds,
+    broker_restart: Odds,
+    slow_handler: Odds,
+    handler_error: Odds,
+    boundary: Odds,
+    long_handler: Odds,
+    outcome_ack: Odds,
+    outcome_nack: Odds,
+    outcome_reject: Odds,
+    publish: Odds,
+    /// The extra delay of a delayed message.
+    delay_ms: Span,
+    /// The extra delay of a reordered message.
+    reorder_ms: Span,
+    /// A normal handler's duration.
+    handler_ms: Span,
+}
+
+impl Chances {
+    fn of(setup: &Setup) -> Chances {
+        let (f, w) = (&setup.faults, &setup.workload);
+        Chances {
+            crash: Odds::of(f.crash),
+            pause: Odds::of(f.pause),
+            delay: Odds::of(f.delay),
+            reorder: Odds::of(f.reorder),
+            drop: Odds::of(f.drop),
+            duplicate: Odds::of(f.duplicate),
+            partition: Odds::of(f.partition),
+            unavailable: Odds::of(f.unavailable),
+            failed: Odds::of(f.failed),
+            lost_reply: Odds::of(f.lost_reply),
+            broker_restart: Odds::of(f.broker_restart),
+            slow_handler: Odds::of(f.slow_handler),
+            handler_error: Odds::of(f.handler_error),
+            boundary: Odds::of(f.boundary),
+            long_handler: Odds::of(w.long_handler),
+            outcome_ack: Odds::of(w.outcome_ack),
+            outcome_nack: Odds::of(w.outcome_nack),
+            outcome_reject: Odds::of(w.outcome_reject),
+            publish: Odds::of(w.publish),
+            delay_ms: Span::new(0, f.delay_ms_max),
+            reorder_ms: Span::new(0, f.reorder_ms_max),
+            handler_ms: Span::new(1, w.handler_ms_max.max(1)),
+        }
+    }
+}
+
 struct Driver<'a, B: Backend> {
     setup: &'a Setup,
+    chances: Chances,
     engine: Engine<B>,
     queue: Timers,
     workers: Vec<Worker>,
@@ -339,6 +398,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         engine.publish_initial(setup.events);
         Driver {
             setup,
+            chances: Chances::of(setup),
             engine,
             queue: Timers::default(),
             workers,
@@ -528,13 +588,13 @@ impl<'a, B: Backend> Driver<'a, B> {
     }
 
     #[inline]
-    fn fault(&mut self, ratio: Ratio) -> bool {
-        self.faults.chance(ratio)
+    fn fault(&mut self, odds: Odds) -> bool {
+        self.faults.odds(&odds)
     }
 
     #[inline]
-    fn net_fault(&mut self, ratio: Ratio) -> bool {
-        self.network.chance(ratio)
+    fn net_fault(&mut self, odds: Odds) -> bool {
+        self.network.odds(&odds)
     }
 
     /// Broker milliseconds for `ms` on the worker's drifting clock.
@@ -556,24 +616,24 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     #[inline(always)]
     fn latency_ms(&mut self) -> Ms {
-        let f = &self.setup.faults;
-        let (delay, delay_max, reorder, reorder_max) =
-            (f.delay, f.delay_ms_max, f.reorder, f.reorder_ms_max);
+        let c = &self.chances;
+        let (delay, reorder) = (c.delay, c.reorder);
+        let (delay_ms, reorder_ms) = (c.delay_ms, c.reorder_ms);
         let mut ms = 1;
         if self.net_fault(delay) {
-            ms += self.network.between(0, delay_max);
+            ms += self.network.span(&delay_ms);
         }
         if self.net_fault(reorder) {
-            ms += self.network.between(0, reorder_max);
+            ms += self.network.span(&reorder_ms);
         }
         ms
     }
 
     /// How a settle from `worker` travels now.
     fn delivery(&mut self, worker: usize) -> Delivery {
-        let f = &self.setup.faults;
+        let c = &self.chances;
         let (unavailable, failed, drop, lost_reply, duplicate) =
-            (f.unavailable, f.failed, f.drop, f.lost_reply, f.duplicate);
+            (c.unavailable, c.failed, c.drop, c.lost_reply, c.duplicate);
         let partitioned = self.engine.now_ms() < self.workers[worker].partitioned_until_ms;
         let fault = if partitioned {
             WireFault::Dropped
@@ -607,7 +667,7 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// broker's timers of that millisecond.
     #[inline]
     fn boundary_target(&mut self, issuance: Issuance) -> Option<(Ms, bool)> {
-        if !self.boundary.chance(self.setup.faults.boundary) {
+        if !self.boundary.odds(&self.chances.boundary) {
             return None;
         }
         self.boundary_strikes(issuance)
@@ -659,9 +719,7 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// Publishes one more event when the workload draws it (at most `[config] events` during
     /// the run); whether it did.
     fn publish_more(&mut self) -> bool {
-        if self.published >= self.setup.events
-            || !self.publishes.chance(self.setup.workload.publish)
-        {
+        if self.published >= self.setup.events || !self.publishes.odds(&self.chances.publish) {
             return false;
         }
         self.published += 1;
@@ -691,9 +749,9 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     fn wake(&mut self, worker: usize) -> bool {
         let now = self.engine.now_ms();
-        let f = &self.setup.faults;
-        let (crash, restart, partition, partition_max) =
-            (f.crash, f.broker_restart, f.partition, f.partition_ms_max);
+        let partition_max = self.setup.faults.partition_ms_max;
+        let c = &self.chances;
+        let (crash, restart, partition) = (c.crash, c.broker_restart, c.partition);
         self.sync_clock(worker);
         self.note_partition_healed(worker);
         if self.fault(crash) {
@@ -814,8 +872,8 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     /// How a fetch travels now: refused by an unavailable broker, its reply dropped or lost.
     fn fetch_fault(&mut self) -> WireFault {
-        let f = &self.setup.faults;
-        let (unavailable, drop, lost_reply) = (f.unavailable, f.drop, f.lost_reply);
+        let c = &self.chances;
+        let (unavailable, drop, lost_reply) = (c.unavailable, c.drop, c.lost_reply);
         if self.fault(unavailable) {
             WireFault::Unavailable
         } else if self.net_fault(drop) {
@@ -838,7 +896,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             let (mut run, mut renews) = self.draw_handler(worker, issuance);
             let aimed = self.aim_handler(issuance, &mut run, &mut renews);
             let mut finish = now.saturating_add(run.handler_ms);
-            if self.fault(setup.faults.pause) {
+            if self.fault(self.chances.pause) {
                 let lease_ms = setup.lease_ms;
                 let ms = self
                     .faults
@@ -876,24 +934,24 @@ impl<'a, B: Backend> Driver<'a, B> {
         let seq = self.engine.lease(issuance).expect("just fetched").seq;
         let (handler_ms, renews) = if is_poison(&self.poison, seq) {
             (lease_ms + self.handler.between(1, lease_ms.max(1)), false)
-        } else if self.fault(f.slow_handler) {
+        } else if self.fault(self.chances.slow_handler) {
             let max = f.slow_handler_ms_max.max(lease_ms);
             (self.faults.between(lease_ms, max), false)
-        } else if self.handler.chance(w.long_handler) {
+        } else if self.handler.odds(&self.chances.long_handler) {
             (self.handler.between(lease_ms / 2, 3 * lease_ms), w.renew)
         } else {
-            (self.handler.between(1, w.handler_ms_max.max(1)), false)
+            (self.handler.span(&self.chances.handler_ms), false)
         };
-        let outcome = if self.fault(f.handler_error) {
+        let outcome = if self.fault(self.chances.handler_error) {
             Outcome::Error {
                 kind: Reason::from_static("HandlerError"),
                 text: Reason::EMPTY,
             }
-        } else if self.handler.chance(w.outcome_ack) {
+        } else if self.handler.odds(&self.chances.outcome_ack) {
             Outcome::Ack
-        } else if self.handler.chance(w.outcome_nack) {
+        } else if self.handler.odds(&self.chances.outcome_nack) {
             Outcome::Nack(Reason::EMPTY)
-        } else if self.handler.chance(w.outcome_reject) {
+        } else if self.handler.odds(&self.chances.outcome_reject) {
             Outcome::Reject(Reason::from_static("unprocessable"))
         } else {
             Outcome::Ok
