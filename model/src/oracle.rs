@@ -909,6 +909,21 @@ impl Oracle {
         }
     }
 
+    /// Ends a step in which the engine made no call that changes the broker (a reply reached
+    /// a worker, a handler started or finished, a request was sent or lost): every record,
+    /// frontier and count reads as the last step's checks read them, so there is nothing to
+    /// check again. Such a step touched no record (nothing reached the broker).
+    #[inline]
+    pub fn end_quiet_step(&mut self) {
+        debug_assert!(
+            self.touched.is_empty() && !self.audit_due,
+            "a quiet step touched nothing"
+        );
+        if let Some(log) = &mut self.log {
+            log.step += 1;
+        }
+    }
+
     /// Ends a step: compares the records the step touched with the broker (I3), checks every
     /// group's frontier (I4), and the event count (I3). A full audit instead when the step may
     /// have changed records it did not name, or when configured to audit every step.

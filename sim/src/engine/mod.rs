@@ -145,6 +145,9 @@ pub struct Engine<B: Backend> {
     /// redelivered (for the coverage probes), in (group, seq) order.
     returned: SmallVec<[(u32, Seq, Probe); 4]>,
     violations_seen: usize,
+    /// The engine called the broker to change it (publish, fetch, settle, expire, restart)
+    /// since the last [`Engine::end_step`]: the step's checks have something to read.
+    backend_changed: bool,
     rolling_audit: RollingAudit,
     /// The time the oracle was last advanced to (advancing again to it changes nothing).
     advanced_ms: Option<Ms>,
@@ -209,6 +212,7 @@ impl<B: Backend> Engine<B> {
             world: World::new(setup.groups.len()),
             returned: SmallVec::new(),
             violations_seen: 0,
+            backend_changed: true,
             rolling_audit: RollingAudit::default(),
             advanced_ms: None,
             follow_up_delivery: Delivery::INSTANT,

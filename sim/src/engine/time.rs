@@ -82,6 +82,7 @@ impl<B: Backend> Engine<B> {
         before.clear();
         before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
         let mut expired = std::mem::take(&mut self.expired_scratch);
+        self.backend_changed = true;
         self.backend.expire_due_into(now_ms, &mut expired);
         self.advance_oracle(now_ms);
         for item in &expired {
