@@ -588,18 +588,23 @@ impl<'a, B: Backend> Driver<'a, B> {
     }
 
     #[inline]
-    fn fault(&mut self, odds: Odds) -> bool {
-        self.faults.odds(&odds)
+    fn fault(&mut self, odds: fn(&Chances) -> &Odds) -> bool {
+        self.faults.odds(odds(&self.chances))
     }
 
     #[inline]
-    fn net_fault(&mut self, odds: Odds) -> bool {
-        self.network.odds(&odds)
+    fn net_fault(&mut self, odds: fn(&Chances) -> &Odds) -> bool {
+        self.network.odds(odds(&self.chances))
     }
 
     /// Broker milliseconds for `ms` on the worker's drifting clock.
     fn worker_duration_ms(&self, worker: usize, ms: Ms) -> Ms {
-        let rate = 1_000_000 + self.workers[worker].drift_ppm;
+        let drift_ppm = self.workers[worker].drift_ppm;
+        if drift_ppm == 0 && ms <= Ms::MAX / 1_000_000 {
+            // What the division below gives for a clock without drift, without dividing.
+            return ms.max(1);
+        }
+        let rate = 1_000_000 + drift_ppm;
         (ms.saturating_mul(1_000_000) / rate.max(1) as u64).max(1)
     }
 
@@ -616,39 +621,33 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     #[inline(always)]
     fn latency_ms(&mut self) -> Ms {
-        let c = &self.chances;
-        let (delay, reorder) = (c.delay, c.reorder);
-        let (delay_ms, reorder_ms) = (c.delay_ms, c.reorder_ms);
         let mut ms = 1;
-        if self.net_fault(delay) {
-            ms += self.network.span(&delay_ms);
+        if self.net_fault(|c| &c.delay) {
+            ms += self.network.span(&self.chances.delay_ms);
         }
-        if self.net_fault(reorder) {
-            ms += self.network.span(&reorder_ms);
+        if self.net_fault(|c| &c.reorder) {
+            ms += self.network.span(&self.chances.reorder_ms);
         }
         ms
     }
 
     /// How a settle from `worker` travels now.
     fn delivery(&mut self, worker: usize) -> Delivery {
-        let c = &self.chances;
-        let (unavailable, failed, drop, lost_reply, duplicate) =
-            (c.unavailable, c.failed, c.drop, c.lost_reply, c.duplicate);
         let partitioned = self.engine.now_ms() < self.workers[worker].partitioned_until_ms;
         let fault = if partitioned {
             WireFault::Dropped
-        } else if self.fault(unavailable) {
+        } else if self.fault(|c| &c.unavailable) {
             WireFault::Unavailable
-        } else if self.fault(failed) {
+        } else if self.fault(|c| &c.failed) {
             WireFault::Failed
-        } else if self.net_fault(drop) {
+        } else if self.net_fault(|c| &c.drop) {
             WireFault::Dropped
-        } else if self.fault(lost_reply) {
+        } else if self.fault(|c| &c.lost_reply) {
             WireFault::LostReply
         } else {
             WireFault::None
         };
-        let duplicate_after_ms = if self.net_fault(duplicate) {
+        let duplicate_after_ms = if self.net_fault(|c| &c.duplicate) {
             Some(self.latency_ms())
         } else {
             None
@@ -750,11 +749,9 @@ impl<'a, B: Backend> Driver<'a, B> {
     fn wake(&mut self, worker: usize) -> bool {
         let now = self.engine.now_ms();
         let partition_max = self.setup.faults.partition_ms_max;
-        let c = &self.chances;
-        let (crash, restart, partition) = (c.crash, c.broker_restart, c.partition);
         self.sync_clock(worker);
         self.note_partition_healed(worker);
-        if self.fault(crash) {
+        if self.fault(|c| &c.crash) {
             let downtime_max = self.setup.faults.crash_downtime_ms_max.max(1);
             let downtime = self.faults.between(1, downtime_max);
             let w = &mut self.workers[worker];
@@ -766,11 +763,11 @@ impl<'a, B: Backend> Driver<'a, B> {
             return true;
         }
         let mut acted = false;
-        if self.fault(restart) {
+        if self.fault(|c| &c.broker_restart) {
             self.engine.broker_restart();
             acted = true;
         }
-        if self.net_fault(partition) {
+        if self.net_fault(|c| &c.partition) {
             let ms = self.network.between(1, partition_max.max(1));
             self.workers[worker].partitioned_until_ms = now.saturating_add(ms);
         }
@@ -844,7 +841,12 @@ impl<'a, B: Backend> Driver<'a, B> {
         }
         let w = &mut self.workers[worker];
         let group = w.next_group;
-        w.next_group = (group + 1) % setup.group_names.len();
+        // The next group in turn (a comparison, not a division: every fetch takes one).
+        w.next_group = if group + 1 == setup.group_names.len() {
+            0
+        } else {
+            group + 1
+        };
         let fault = self.fetch_fault();
         let limit = setup.workload.fetch_limit.max(1) as usize;
         let got = self
@@ -872,13 +874,11 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     /// How a fetch travels now: refused by an unavailable broker, its reply dropped or lost.
     fn fetch_fault(&mut self) -> WireFault {
-        let c = &self.chances;
-        let (unavailable, drop, lost_reply) = (c.unavailable, c.drop, c.lost_reply);
-        if self.fault(unavailable) {
+        if self.fault(|c| &c.unavailable) {
             WireFault::Unavailable
-        } else if self.net_fault(drop) {
+        } else if self.net_fault(|c| &c.drop) {
             WireFault::Dropped
-        } else if self.fault(lost_reply) {
+        } else if self.fault(|c| &c.lost_reply) {
             WireFault::LostReply
         } else {
             WireFault::None
@@ -896,7 +896,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             let (mut run, mut renews) = self.draw_handler(worker, issuance);
             let aimed = self.aim_handler(issuance, &mut run, &mut renews);
             let mut finish = now.saturating_add(run.handler_ms);
-            if self.fault(self.chances.pause) {
+            if self.fault(|c| &c.pause) {
                 let lease_ms = setup.lease_ms;
                 let ms = self
                     .faults
@@ -934,7 +934,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         let seq = self.engine.lease(issuance).expect("just fetched").seq;
         let (handler_ms, renews) = if is_poison(&self.poison, seq) {
             (lease_ms + self.handler.between(1, lease_ms.max(1)), false)
-        } else if self.fault(self.chances.slow_handler) {
+        } else if self.fault(|c| &c.slow_handler) {
             let max = f.slow_handler_ms_max.max(lease_ms);
             (self.faults.between(lease_ms, max), false)
         } else if self.handler.odds(&self.chances.long_handler) {
@@ -942,7 +942,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         } else {
             (self.handler.span(&self.chances.handler_ms), false)
         };
-        let outcome = if self.fault(self.chances.handler_error) {
+        let outcome = if self.fault(|c| &c.handler_error) {
             Outcome::Error {
                 kind: Reason::from_static("HandlerError"),
                 text: Reason::EMPTY,
