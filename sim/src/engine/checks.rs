@@ -27,8 +27,12 @@ impl<B: Backend> Engine<B> {
             self.oracle.end_step(&self.backend);
             self.backend_changed = false;
         } else if cfg!(debug_assertions) {
-            // Test builds check the argument on every quiet step: its full checks find
-            // nothing new.
+            // Test builds check the argument on every quiet step: it named no record, and its
+            // full checks find nothing new.
+            assert!(
+                self.oracle.touched_nothing(),
+                "a step that did not change the broker named a record"
+            );
             let before = self.oracle.violated_invariants().count();
             self.oracle.end_step(&self.backend);
             assert_eq!(
