@@ -253,7 +253,7 @@ impl<B: Backend> Engine<B> {
                 When::After => after.push(action.op),
             }
         }
-        let slot = self.runs.insert(Run {
+        let slot = self.runs.insert_with(|| Run {
             id,
             worker,
             incarnation: self.workers[worker].incarnation,

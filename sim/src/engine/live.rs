@@ -192,14 +192,21 @@ impl<T> Slab<T> {
     /// Stores `value`; returns its slot.
     #[inline]
     pub fn insert(&mut self, value: T) -> u32 {
+        self.insert_with(|| value)
+    }
+
+    /// Stores the value `make` builds; returns its slot. (Built where it is stored: a large
+    /// entry is not built aside and copied in.)
+    #[inline(always)]
+    pub fn insert_with(&mut self, make: impl FnOnce() -> T) -> u32 {
         match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = value;
+                self.slots[slot as usize] = make();
                 self.live[slot as usize] = true;
                 slot
             }
             None => {
-                self.slots.push(value);
+                self.slots.push(make());
                 self.live.push(true);
                 (self.slots.len() - 1) as u32
             }

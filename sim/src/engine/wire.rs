@@ -59,7 +59,7 @@ impl<B: Backend> Engine<B> {
         let id = RequestId(self.requests_sent);
         self.requests_sent += 1;
         let lease = lease.unwrap_or(info.lease);
-        let slot = self.flights.insert(Flight {
+        let slot = self.flights.insert_with(|| Flight {
             id,
             worker,
             incarnation,
