@@ -673,8 +673,13 @@ impl Oracle {
             });
         }
         let key = (group as u32, seq);
-        if let Some(other) = self.live.iter().find(|l| (l.group, l.seq) == key) {
-            let other = other.issuance;
+        // One pass: the record's live leases are superseded; the first one breaks I2.
+        let mut unexpired = None;
+        for other in self.live.iter_mut().filter(|l| (l.group, l.seq) == key) {
+            unexpired.get_or_insert(other.issuance);
+            other.current = false;
+        }
+        if let Some(other) = unexpired {
             self.fail(Invariant::I2, || {
                 detail![
                     issuance,
@@ -685,9 +690,6 @@ impl Oracle {
                     " is unexpired",
                 ]
             });
-        }
-        for other in self.live.iter_mut().filter(|l| (l.group, l.seq) == key) {
-            other.current = false;
         }
         let deliveries = record.deliveries + 1;
         let max_attempts = self.config.max_attempts;

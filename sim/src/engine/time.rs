@@ -98,9 +98,11 @@ impl<B: Backend> Engine<B> {
                 .leases
                 .find_unended(item.group, item.seq, item.lease_id);
             let Some(issuance) = found else { continue };
+            // Only the worker that fetched a lease ever holds it.
+            let holder = self.leases.get(issuance).map(|l| l.holder);
             self.leases.end_as(issuance, End::Expired);
-            for worker in 0..self.workers.len() {
-                self.forget(worker, issuance);
+            if let Some(holder) = holder {
+                self.forget(holder, issuance);
             }
             let after = self.backend.frontier(item.group);
             let frontier = (after != before[item.group]).then_some((before[item.group], after));
