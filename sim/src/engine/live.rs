@@ -195,8 +195,8 @@ impl<T> Slab<T> {
         self.insert_with(|| value)
     }
 
-    /// Stores the value `make` builds; returns its slot. (Built where it is stored: a large
-    /// entry is not built aside and copied in.)
+    /// Stores the value `make` builds; returns its slot. (Always inlined: a large entry's
+    /// construction and its store compile together at the caller.)
     #[inline(always)]
     pub fn insert_with(&mut self, make: impl FnOnce() -> T) -> u32 {
         match self.free.pop() {
