@@ -9,6 +9,13 @@ use crate::trace::fnv1a64;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// rand's conservative, fast bias zone of a 64-bit draw below `range` (`range > 0`; never 0:
+/// the shifted range has its top bit set).
+#[inline(always)]
+fn zone_of(range: u64) -> u64 {
+    (range << range.leading_zeros()).wrapping_sub(1)
+}
+
 /// A probability prepared for drawing: [`Prng::odds`] decides as [`Prng::chance`] of its
 /// ratio does, from the same words of the stream, without working out the draw's bias zone
 /// each time (a run draws the same few probabilities millions of times).
@@ -27,8 +34,7 @@ impl Odds {
         let zone = if num == 0 || num == den {
             0
         } else {
-            // Never 0 for a draw: the shifted denominator has its top bit set.
-            (den << den.leading_zeros()).wrapping_sub(1)
+            zone_of(den)
         };
         Odds { num, den, zone }
     }
@@ -53,10 +59,7 @@ impl Span {
     pub fn new(low: u64, high: u64) -> Span {
         assert!(low <= high, "between({low}, {high}) is empty");
         let range = high.wrapping_sub(low).wrapping_add(1);
-        let zone = match range {
-            0 => 0,
-            _ => (range << range.leading_zeros()).wrapping_sub(1),
-        };
+        let zone = if range == 0 { 0 } else { zone_of(range) };
         Span { low, range, zone }
     }
 }
@@ -79,8 +82,12 @@ impl Prng {
     /// low half falls outside the bias zone (then it draws again).
     #[inline(always)]
     fn sample(&mut self, low: u64, range: u64) -> u64 {
-        // rand's conservative, fast zone for 64-bit integers.
-        let zone = (range << range.leading_zeros()).wrapping_sub(1);
+        self.sample_in_zone(low, range, zone_of(range))
+    }
+
+    /// [`Prng::sample`] with the bias zone of `range` worked out already.
+    #[inline(always)]
+    fn sample_in_zone(&mut self, low: u64, range: u64, zone: u64) -> u64 {
         loop {
             let wide = u128::from(self.0.next_u64()) * u128::from(range);
             if wide as u64 <= zone {
@@ -127,26 +134,17 @@ impl Prng {
         if odds.zone == 0 {
             return odds.num != 0;
         }
-        loop {
-            let wide = u128::from(self.0.next_u64()) * u128::from(odds.den);
-            if wide as u64 <= odds.zone {
-                return ((wide >> 64) as u64) < odds.num;
-            }
-        }
+        self.sample_in_zone(0, odds.den, odds.zone) < odds.num
     }
 
     /// [`Prng::between`] the bounds `span` was made of: the same draw from the same words.
     #[inline(always)]
     pub fn span(&mut self, span: &Span) -> u64 {
         if span.range == 0 {
+            // The whole of u64: any word will do.
             return self.0.next_u64();
         }
-        loop {
-            let wide = u128::from(self.0.next_u64()) * u128::from(span.range);
-            if wide as u64 <= span.zone {
-                return span.low.wrapping_add((wide >> 64) as u64);
-            }
-        }
+        self.sample_in_zone(span.low, span.range, span.zone)
     }
 
     /// A fair coin.
