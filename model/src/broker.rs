@@ -764,6 +764,11 @@ impl Broker {
             seq,
             lease_id,
         };
+        // A new lease's deadline is most often the latest: it goes last without a search.
+        if self.timers.last().is_none_or(|last| *last < timer) {
+            self.timers.push(timer);
+            return;
+        }
         let position = self.timers.partition_point(|t| *t < timer);
         self.timers.insert(position, timer);
     }
@@ -804,17 +809,25 @@ impl Broker {
         } else if is_available && !was_available {
             insert_sorted(&mut g.returned, seq);
         }
-        match (old.is_settled(), record.is_settled()) {
-            (false, true) => self.unsettled -= 1,
+        let settles = match (old.is_settled(), record.is_settled()) {
+            (false, true) => {
+                self.unsettled -= 1;
+                true
+            }
             (true, false) => {
                 self.unsettled += 1;
                 if seq <= g.frontier {
                     g.unsettled_below = g.unsettled_below.min(seq);
                 }
+                false
             }
-            _ => {}
+            _ => false,
+        };
+        // The frontier stands on the first unsettled record: only a record that settles can
+        // move it (or, by the highest ack, an ack, which moved `max_acked` before this).
+        if settles || self.config.variant.frontier_rule() == FrontierRule::MaxAcked {
+            self.advance_frontier(group);
         }
-        self.advance_frontier(group);
     }
 
     fn advance_frontier(&mut self, group: GroupIx) {
