@@ -330,6 +330,7 @@ fn is_poison(poison: &[u64], seq: u32) -> bool {
 }
 
 impl<'a, B: Backend> Driver<'a, B> {
+    #[inline(never)]
     fn new(setup: &'a Setup, backend: B, options: &RunOptions) -> Driver<'a, B> {
         let seed = setup.seed;
         let mut workload = Prng::named(seed, "workload");
@@ -493,6 +494,7 @@ impl<'a, B: Backend> Driver<'a, B> {
 
     /// Ends the safety phase: clocks are fixed, the driver stops, what is in flight lands, and
     /// the engine's liveness phase runs within `liveness_ms_max`.
+    #[inline(never)]
     fn heal_and_drain(&mut self) -> (String, Option<Bound>) {
         let setup = self.setup;
         for worker in 0..self.workers.len() {
@@ -522,6 +524,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         (report.end.describe(), report.bound())
     }
 
+    #[inline(never)]
     fn outcome(self, end: String, inconclusive: Option<Bound>) -> RunOutcome {
         let setup = self.setup;
         let oracle = self.engine.oracle();
@@ -737,13 +740,20 @@ impl<'a, B: Backend> Driver<'a, B> {
                 self.wake(worker)
             }
             Event::Restart { worker } => {
-                self.workers[worker].crashed = false;
-                self.engine.restart(worker);
-                let now = self.engine.now_ms();
-                self.schedule_wake(worker, now);
+                self.restart(worker);
                 true
             }
         }
+    }
+
+    /// A crashed worker comes back.
+    #[cold]
+    #[inline(never)]
+    fn restart(&mut self, worker: usize) {
+        self.workers[worker].crashed = false;
+        self.engine.restart(worker);
+        let now = self.engine.now_ms();
+        self.schedule_wake(worker, now);
     }
 
     fn wake(&mut self, worker: usize) -> bool {
@@ -752,14 +762,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         self.sync_clock(worker);
         self.note_partition_healed(worker);
         if self.fault(|c| &c.crash) {
-            let downtime_max = self.setup.faults.crash_downtime_ms_max.max(1);
-            let downtime = self.faults.between(1, downtime_max);
-            let w = &mut self.workers[worker];
-            w.crashed = true;
-            w.job = None;
-            w.token += 1;
-            self.engine.crash(worker);
-            self.push(now.saturating_add(downtime), Event::Restart { worker });
+            self.crash(worker);
             return true;
         }
         let mut acted = false;
@@ -783,6 +786,22 @@ impl<'a, B: Backend> Driver<'a, B> {
         };
         let published = self.publish_more();
         worked || acted || published
+    }
+
+    /// The worker crashes now, and restarts after a downtime the faults draw. (Rare: kept out
+    /// of the wake's own code.)
+    #[cold]
+    #[inline(never)]
+    fn crash(&mut self, worker: usize) {
+        let now = self.engine.now_ms();
+        let downtime_max = self.setup.faults.crash_downtime_ms_max.max(1);
+        let downtime = self.faults.between(1, downtime_max);
+        let w = &mut self.workers[worker];
+        w.crashed = true;
+        w.job = None;
+        w.token += 1;
+        self.engine.crash(worker);
+        self.push(now.saturating_add(downtime), Event::Restart { worker });
     }
 
     /// The first wake after a partition ended: a coverage probe when the worker still holds
