@@ -134,6 +134,24 @@ impl<B: Backend> Engine<B> {
         }
     }
 
+    /// A handler run whose worker is paused (it finishes when the pause ends) or crashed since
+    /// it started (it never finishes). (Rare: kept out of [`Engine::handler_done`]'s code.)
+    #[cold]
+    #[inline(never)]
+    fn handler_not_done(&mut self, slot: u32, alive: bool) {
+        let run = self.runs.get(slot);
+        let (id, issuance, worker) = (run.id, run.issuance, run.worker);
+        if alive {
+            let at = self.workers[worker].paused_until_ms;
+            self.queue.push(at, Due::HandlerDone { slot });
+            return;
+        }
+        self.runs.free(slot);
+        self.hits.hit(Probe::HandlerKilledByCrash);
+        self.emit(self.now_ms, Event::HandlerKilled { run: id });
+        self.leases.release(issuance);
+    }
+
     #[inline(never)]
     fn handler_done(&mut self, slot: u32) {
         let (worker, incarnation) = {
@@ -142,25 +160,14 @@ impl<B: Backend> Engine<B> {
         };
         let w = &self.workers[worker];
         let alive = w.up && w.incarnation == incarnation;
-        if alive && w.paused_until_ms > self.now_ms {
-            // A handler that finishes while its worker is paused finishes when the pause ends.
-            let at = w.paused_until_ms;
-            self.queue.push(at, Due::HandlerDone { slot });
+        if !alive || w.paused_until_ms > self.now_ms {
+            self.handler_not_done(slot, alive);
             return;
         }
         // The run's slot is freed once its settles are sent (nothing below starts a run).
         let run = self.runs.get(slot);
         let (id, issuance, delivery) = (run.id, run.issuance, run.delivery);
-        if alive {
-            self.workers[worker].running -= 1;
-        }
-        if !alive {
-            self.runs.free(slot);
-            self.hits.hit(Probe::HandlerKilledByCrash);
-            self.emit(self.now_ms, Event::HandlerKilled { run: id });
-            self.leases.release(issuance);
-            return;
-        }
+        self.workers[worker].running -= 1;
         let (group, seq, started_current) = (run.group, run.seq, run.started_current);
         let outcome = run.outcome.clone();
         let success = outcome.is_success();

@@ -182,6 +182,8 @@ impl<B: Backend> Engine<B> {
 
     /// A request the network lost (`Dropped`) or the broker refused without applying it
     /// (`Unavailable`, `Failed`): the worker's reply carries the error.
+    #[cold]
+    #[inline(never)]
     fn not_applied(&mut self, slot: u32, fault: Fault, reply_at: Ms) {
         let (seen, reached) = match fault {
             Fault::Dropped => {
@@ -336,9 +338,28 @@ impl<B: Backend> Engine<B> {
     #[inline(never)]
     pub(super) fn reply(&mut self, slot: u32) {
         let f = self.flights.get(slot);
+        let w = &self.workers[f.worker];
+        let current = w.up && w.incarnation == f.incarnation;
+        if !current || w.paused_until_ms > self.now_ms {
+            self.reply_not_taken(slot, current);
+            return;
+        }
+        match f.seen.clone().expect("a reply carries a result") {
+            Ok(()) => self.reply_ok(slot),
+            Err(error) => self.reply_failed(slot, error),
+        }
+        self.flight_step_done(slot);
+    }
+
+    /// A reply its worker does not take now: the worker restarted since it sent the request
+    /// (the reply is discarded), or it is paused (the reply waits for the pause's end).
+    /// (Rare: kept out of [`Engine::reply`]'s code.)
+    #[cold]
+    #[inline(never)]
+    fn reply_not_taken(&mut self, slot: u32, current: bool) {
+        let f = self.flights.get(slot);
         let (id, worker) = (f.id, f.worker);
-        let w = &self.workers[worker];
-        if !w.up || w.incarnation != f.incarnation {
+        if !current {
             self.hits.hit(Probe::ReplyToRestartedWorker);
             let event = Event::Replied {
                 request: id,
@@ -346,19 +367,10 @@ impl<B: Backend> Engine<B> {
                 follow_up: None,
             };
             self.emit(self.now_ms, event);
-            self.flight_step_done(slot);
-            return;
-        }
-        if w.paused_until_ms > self.now_ms {
-            let at = w.paused_until_ms;
+        } else {
+            let at = self.workers[worker].paused_until_ms;
             self.flights.get_mut(slot).pending += 1;
             self.queue.push(at, Due::Reply { slot });
-            self.flight_step_done(slot);
-            return;
-        }
-        match f.seen.clone().expect("a reply carries a result") {
-            Ok(()) => self.reply_ok(slot),
-            Err(error) => self.reply_failed(slot, error),
         }
         self.flight_step_done(slot);
     }
@@ -385,6 +397,7 @@ impl<B: Backend> Engine<B> {
 
     /// The request failed: the runtime classifies the error — drop the lease, leave it to
     /// expire, or nack once.
+    #[inline(never)]
     fn reply_failed(&mut self, slot: u32, error: SettleError) {
         let f = self.flights.get(slot);
         let (id, worker, issuance, op) = (f.id, f.worker, f.issuance, f.op);
