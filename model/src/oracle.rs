@@ -592,7 +592,10 @@ impl Oracle {
     }
 
     /// Records a broken invariant; builds the detail only when it is newly broken and the
-    /// oracle keeps details.
+    /// oracle keeps details. (Out of line: a correct step never calls it, and the detail's
+    /// formatting stays out of the checks' code.)
+    #[cold]
+    #[inline(never)]
     fn fail(&mut self, invariant: Invariant, detail: impl FnOnce() -> Detail) {
         if self.violated(invariant) {
             return;
