@@ -550,7 +550,8 @@ impl Broker {
             deadline_ms,
             receipt: self.receipt(seq),
         };
-        self.next_lease_id += 1;
+        // A lease id count cannot reach 2^64: no overflow check on the hot path.
+        self.next_lease_id = self.next_lease_id.wrapping_add(1);
         self.set(
             group,
             seq,

@@ -921,7 +921,8 @@ impl Oracle {
     #[inline]
     pub fn end_quiet_step(&mut self) {
         if let Some(log) = &mut self.log {
-            log.step += 1;
+            // A step count cannot reach 2^64: no overflow check on the hot path.
+            log.step = log.step.wrapping_add(1);
         }
     }
 
@@ -976,7 +977,8 @@ impl Oracle {
         }
         self.audit_due = false;
         if let Some(log) = &mut self.log {
-            log.step += 1;
+            // A step count cannot reach 2^64: no overflow check on the hot path.
+            log.step = log.step.wrapping_add(1);
         }
     }
 

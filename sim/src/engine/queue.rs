@@ -78,7 +78,8 @@ impl Queue {
             seq: self.inserted,
             due,
         };
-        self.inserted += 1;
+        // An insertion count cannot reach 2^64: no overflow check on the hot path.
+        self.inserted = self.inserted.wrapping_add(1);
         // Every entry already queued has a smaller sequence: a tie in (time, rank) goes after
         // them.
         let position = self
