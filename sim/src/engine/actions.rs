@@ -42,7 +42,7 @@ impl<B: Backend> Engine<B> {
 
     /// Publishes `count` events at the start of a run, without timeline lines.
     pub fn publish_initial(&mut self, count: u32) {
-        self.backend_changed = true;
+        self.changed_backend();
         self.backend.reserve(count as usize);
         self.oracle.reserve(count as usize);
         for _ in 0..count {
@@ -54,7 +54,7 @@ impl<B: Backend> Engine<B> {
 
     /// Publishes one event now, as a line of its own.
     pub fn publish(&mut self) -> Seq {
-        self.backend_changed = true;
+        self.changed_backend();
         let seq = self.backend.publish();
         self.oracle.published();
         self.world.publish(seq);
@@ -104,7 +104,7 @@ impl<B: Backend> Engine<B> {
             Fault::Unavailable => Err(SettleError::BackendUnavailable),
             Fault::Failed => Err(SettleError::Failed("injected".into())),
             _ => {
-                self.backend_changed = true;
+                self.changed_backend();
                 let name = &self.setup.workers[worker];
                 self.backend
                     .fetch_as_into(name, group, limit, now_ms, lease_ms, &mut leases)
@@ -348,7 +348,7 @@ impl<B: Backend> Engine<B> {
             self.hits.hit(Probe::BrokerRestartWithLiveLeases);
         }
         let before: SmallVec<[Seq; 4]> = (0..groups).map(|g| self.backend.frontier(g)).collect();
-        self.backend_changed = true;
+        self.changed_backend();
         self.backend.restart();
         self.after_restart_audit();
         let frontier = (0..groups)

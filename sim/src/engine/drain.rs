@@ -74,7 +74,7 @@ impl<B: Backend> Engine<B> {
             // A deadline already due is applied by the next fetch (lazy expiry): wait for
             // what comes after it.
             let now_ms = self.now_ms;
-            let deadline = self.backend.next_deadline().filter(|&d| d > now_ms);
+            let deadline = self.next_deadline().filter(|&d| d > now_ms);
             let next = [self.next_event_ms(), deadline].into_iter().flatten().min();
             let target = match next {
                 Some(at) => at.max(self.now_ms),

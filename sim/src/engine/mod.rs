@@ -150,6 +150,10 @@ pub struct Engine<B: Backend> {
     /// The engine called the broker to change it (publish, fetch, settle, expire, restart)
     /// since the last [`Engine::end_step`]: the step's checks have something to read.
     backend_changed: bool,
+    /// The broker's earliest lease deadline as last read ([`Engine::next_deadline`]), while
+    /// `deadline_known`: no call that may change the broker's timers was made since.
+    deadline_ms: Option<Ms>,
+    deadline_known: bool,
     rolling_audit: RollingAudit,
     /// The time the oracle was last advanced to (advancing again to it changes nothing).
     advanced_ms: Option<Ms>,
@@ -215,6 +219,8 @@ impl<B: Backend> Engine<B> {
             returned: SmallVec::new(),
             violations_seen: 0,
             backend_changed: true,
+            deadline_ms: None,
+            deadline_known: false,
             rolling_audit: RollingAudit::default(),
             advanced_ms: None,
             follow_up_delivery: Delivery::INSTANT,
@@ -238,6 +244,33 @@ impl<B: Backend> Engine<B> {
     /// The broker under test.
     pub fn backend(&self) -> &B {
         &self.backend
+    }
+
+    /// The broker's earliest lease deadline ([`Backend::next_deadline`]). It is read from the
+    /// broker again only after a call that may have changed its timers (publish, fetch,
+    /// settle, expiry, restart: [`Engine::changed_backend`]); a step reads it several times.
+    #[inline]
+    pub fn next_deadline(&mut self) -> Option<Ms> {
+        if !self.deadline_known {
+            self.deadline_ms = self.backend.next_deadline();
+            self.deadline_known = true;
+        } else if cfg!(debug_assertions) {
+            // Test builds check the argument on every read: the broker says the same.
+            assert_eq!(
+                self.deadline_ms,
+                self.backend.next_deadline(),
+                "the broker's timers changed without a call that may change them"
+            );
+        }
+        self.deadline_ms
+    }
+
+    /// The engine called the broker to change it: the step's checks have something to read,
+    /// and its timers may have changed.
+    #[inline]
+    fn changed_backend(&mut self) {
+        self.backend_changed = true;
+        self.deadline_known = false;
     }
 
     /// The oracle (violations, duplicate runs, delivery counts).

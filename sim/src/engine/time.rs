@@ -17,7 +17,6 @@ impl<B: Backend> Engine<B> {
         let eager = self.setup.expiry == Expiry::AtDeadline;
         loop {
             let deadline = self
-                .backend
                 .next_deadline()
                 .filter(|_| eager)
                 .filter(|&d| d <= until_ms && exhausted_deadline.filter(|&x| d <= x).is_none());
@@ -66,7 +65,7 @@ impl<B: Backend> Engine<B> {
     pub(super) fn expire_at(&mut self, at_ms: Ms) -> bool {
         self.now_ms = self.now_ms.max(at_ms);
         let now_ms = self.now_ms;
-        if self.backend.next_deadline().is_none_or(|d| d > now_ms) {
+        if self.next_deadline().is_none_or(|d| d > now_ms) {
             // Nothing is due: the broker would expire nothing.
             self.advance_oracle(now_ms);
             return false;
@@ -82,7 +81,7 @@ impl<B: Backend> Engine<B> {
         before.clear();
         before.extend((0..self.setup.groups.len()).map(|g| self.backend.frontier(g)));
         let mut expired = std::mem::take(&mut self.expired_scratch);
-        self.backend_changed = true;
+        self.changed_backend();
         self.backend.expire_due_into(now_ms, &mut expired);
         self.advance_oracle(now_ms);
         for item in &expired {

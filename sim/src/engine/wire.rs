@@ -148,7 +148,7 @@ impl<B: Backend> Engine<B> {
         };
         let now_ms = self.now_ms;
         let before = self.backend.frontier(lease.group);
-        self.backend_changed = true;
+        self.changed_backend();
         let answer = self
             .backend
             .settle_as(&self.setup.workers[worker], &wire, now_ms);

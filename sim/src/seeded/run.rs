@@ -454,7 +454,7 @@ impl<'a, B: Backend> Driver<'a, B> {
                 );
             }
             let now = self.engine.now_ms();
-            let deadline = self.engine.backend().next_deadline().filter(|&d| d > now);
+            let deadline = self.engine.next_deadline().filter(|&d| d > now);
             let engine_next = match (self.engine.next_event_ms(), deadline) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
