@@ -23,6 +23,24 @@ impl<B: Backend> Engine<B> {
     /// every step is audited in full.
     #[inline]
     pub fn end_step(&mut self) {
+        // The usual quiet step of a campaign (nothing to read, audit, collect or record) ends
+        // here, without entering the full step's larger code.
+        let quiet = !self.backend_changed
+            && !self.setup.audit_every_step
+            && !cfg!(debug_assertions)
+            && self.rolling_audit.remaining == 0
+            && !self.oracle.any_violated()
+            && self.recorder.is_none();
+        if quiet {
+            self.oracle.end_quiet_step();
+        } else {
+            self.end_step_full();
+        }
+    }
+
+    /// [`Engine::end_step`] of a step that changed the broker, or that has more to do.
+    #[inline(never)]
+    fn end_step_full(&mut self) {
         if self.backend_changed || self.setup.audit_every_step {
             self.oracle.end_step(&self.backend);
             self.backend_changed = false;
