@@ -950,7 +950,13 @@ impl Oracle {
                 if !is_settled_status(status) {
                     open.push((group, seq));
                 }
-                self.observe_record(view, group as GroupIx, seq, status);
+                // The usual record plainly agrees with its ghost: nothing more to compare.
+                let agrees = self
+                    .ghost(group as GroupIx, seq)
+                    .is_some_and(|record| plainly_agrees(record.settled(), status));
+                if !agrees {
+                    self.observe_record(view, group as GroupIx, seq, status);
+                }
             }
             let open_below = |group: GroupIx, frontier: Seq| {
                 open.iter()
