@@ -172,9 +172,8 @@ impl LiveLeases {
 /// table): freeing writes nothing, and an entry is written once, where it lives.
 #[derive(Clone, Debug)]
 pub struct Slab<T> {
-    slots: Vec<T>,
-    /// Whether each slot holds a live entry.
-    live: Vec<bool>,
+    /// Each slot's entry, and whether it is live (side by side: one look-up reads both).
+    slots: Vec<(bool, T)>,
     free: Vec<u32>,
 }
 
@@ -182,7 +181,6 @@ impl<T> Default for Slab<T> {
     fn default() -> Slab<T> {
         Slab {
             slots: Vec::new(),
-            live: Vec::new(),
             free: Vec::new(),
         }
     }
@@ -201,13 +199,11 @@ impl<T> Slab<T> {
     pub fn insert_with(&mut self, make: impl FnOnce() -> T) -> u32 {
         match self.free.pop() {
             Some(slot) => {
-                self.slots[slot as usize] = make();
-                self.live[slot as usize] = true;
+                self.slots[slot as usize] = (true, make());
                 slot
             }
             None => {
-                self.slots.push(make());
-                self.live.push(true);
+                self.slots.push((true, make()));
                 (self.slots.len() - 1) as u32
             }
         }
@@ -219,8 +215,9 @@ impl<T> Slab<T> {
     /// When the slot is free: only a bug in the engine's bookkeeping gets there.
     #[inline]
     pub fn get(&self, slot: u32) -> &T {
-        assert!(self.live[slot as usize], "a queued event names a live slot");
-        &self.slots[slot as usize]
+        let (live, entry) = &self.slots[slot as usize];
+        assert!(*live, "a queued event names a live slot");
+        entry
     }
 
     /// The value in `slot`, to change it.
@@ -229,8 +226,9 @@ impl<T> Slab<T> {
     /// When the slot is free, as [`Slab::get`].
     #[inline]
     pub fn get_mut(&mut self, slot: u32) -> &mut T {
-        assert!(self.live[slot as usize], "a queued event names a live slot");
-        &mut self.slots[slot as usize]
+        let (live, entry) = &mut self.slots[slot as usize];
+        assert!(*live, "a queued event names a live slot");
+        entry
     }
 
     /// Frees `slot` (its value stays until the slot is reused).
@@ -239,7 +237,7 @@ impl<T> Slab<T> {
     /// When the slot is free already.
     #[inline]
     pub fn free(&mut self, slot: u32) {
-        let live = &mut self.live[slot as usize];
+        let live = &mut self.slots[slot as usize].0;
         assert!(*live, "a slot is freed once");
         *live = false;
         self.free.push(slot);
