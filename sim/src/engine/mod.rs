@@ -247,8 +247,8 @@ impl<B: Backend> Engine<B> {
     }
 
     /// The broker's earliest lease deadline ([`Backend::next_deadline`]). It is read from the
-    /// broker again only after a call that may have changed its timers (publish, fetch,
-    /// settle, expiry, restart: [`Engine::changed_backend`]); a step reads it several times.
+    /// broker again only after a call that may have changed its timers (a publish, fetch,
+    /// settle, expiry or restart); a step reads it several times.
     #[inline]
     pub fn next_deadline(&mut self) -> Option<Ms> {
         if !self.deadline_known {
