@@ -187,12 +187,6 @@ impl<T> Default for Slab<T> {
 }
 
 impl<T> Slab<T> {
-    /// Stores `value`; returns its slot.
-    #[inline]
-    pub fn insert(&mut self, value: T) -> u32 {
-        self.insert_with(|| value)
-    }
-
     /// Stores the value `make` builds; returns its slot. (Always inlined: a large entry's
     /// construction and its store compile together at the caller.)
     #[inline(always)]
