@@ -18,6 +18,7 @@
 pub mod campaign;
 pub mod ddmin;
 pub mod faults;
+mod keystream;
 pub mod prng;
 pub mod ratio;
 pub mod reachable;

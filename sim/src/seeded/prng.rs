@@ -4,9 +4,10 @@
 //! stream: the key comes from the root seed, the stream number from the component's name. A draw
 //! added in one component therefore never reshuffles another (TigerBeetle VOPR's sub-seeds).
 
+use super::keystream::{Keystream, Rows, WORDS};
 use super::ratio::Ratio;
 use crate::trace::fnv1a64;
-use rand::{RngCore, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 /// rand's conservative, fast bias zone of a 64-bit draw below `range` (`range > 0`; never 0:
@@ -64,16 +65,57 @@ impl Span {
     }
 }
 
-/// A component's random generator.
+/// A component's random generator: `rand_chacha::ChaCha8Rng`'s words, sixteen blocks at a
+/// time (the `keystream` module).
 #[derive(Clone, Debug)]
-pub struct Prng(ChaCha8Rng);
+pub struct Prng {
+    stream: Keystream,
+    /// The next word to read; [`WORDS`] when the buffer is spent. Always even: every draw
+    /// reads two words (rand's `next_u64`), and a block has an even number of words, so a
+    /// draw never straddles two blocks.
+    index: usize,
+    buffer: Buffer,
+}
+
+/// The generated words, aligned for the widest vector stores.
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Buffer(Rows);
 
 impl Prng {
-    /// The generator of component `name` for the run seeded with `seed`.
+    /// The generator of component `name` for the run seeded with `seed`: ChaCha8 keyed as
+    /// `ChaCha8Rng::seed_from_u64(seed)`, on the stream numbered by the name's FNV-1a hash.
     pub fn named(seed: u64, name: &str) -> Prng {
-        let mut prng = ChaCha8Rng::seed_from_u64(seed);
-        prng.set_stream(fnv1a64(name.as_bytes()));
-        Prng(prng)
+        let key = ChaCha8Rng::seed_from_u64(seed).get_seed();
+        Prng {
+            stream: Keystream::new(key, fnv1a64(name.as_bytes())),
+            index: WORDS,
+            buffer: Buffer([[0; 16]; 16]),
+        }
+    }
+
+    /// The stream's next two words as one (the first in the low half), as rand's `next_u64`
+    /// on `ChaCha8Rng` reads them.
+    #[inline(always)]
+    fn next_u64(&mut self) -> u64 {
+        if self.index >= WORDS {
+            self.refill();
+        }
+        let k = self.index;
+        self.index = k + 2;
+        // Word k of the buffer is row k % 16, lane k / 16; k is even, so its second word is
+        // the next row's, same lane.
+        let (row, lane) = (k & 14, (k >> 4) & 15);
+        let low = self.buffer.0[row][lane];
+        let high = self.buffer.0[row + 1][lane];
+        u64::from(low) | u64::from(high) << 32
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) {
+        self.stream.refill(&mut self.buffer.0);
+        self.index = 0;
     }
 
     /// A uniform draw in `low..=low + range - 1` (`range > 0`): rand's single-sample
@@ -89,7 +131,7 @@ impl Prng {
     #[inline(always)]
     fn sample_in_zone(&mut self, low: u64, range: u64, zone: u64) -> u64 {
         loop {
-            let wide = u128::from(self.0.next_u64()) * u128::from(range);
+            let wide = u128::from(self.next_u64()) * u128::from(range);
             if wide as u64 <= zone {
                 return low.wrapping_add((wide >> 64) as u64);
             }
@@ -110,7 +152,7 @@ impl Prng {
         let range = hi.wrapping_sub(lo).wrapping_add(1);
         if range == 0 {
             // The whole of u64: any word will do.
-            return self.0.next_u64();
+            return self.next_u64();
         }
         self.sample(lo, range)
     }
@@ -142,7 +184,7 @@ impl Prng {
     pub fn span(&mut self, span: &Span) -> u64 {
         if span.range == 0 {
             // The whole of u64: any word will do.
-            return self.0.next_u64();
+            return self.next_u64();
         }
         self.sample_in_zone(span.low, span.range, span.zone)
     }
