@@ -5,11 +5,11 @@
 //! A simulation run draws about eight 64-bit words a step, so the generator's block function
 //! was a tenth of a campaign's time. `rand_chacha` computes four blocks per refill, two to a
 //! 256-bit register. This computes sixteen with one block per vector lane (word `i` of every
-//! block in one row): with AVX-512, a row is one register and a refill is 16 × 8 × 12 vector
-//! operations for 1 KiB, without shuffles; with AVX2 it takes two passes of eight blocks. The
-//! buffer stays in that row layout: word `k` of the sixteen blocks is row `k % 16`, lane
-//! `k / 16`. Tests check every word against `rand_chacha` itself, on each path, so every
-//! recorded seed replays as before. (`reports/sim-bench.md` has the figures.)
+//! block in one row): with AVX-512, a row is one register, and a refill is 384 vector
+//! operations for the rounds and 64 shuffles to turn rows into blocks, for 1 KiB; with AVX2 it
+//! takes two passes of eight blocks. The buffer is in stream order, so a draw is one load.
+//! Tests check every word against `rand_chacha` itself, on each path, so every recorded seed
+//! replays as before. (`reports/sim-bench.md` has the figures.)
 
 /// Blocks per refill, and lanes per row.
 const LANES: usize = 16;
@@ -20,8 +20,9 @@ pub const WORDS: usize = 16 * LANES;
 /// ChaCha's constant words ("expand 32-byte k").
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
-/// Sixteen blocks of keystream, row by row: `rows[i][b]` is word `i` of block `b`.
-pub type Rows = [[u32; LANES]; 16];
+/// Sixteen blocks of keystream in stream order, two words to an element (the first in the
+/// low half): element `d` is the stream's `d`-th 64-bit draw, as rand's `next_u64` reads it.
+pub type Blocks = [u64; WORDS / 2];
 
 /// The state of one ChaCha8 stream between refills.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,23 +48,23 @@ impl Keystream {
         }
     }
 
-    /// Fills `rows` with the next sixteen blocks.
+    /// Fills `blocks` with the next sixteen blocks.
     #[inline(never)]
-    pub fn refill(&mut self, rows: &mut Rows) {
+    pub fn refill(&mut self, blocks: &mut Blocks) {
         #[cfg(target_arch = "x86_64")]
         {
             if std::is_x86_feature_detected!("avx512f") {
                 // SAFETY: the processor has AVX-512F, checked just above.
-                unsafe { x86::blocks_avx512(self, rows) };
+                unsafe { x86::blocks_avx512(self, blocks) };
                 return self.advance();
             }
             if std::is_x86_feature_detected!("avx2") {
                 // SAFETY: the processor has AVX2, checked just above.
-                unsafe { x86::blocks_avx2(self, rows) };
+                unsafe { x86::blocks_avx2(self, blocks) };
                 return self.advance();
             }
         }
-        blocks_scalar(self, rows);
+        blocks_scalar(self, blocks);
         self.advance();
     }
 
@@ -125,7 +126,7 @@ macro_rules! rounds {
 }
 
 /// One block at a time, word by word (machines without AVX2).
-fn blocks_scalar(stream: &Keystream, rows: &mut Rows) {
+fn blocks_scalar(stream: &Keystream, blocks: &mut Blocks) {
     let init: [u32; 16] = std::array::from_fn(|i| stream.initial(i));
     for lane in 0..LANES {
         let mut x = init;
@@ -143,15 +144,16 @@ fn blocks_scalar(stream: &Keystream, rows: &mut Rows) {
                 |a: u32| a.rotate_left(7)
             ]
         );
-        for (row, (word, start)) in rows.iter_mut().zip(x.iter().zip(start)) {
-            row[lane] = word.wrapping_add(start);
+        let words: [u32; 16] = std::array::from_fn(|i| x[i].wrapping_add(start[i]));
+        for (j, draw) in blocks[8 * lane..8 * lane + 8].iter_mut().enumerate() {
+            *draw = u64::from(words[2 * j]) | u64::from(words[2 * j + 1]) << 32;
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{Keystream, Rows};
+    use super::{Blocks, Keystream};
     use std::arch::x86_64::*;
 
     /// All sixteen blocks at once: row `i` is one 512-bit register, a block per lane.
@@ -159,7 +161,7 @@ mod x86 {
     /// # Safety
     /// The processor must have AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn blocks_avx512(stream: &Keystream, rows: &mut Rows) {
+    pub(super) unsafe fn blocks_avx512(stream: &Keystream, blocks: &mut Blocks) {
         let (low, high) = stream.counters::<16>(0);
         let mut init: [__m512i; 16] =
             std::array::from_fn(|i| _mm512_set1_epi32(stream.initial(i) as i32));
@@ -180,9 +182,40 @@ mod x86 {
                 rotate512::<7>
             ]
         );
-        for i in 0..16 {
-            let word = _mm512_add_epi32(x[i], init[i]);
-            unsafe { _mm512_storeu_si512(rows[i].as_mut_ptr().cast(), word) };
+        let rows: [__m512i; 16] = std::array::from_fn(|i| _mm512_add_epi32(x[i], init[i]));
+        // Rows to blocks: a 16 × 16 transpose in four stages of sixteen shuffles.
+        // Pairs of rows interleaved, then quads: `quads[4 * g + m]` holds, in its 128-bit
+        // chunk `c`, words 4g..4g + 3 of block 4c + m.
+        let mut pairs = [_mm512_setzero_si512(); 16];
+        for r in (0..16).step_by(2) {
+            pairs[r] = _mm512_unpacklo_epi32(rows[r], rows[r + 1]);
+            pairs[r + 1] = _mm512_unpackhi_epi32(rows[r], rows[r + 1]);
+        }
+        let mut quads = [_mm512_setzero_si512(); 16];
+        for g in 0..4 {
+            let (a, b) = (4 * g, 4 * g + 2);
+            quads[4 * g] = _mm512_unpacklo_epi64(pairs[a], pairs[b]);
+            quads[4 * g + 1] = _mm512_unpackhi_epi64(pairs[a], pairs[b]);
+            quads[4 * g + 2] = _mm512_unpacklo_epi64(pairs[a + 1], pairs[b + 1]);
+            quads[4 * g + 3] = _mm512_unpackhi_epi64(pairs[a + 1], pairs[b + 1]);
+        }
+        // Then chunk `c` of the four quads of `m` is block 4c + m, whole.
+        let out = blocks.as_mut_ptr().cast::<__m512i>();
+        for m in 0..4 {
+            let low = _mm512_shuffle_i32x4::<0x44>(quads[m], quads[4 + m]);
+            let high = _mm512_shuffle_i32x4::<0xee>(quads[m], quads[4 + m]);
+            let low2 = _mm512_shuffle_i32x4::<0x44>(quads[8 + m], quads[12 + m]);
+            let high2 = _mm512_shuffle_i32x4::<0xee>(quads[8 + m], quads[12 + m]);
+            let block = [
+                _mm512_shuffle_i32x4::<0x88>(low, low2),
+                _mm512_shuffle_i32x4::<0xdd>(low, low2),
+                _mm512_shuffle_i32x4::<0x88>(high, high2),
+                _mm512_shuffle_i32x4::<0xdd>(high, high2),
+            ];
+            for (c, words) in block.into_iter().enumerate() {
+                // SAFETY: `blocks` is 1 KiB: sixteen blocks of 64 bytes.
+                unsafe { _mm512_storeu_si512(out.add(4 * c + m), words) };
+            }
         }
     }
 
@@ -204,7 +237,7 @@ mod x86 {
     /// # Safety
     /// The processor must have AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn blocks_avx2(stream: &Keystream, rows: &mut Rows) {
+    pub(super) unsafe fn blocks_avx2(stream: &Keystream, blocks: &mut Blocks) {
         for first in [0, 8] {
             let (low, high) = stream.counters::<8>(first);
             let mut init: [__m256i; 16] =
@@ -226,9 +259,42 @@ mod x86 {
                     rotate256::<7, 25>
                 ]
             );
-            for i in 0..16 {
-                let word = _mm256_add_epi32(x[i], init[i]);
-                unsafe { _mm256_storeu_si256(rows[i][first..].as_mut_ptr().cast(), word) };
+            let rows: [__m256i; 16] = std::array::from_fn(|i| _mm256_add_epi32(x[i], init[i]));
+            // Rows to blocks: two 8 × 8 transposes (words 0..7, then 8..15).
+            let out = blocks.as_mut_ptr().cast::<__m256i>();
+            for half in 0..2 {
+                let r = &rows[8 * half..8 * half + 8];
+                let pairs = [
+                    _mm256_unpacklo_epi32(r[0], r[1]),
+                    _mm256_unpackhi_epi32(r[0], r[1]),
+                    _mm256_unpacklo_epi32(r[2], r[3]),
+                    _mm256_unpackhi_epi32(r[2], r[3]),
+                    _mm256_unpacklo_epi32(r[4], r[5]),
+                    _mm256_unpackhi_epi32(r[4], r[5]),
+                    _mm256_unpacklo_epi32(r[6], r[7]),
+                    _mm256_unpackhi_epi32(r[6], r[7]),
+                ];
+                // `quads[4 * g + m]`: in its 128-bit half `h`, words 4g..4g + 3 (of this
+                // half's eight) of block 4h + m.
+                let quads = [
+                    _mm256_unpacklo_epi64(pairs[0], pairs[2]),
+                    _mm256_unpackhi_epi64(pairs[0], pairs[2]),
+                    _mm256_unpacklo_epi64(pairs[1], pairs[3]),
+                    _mm256_unpackhi_epi64(pairs[1], pairs[3]),
+                    _mm256_unpacklo_epi64(pairs[4], pairs[6]),
+                    _mm256_unpackhi_epi64(pairs[4], pairs[6]),
+                    _mm256_unpacklo_epi64(pairs[5], pairs[7]),
+                    _mm256_unpackhi_epi64(pairs[5], pairs[7]),
+                ];
+                for m in 0..4 {
+                    let block_m = _mm256_permute2x128_si256::<0x20>(quads[m], quads[4 + m]);
+                    let block_4m = _mm256_permute2x128_si256::<0x31>(quads[m], quads[4 + m]);
+                    // SAFETY: `blocks` is 1 KiB: sixteen blocks of two 32-byte halves.
+                    unsafe {
+                        _mm256_storeu_si256(out.add(2 * (first + m) + half), block_m);
+                        _mm256_storeu_si256(out.add(2 * (first + 4 + m) + half), block_4m);
+                    }
+                }
             }
         }
     }
@@ -259,6 +325,11 @@ mod tests {
     use rand::{RngCore, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
+    /// Word `k` of a refill.
+    fn word_of(blocks: &Blocks, k: usize) -> u32 {
+        (blocks[k / 2] >> (32 * (k % 2))) as u32
+    }
+
     /// Every word of the first 4,096 blocks (256 refills) is rand_chacha's, for several keys
     /// and streams, on every path this machine has.
     #[test]
@@ -273,27 +344,27 @@ mod tests {
             theirs.set_stream(stream);
             let ours = Keystream::new(theirs.get_seed(), stream);
             let mut paths: Vec<Keystream> = vec![ours.clone(), ours.clone(), ours];
-            let mut rows = [[0; LANES]; 16];
+            let mut blocks = [0; WORDS / 2];
             for refill in 0..256 {
                 let expected: Vec<u32> = (0..WORDS).map(|_| theirs.next_u32()).collect();
                 for (path, stream) in paths.iter_mut().enumerate() {
                     match path {
-                        0 => stream.refill(&mut rows),
+                        0 => stream.refill(&mut blocks),
                         #[cfg(target_arch = "x86_64")]
                         1 if std::is_x86_feature_detected!("avx2") => {
                             // SAFETY: the processor has AVX2, checked just above.
-                            unsafe { x86::blocks_avx2(stream, &mut rows) };
+                            unsafe { x86::blocks_avx2(stream, &mut blocks) };
                             stream.advance();
                         }
-                        1 => stream.refill(&mut rows),
+                        1 => stream.refill(&mut blocks),
                         _ => {
-                            blocks_scalar(stream, &mut rows);
+                            blocks_scalar(stream, &mut blocks);
                             stream.advance();
                         }
                     }
                     for (k, &word) in expected.iter().enumerate() {
                         assert_eq!(
-                            rows[k % 16][k / 16],
+                            word_of(&blocks, k),
                             word,
                             "seed {seed}, stream {stream:?}, refill {refill}, word {k}, path {path}"
                         );
@@ -311,10 +382,10 @@ mod tests {
         theirs.set_word_pos(((1u128 << 32) - 8) * 16);
         let mut ours = Keystream::new(theirs.get_seed(), 3);
         ours.block = (1 << 32) - 8;
-        let mut rows = [[0; LANES]; 16];
-        ours.refill(&mut rows);
+        let mut blocks = [0; WORDS / 2];
+        ours.refill(&mut blocks);
         for k in 0..WORDS {
-            assert_eq!(rows[k % 16][k / 16], theirs.next_u32(), "word {k}");
+            assert_eq!(word_of(&blocks, k), theirs.next_u32(), "word {k}");
         }
     }
 }

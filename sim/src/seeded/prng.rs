@@ -4,7 +4,7 @@
 //! stream: the key comes from the root seed, the stream number from the component's name. A draw
 //! added in one component therefore never reshuffles another (TigerBeetle VOPR's sub-seeds).
 
-use super::keystream::{Keystream, Rows, WORDS};
+use super::keystream::{Blocks, Keystream, WORDS};
 use super::ratio::Ratio;
 use crate::trace::fnv1a64;
 use rand::SeedableRng;
@@ -70,9 +70,8 @@ impl Span {
 #[derive(Clone, Debug)]
 pub struct Prng {
     stream: Keystream,
-    /// The next word to read; [`WORDS`] when the buffer is spent. Always even: every draw
-    /// reads two words (rand's `next_u64`), and a block has an even number of words, so a
-    /// draw never straddles two blocks.
+    /// The next draw to read; `WORDS / 2` when the buffer is spent. (Every draw reads two
+    /// words, as rand's `next_u64`; a draw never straddles two refills.)
     index: usize,
     buffer: Buffer,
 }
@@ -80,7 +79,7 @@ pub struct Prng {
 /// The generated words, aligned for the widest vector stores.
 #[derive(Clone, Debug)]
 #[repr(align(64))]
-struct Buffer(Rows);
+struct Buffer(Blocks);
 
 impl Prng {
     /// The generator of component `name` for the run seeded with `seed`: ChaCha8 keyed as
@@ -89,8 +88,8 @@ impl Prng {
         let key = ChaCha8Rng::seed_from_u64(seed).get_seed();
         Prng {
             stream: Keystream::new(key, fnv1a64(name.as_bytes())),
-            index: WORDS,
-            buffer: Buffer([[0; 16]; 16]),
+            index: WORDS / 2,
+            buffer: Buffer([0; WORDS / 2]),
         }
     }
 
@@ -98,24 +97,20 @@ impl Prng {
     /// on `ChaCha8Rng` reads them.
     #[inline(always)]
     fn next_u64(&mut self) -> u64 {
-        if self.index >= WORDS {
+        let mut index = self.index;
+        if index >= WORDS / 2 {
             self.refill();
+            index = 0;
         }
-        let k = self.index;
-        self.index = k + 2;
-        // Word k of the buffer is row k % 16, lane k / 16; k is even, so its second word is
-        // the next row's, same lane.
-        let (row, lane) = (k & 14, (k >> 4) & 15);
-        let low = self.buffer.0[row][lane];
-        let high = self.buffer.0[row + 1][lane];
-        u64::from(low) | u64::from(high) << 32
+        let draw = self.buffer.0[index];
+        self.index = index + 1;
+        draw
     }
 
     #[cold]
     #[inline(never)]
     fn refill(&mut self) {
         self.stream.refill(&mut self.buffer.0);
-        self.index = 0;
     }
 
     /// A uniform draw in `low..=low + range - 1` (`range > 0`): rand's single-sample
