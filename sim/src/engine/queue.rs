@@ -81,11 +81,17 @@ impl Queue {
         // An insertion count cannot reach 2^64: no overflow check on the hot path.
         self.inserted = self.inserted.wrapping_add(1);
         // Every entry already queued has a smaller sequence: a tie in (time, rank) goes after
-        // them.
-        let position = self
-            .entries
-            .partition_point(|e| (e.at_ms, e.rank) > (at_ms, rank));
-        self.entries.insert(position, entry);
+        // them. The entries due before it move up one place, from the earliest: a search and
+        // a move in one pass over the few that move (a vector insertion would search all,
+        // then call out to move them).
+        let entries = &mut self.entries;
+        entries.push(entry);
+        let mut i = entries.len() - 1;
+        while i > 0 && (entries[i - 1].at_ms, entries[i - 1].rank) <= (at_ms, rank) {
+            entries[i] = entries[i - 1];
+            i -= 1;
+        }
+        entries[i] = entry;
         debug_assert!(self.entries.windows(2).all(|w| w[0].key() > w[1].key()));
     }
 

@@ -169,9 +169,15 @@ impl Timers {
     /// Schedules `event` at `at_ms`, after every entry already due then.
     #[inline]
     fn push(&mut self, at_ms: Ms, event: Event) {
-        // Every queued entry was inserted earlier: a tie in time goes after them.
-        let position = self.entries.partition_point(|e| e.at_ms > at_ms);
-        self.entries.insert(position, Queued { at_ms, event });
+        // Every queued entry was inserted earlier: a tie in time goes after them. The entries
+        // due before it move up one place, from the earliest (as the engine's queue).
+        let entries = &mut self.entries;
+        entries.push(Queued { at_ms, event });
+        let mut i = entries.len() - 1;
+        while i > 0 && entries[i - 1].at_ms <= at_ms {
+            entries.swap(i, i - 1);
+            i -= 1;
+        }
     }
 
     /// The time of the earliest entry.
