@@ -7,9 +7,13 @@
 //! 256-bit register. This computes sixteen with one block per vector lane (word `i` of every
 //! block in one row): with AVX-512, a row is one register, and a refill is 384 vector
 //! operations for the rounds and 64 shuffles to turn rows into blocks, for 1 KiB; with AVX2 it
-//! takes two passes of eight blocks. The buffer is in stream order, so a draw is one load.
-//! Tests check every word against `rand_chacha` itself, on each path, so every recorded seed
-//! replays as before. (`reports/sim-bench.md` has the figures.)
+//! takes two passes of eight blocks; a machine with neither (or not x86-64) fills the buffer
+//! from `rand_chacha` itself. The buffer is in stream order, so a draw is one load. Tests
+//! check every word against `rand_chacha`, on each path, so every recorded seed replays as
+//! before. (`reports/sim-bench.md` has the figures.)
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// Blocks per refill, and lanes per row.
 const LANES: usize = 16;
@@ -18,6 +22,7 @@ const LANES: usize = 16;
 pub const WORDS: usize = 16 * LANES;
 
 /// ChaCha's constant words ("expand 32-byte k").
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b20_6574];
 
 /// Sixteen blocks of keystream in stream order, two words to an element (the first in the
@@ -64,7 +69,7 @@ impl Keystream {
                 return self.advance();
             }
         }
-        blocks_scalar(self, blocks);
+        blocks_rand(self, blocks);
         self.advance();
     }
 
@@ -75,6 +80,7 @@ impl Keystream {
 
     /// Word `i` of the initial state of every block (the counter's words are the first
     /// block's).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn initial(&self, i: usize) -> u32 {
         match i {
             0..=3 => SIGMA[i],
@@ -86,6 +92,7 @@ impl Keystream {
     }
 
     /// The counter words (12 and 13) of blocks `first..first + N`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn counters<const N: usize>(&self, first: usize) -> ([u32; N], [u32; N]) {
         let (mut low, mut high) = ([0; N], [0; N]);
         for lane in 0..N {
@@ -97,57 +104,17 @@ impl Keystream {
     }
 }
 
-/// ChaCha8's eight rounds on a state of sixteen rows, with the row type's add, xor and
-/// rotate: column rounds, then diagonal rounds, four times.
-macro_rules! rounds {
-    ($x:ident, $add:expr, $xor:expr, [$r16:expr, $r12:expr, $r8:expr, $r7:expr]) => {
-        for _ in 0..4 {
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 0, 4, 8, 12);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 1, 5, 9, 13);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 2, 6, 10, 14);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 3, 7, 11, 15);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 0, 5, 10, 15);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 1, 6, 11, 12);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 2, 7, 8, 13);
-            rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 3, 4, 9, 14);
-        }
-    };
-    (@quarter $x:ident, $add:expr, $xor:expr, [$r16:expr, $r12:expr, $r8:expr, $r7:expr],
-        $a:literal, $b:literal, $c:literal, $d:literal) => {
-        $x[$a] = $add($x[$a], $x[$b]);
-        $x[$d] = $r16($xor($x[$d], $x[$a]));
-        $x[$c] = $add($x[$c], $x[$d]);
-        $x[$b] = $r12($xor($x[$b], $x[$c]));
-        $x[$a] = $add($x[$a], $x[$b]);
-        $x[$d] = $r8($xor($x[$d], $x[$a]));
-        $x[$c] = $add($x[$c], $x[$d]);
-        $x[$b] = $r7($xor($x[$b], $x[$c]));
-    };
-}
-
-/// One block at a time, word by word (machines without AVX2).
-fn blocks_scalar(stream: &Keystream, blocks: &mut Blocks) {
-    let init: [u32; 16] = std::array::from_fn(|i| stream.initial(i));
-    for lane in 0..LANES {
-        let mut x = init;
-        let block = stream.block.wrapping_add(lane as u64);
-        (x[12], x[13]) = (block as u32, (block >> 32) as u32);
-        let start = x;
-        rounds!(
-            x,
-            u32::wrapping_add,
-            |a: u32, b: u32| a ^ b,
-            [
-                |a: u32| a.rotate_left(16),
-                |a: u32| a.rotate_left(12),
-                |a: u32| a.rotate_left(8),
-                |a: u32| a.rotate_left(7)
-            ]
-        );
-        let words: [u32; 16] = std::array::from_fn(|i| x[i].wrapping_add(start[i]));
-        for (j, draw) in blocks[8 * lane..8 * lane + 8].iter_mut().enumerate() {
-            *draw = u64::from(words[2 * j]) | u64::from(words[2 * j + 1]) << 32;
-        }
+/// Machines without AVX2: rand_chacha's own generator, set to this stream's next block.
+fn blocks_rand(stream: &Keystream, blocks: &mut Blocks) {
+    let mut key = [0; 32];
+    for (bytes, word) in key.chunks_exact_mut(4).zip(stream.key) {
+        bytes.copy_from_slice(&word.to_le_bytes());
+    }
+    let mut rng = ChaCha8Rng::from_seed(key);
+    rng.set_stream(u64::from(stream.stream[0]) | u64::from(stream.stream[1]) << 32);
+    rng.set_word_pos(u128::from(stream.block) * 16);
+    for draw in blocks.iter_mut() {
+        *draw = rng.next_u64();
     }
 }
 
@@ -155,6 +122,34 @@ fn blocks_scalar(stream: &Keystream, blocks: &mut Blocks) {
 mod x86 {
     use super::{Blocks, Keystream};
     use std::arch::x86_64::*;
+
+    /// ChaCha8's eight rounds on a state of sixteen rows, with the row type's add, xor and
+    /// rotate: column rounds, then diagonal rounds, four times.
+    macro_rules! rounds {
+        ($x:ident, $add:expr, $xor:expr, [$r16:expr, $r12:expr, $r8:expr, $r7:expr]) => {
+            for _ in 0..4 {
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 0, 4, 8, 12);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 1, 5, 9, 13);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 2, 6, 10, 14);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 3, 7, 11, 15);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 0, 5, 10, 15);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 1, 6, 11, 12);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 2, 7, 8, 13);
+                rounds!(@quarter $x, $add, $xor, [$r16, $r12, $r8, $r7], 3, 4, 9, 14);
+            }
+        };
+        (@quarter $x:ident, $add:expr, $xor:expr, [$r16:expr, $r12:expr, $r8:expr, $r7:expr],
+            $a:literal, $b:literal, $c:literal, $d:literal) => {
+            $x[$a] = $add($x[$a], $x[$b]);
+            $x[$d] = $r16($xor($x[$d], $x[$a]));
+            $x[$c] = $add($x[$c], $x[$d]);
+            $x[$b] = $r12($xor($x[$b], $x[$c]));
+            $x[$a] = $add($x[$a], $x[$b]);
+            $x[$d] = $r8($xor($x[$d], $x[$a]));
+            $x[$c] = $add($x[$c], $x[$d]);
+            $x[$b] = $r7($xor($x[$b], $x[$c]));
+        };
+    }
 
     /// All sixteen blocks at once: row `i` is one 512-bit register, a block per lane.
     ///
@@ -322,8 +317,6 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{RngCore, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
 
     /// Word `k` of a refill.
     fn word_of(blocks: &Blocks, k: usize) -> u32 {
@@ -358,7 +351,7 @@ mod tests {
                         }
                         1 => stream.refill(&mut blocks),
                         _ => {
-                            blocks_scalar(stream, &mut blocks);
+                            blocks_rand(stream, &mut blocks);
                             stream.advance();
                         }
                     }
