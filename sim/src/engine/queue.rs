@@ -81,9 +81,9 @@ impl Queue {
         // An insertion count cannot reach 2^64: no overflow check on the hot path.
         self.inserted = self.inserted.wrapping_add(1);
         // Every entry already queued has a smaller sequence: a tie in (time, rank) goes after
-        // them. The entries due before it move up one place, from the earliest: a search and
-        // a move in one pass over the few that move (a vector insertion would search all,
-        // then call out to move them).
+        // them. The entries due before it move up one place, from the earliest: the search
+        // and the move are one pass over the few that move (`Vec::insert` after a binary
+        // search would call out to `memmove` for them).
         let entries = &mut self.entries;
         entries.push(entry);
         let mut i = entries.len() - 1;
