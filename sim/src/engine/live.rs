@@ -38,9 +38,21 @@ pub enum End {
 
 /// Live leases, in issuance order. A lease leaves the table when nothing names it any more and
 /// the broker can no longer expire it (it ended, or a later lease of its record was issued).
+///
+/// A lease that ended and that nothing names is gone at once for every query, but its entry
+/// stays in the vector until the next issue, which passes over the table anyway and drops it
+/// there: a removal from the middle would move every later entry (80 bytes each) at each
+/// settle. Such an entry is told by its state alone (no count, and an end: a live lease never
+/// has both), so the vector holds at most the leases of the last issue's table.
 #[derive(Clone, Debug, Default)]
 pub struct LiveLeases {
     leases: Vec<LiveLease>,
+}
+
+/// Whether an entry is one that left: it ended and nothing names it.
+#[inline]
+fn left(lease: &LiveLease) -> bool {
+    lease.refs == 0 && lease.ended.is_some()
 }
 
 impl LiveLeases {
@@ -48,12 +60,14 @@ impl LiveLeases {
     fn position(&self, issuance: Issuance) -> Option<usize> {
         // The newest lease is the one most often named (a fetch's lease, handled at once).
         let last = self.leases.len().checked_sub(1)?;
-        if self.leases[last].issuance == issuance {
-            return Some(last);
-        }
-        self.leases[..last]
-            .binary_search_by_key(&issuance, |l| l.issuance)
-            .ok()
+        let i = if self.leases[last].issuance == issuance {
+            last
+        } else {
+            self.leases[..last]
+                .binary_search_by_key(&issuance, |l| l.issuance)
+                .ok()?
+        };
+        (!left(&self.leases[i])).then_some(i)
     }
 
     /// The lease `issuance`, if it is live.
@@ -73,7 +87,7 @@ impl LiveLeases {
     pub fn issue(&mut self, lease: LiveLease) {
         let record = (lease.lease.group, lease.lease.seq);
         self.leases
-            .retain(|l| l.refs > 0 || (l.lease.group, l.lease.seq) != record);
+            .retain(|l| !left(l) && (l.refs > 0 || (l.lease.group, l.lease.seq) != record));
         debug_assert!(self
             .leases
             .last()
@@ -104,22 +118,15 @@ impl LiveLeases {
     /// One thing fewer names `issuance`; the lease leaves when nothing does and it ended.
     #[inline]
     pub fn release(&mut self, issuance: Issuance) {
-        if let Some(i) = self.position(issuance) {
-            let lease = &mut self.leases[i];
+        if let Some(lease) = self.get_mut(issuance) {
             lease.refs = lease.refs.saturating_sub(1);
-            if lease.refs == 0 && lease.ended.is_some() {
-                self.leases.remove(i);
-            }
         }
     }
 
     /// Marks `issuance` ended (`how`); it leaves when nothing names it.
     pub fn end_as(&mut self, issuance: Issuance, how: End) {
-        if let Some(i) = self.position(issuance) {
-            self.leases[i].ended = Some(how);
-            if self.leases[i].refs == 0 {
-                self.leases.remove(i);
-            }
+        if let Some(lease) = self.get_mut(issuance) {
+            lease.ended = Some(how);
         }
     }
 
@@ -151,17 +158,17 @@ impl LiveLeases {
     /// The first lease the table holds (issuances grow): a seeded driver names no lease below
     /// it any more.
     pub fn first_issuance(&self) -> Option<Issuance> {
-        self.leases.first().map(|l| l.issuance)
+        self.leases.iter().find(|l| !left(l)).map(|l| l.issuance)
     }
 
     /// How many leases the table holds.
     pub fn len(&self) -> usize {
-        self.leases.len()
+        self.leases.iter().filter(|l| !left(l)).count()
     }
 
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
-        self.leases.is_empty()
+        self.leases.iter().all(left)
     }
 }
 

@@ -447,12 +447,11 @@ impl<B: Backend> Engine<B> {
             lease.refs += 1;
             return *lease;
         }
-        let lease = self.tracked_from_recording(issuance);
-        self.leases.retain(issuance);
-        lease
+        self.tracked_from_recording(issuance)
     }
 
-    /// [`Engine::tracked_and_retained`] for a lease that left the live table.
+    /// [`Engine::tracked_and_retained`] for a lease that left the live table: back in it,
+    /// named once.
     #[cold]
     #[inline(never)]
     fn tracked_from_recording(&mut self, issuance: Issuance) -> LiveLease {
@@ -471,7 +470,7 @@ impl<B: Backend> Engine<B> {
                 crate::trace::LeaseEnd::Expired { .. } => live::End::Expired,
                 crate::trace::LeaseEnd::Settled { .. } => live::End::Settled,
             }),
-            refs: 0,
+            refs: 1,
         };
         self.leases.reinsert(lease);
         lease
