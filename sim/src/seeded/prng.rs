@@ -67,7 +67,7 @@ impl Span {
 
 /// A component's random generator: `rand_chacha::ChaCha8Rng`'s words, sixteen blocks at a
 /// time (the `keystream` module).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Prng {
     stream: Keystream,
     /// The next draw to read; `WORDS / 2` when the buffer is spent. (Every draw reads two
@@ -77,9 +77,19 @@ pub struct Prng {
 }
 
 /// The generated words, aligned for the widest vector stores.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[repr(align(64))]
 struct Buffer(Blocks);
+
+impl std::fmt::Debug for Prng {
+    /// The stream and the place in it (not the buffered words).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prng")
+            .field("stream", &self.stream)
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
+}
 
 impl Prng {
     /// The generator of component `name` for the run seeded with `seed`: ChaCha8 keyed as
