@@ -43,7 +43,7 @@ pub enum End {
 /// stays in the vector until the next issue, which passes over the table anyway and drops it
 /// there: a removal from the middle would move every later entry (80 bytes each) at each
 /// settle. Such an entry is told by its state alone (no count, and an end: a live lease never
-/// has both), so the vector holds at most the leases of the last issue's table.
+/// has both). The vector holds the live leases and those that left since the last issue.
 #[derive(Clone, Debug, Default)]
 pub struct LiveLeases {
     leases: Vec<LiveLease>,

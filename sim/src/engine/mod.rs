@@ -56,8 +56,9 @@
 //! ([`Oracle::end_quiet_step`]); test builds check such a step in full anyway. A broker
 //! restart may change records the step did not name: a small broker (at most
 //! [`RESTART_AUDIT_RECORDS_MAX`] records) is audited in full at that step, a large one in
-//! slices of [`ROLLING_AUDIT_SLICE`] records per step until every record was read again. [`Engine::audit`] reads every record: drivers run it at the end of each
-//! phase. [`Engine::drain`] is the liveness phase: faults heal, the workers run until every
+//! slices of [`ROLLING_AUDIT_SLICE`] records per step until every record was read again.
+//! [`Engine::audit`] reads every record: drivers run it at the end of each phase.
+//! [`Engine::drain`] is the liveness phase: faults heal, the workers run until every
 //! event is settled (I6 holds), nothing is left to happen (I6 is violated), or a named bound is
 //! hit (the run is inconclusive).
 //!
