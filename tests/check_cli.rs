@@ -14,12 +14,15 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A scratch folder unique to this test process and `name`.
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("leasehold-check-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A folder `name` not yet made, in a scratch folder that is removed (with whatever the test
+/// wrote) when the returned guard drops.
+fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("leasehold-check-cli-")
+        .tempdir()
+        .expect("a scratch folder");
+    let dir = tmp.path().join(name);
+    (tmp, dir)
 }
 
 fn leasehold(args: &[&str]) -> Output {
@@ -46,7 +49,7 @@ fn verdict_line<'a>(text: &'a str, id: &str) -> &'a str {
 
 #[test]
 fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_property() {
-    let out_dir = scratch("fenced");
+    let (_scratch, out_dir) = scratch("fenced");
     let output = leasehold(&["check", "--out", out_dir.to_str().unwrap()]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
@@ -78,7 +81,7 @@ fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_prope
 
 #[test]
 fn every_mutant_and_redis_streams_exits_1_naming_its_invariant_and_its_scenario_replays() {
-    let out_dir = scratch("mutants");
+    let (_scratch, out_dir) = scratch("mutants");
     let rows: serde_json::Value =
         serde_json::from_slice(&leasehold(&["protocols", "--json"]).stdout).expect("json");
     for row in rows.as_array().unwrap() {
@@ -133,7 +136,7 @@ fn every_mutant_and_redis_streams_exits_1_naming_its_invariant_and_its_scenario_
 
 #[test]
 fn a_found_scenario_is_never_overwritten() {
-    let out_dir = scratch("twice");
+    let (_scratch, out_dir) = scratch("twice");
     for _ in 0..2 {
         let output = leasehold(&[
             "check",
@@ -166,7 +169,7 @@ fn a_search_cut_by_the_state_bound_reports_bounded_never_holds() {
 
 #[test]
 fn json_output_names_the_verdicts() {
-    let dir = scratch("json");
+    let (_scratch, dir) = scratch("json");
     let report = dir.join("report.json");
     let output = leasehold(&[
         "check",
@@ -194,7 +197,7 @@ fn json_output_names_the_verdicts() {
 /// `--report PATH` with any name but `*.json` holds the text printed.
 #[test]
 fn a_report_not_named_json_is_the_printed_text() {
-    let dir = scratch("text-report");
+    let (_scratch, dir) = scratch("text-report");
     let report = dir.join("report.txt");
     let output = leasehold(&[
         "check",
@@ -412,7 +415,7 @@ fn the_plain_fault_set_proves_with_a_not_applicable_sometimes_property_and_exits
 
 #[test]
 fn unbounded_renews_give_a_lasso_without_fairness_and_a_proof_with_it() {
-    let out_dir = scratch("lasso");
+    let (_scratch, out_dir) = scratch("lasso");
     let base = [
         "check",
         "--events",
@@ -460,7 +463,7 @@ fn unbounded_renews_give_a_lasso_without_fairness_and_a_proof_with_it() {
 /// changes nothing.
 #[test]
 fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
-    let out = scratch("budget");
+    let (_scratch, out) = scratch("budget");
     let out = out.to_str().unwrap();
     let big = [
         "check",
@@ -534,7 +537,7 @@ fn a_memory_budget_stops_the_search_as_a_bound() {
     if leasehold_front::budget::resident_bytes().is_none() {
         return; // No /proc: the memory budget is never spent on this system.
     }
-    let out = scratch("memory");
+    let (_scratch, out) = scratch("memory");
     let out = out.to_str().unwrap();
     let cut = leasehold(&["check", "--max-memory", "1MiB", "--out", out]);
     let text = stdout(&cut);

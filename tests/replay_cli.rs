@@ -27,13 +27,16 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
 }
 
-/// A scratch file with `contents`, unique to this test process.
-fn scratch(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("leasehold-replay-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A file `name` with `contents`, in a scratch folder that is removed when the returned guard
+/// drops.
+fn scratch(name: &str, contents: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("leasehold-replay-cli-")
+        .tempdir()
+        .expect("a scratch folder");
+    let path = tmp.path().join(name);
     std::fs::write(&path, contents).unwrap();
-    path
+    (tmp, path)
 }
 
 fn t0_t5() -> String {
@@ -100,7 +103,7 @@ fn a_violation_without_expect_exits_1() {
     let src = t0_t5_with("variant = \"fenced\"", "variant = \"unfenced-settle\"");
     let src = src.replace("expect = \"stale_lease\"\n", "");
     let src = src.split("[expect]").next().unwrap().to_string();
-    let path = scratch("no-expect.toml", &src);
+    let (_scratch, path) = scratch("no-expect.toml", &src);
     let out = leasehold(&["replay", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(stdout(&out).contains("violated: I1 stale-never-counts"));
@@ -118,7 +121,7 @@ fn a_violation_without_expect_exits_1() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(svg.exists());
     // With the violation expected, it is a regression test that holds: 0.
-    let expected = scratch(
+    let (_scratch, expected) = scratch(
         "expected.toml",
         &format!("{src}\n[expect]\nviolated = \"I1\"\n"),
     );
@@ -131,7 +134,7 @@ fn a_violation_without_expect_exits_1() {
 #[test]
 fn an_expected_violation_that_does_not_happen_exits_1() {
     let src = t0_t5_with("invariants = \"hold\"", "violated = \"I1\"");
-    let path = scratch("expects-i1.toml", &src);
+    let (_scratch, path) = scratch("expects-i1.toml", &src);
     let out = leasehold(&["replay", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -144,7 +147,7 @@ fn an_expected_violation_that_does_not_happen_exits_1() {
 #[test]
 fn a_mismatched_step_expect_exits_1_naming_the_step() {
     let src = t0_t5_with("expect = \"stale_lease\"", "expect = \"ok\"");
-    let path = scratch("step-mismatch.toml", &src);
+    let (_scratch, path) = scratch("step-mismatch.toml", &src);
     let out = leasehold(&["replay", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -300,7 +303,7 @@ fn malformed_files_exit_2_with_file_and_line() {
         ("syntax", "op = \"crash\"", "op = crash", 26, "invalid TOML"),
     ];
     for &(name, from, to, line, fragment) in cases {
-        let path = scratch(&format!("{name}.toml"), &t0_t5_with(from, to));
+        let (_scratch, path) = scratch(&format!("{name}.toml"), &t0_t5_with(from, to));
         let shown = path.display().to_string();
         let out = leasehold(&["replay", &shown]);
         let err = stderr(&out);
@@ -318,7 +321,7 @@ fn malformed_files_exit_2_with_file_and_line() {
 #[test]
 fn a_file_with_a_seed_and_steps_exits_2_on_every_command() {
     let text = t0_t5_with("variant = \"fenced\"", "variant = \"fenced\"\nseed = 3");
-    let path = scratch("seed-and-steps.toml", &text);
+    let (_scratch, path) = scratch("seed-and-steps.toml", &text);
     let shown = path.display().to_string();
     let step_line = text.lines().position(|l| l == "[[step]]").expect("a step") + 1;
     for args in [
@@ -367,19 +370,22 @@ fn a_pinned_trace_hash_tells_a_different_run() {
                 &format!("[expect]\ntrace_hash = \"{value}\"\n"),
             );
             assert_ne!(with, text, "{file} has an [expect]");
-            scratch(&name, &with).display().to_string()
+            scratch(&name, &with)
         };
-        let same = leasehold(&["replay", &pinned(&hash)]);
+        let (_scratch, same_file) = pinned(&hash);
+        let same = leasehold(&["replay", same_file.to_str().unwrap()]);
         assert_eq!(same.status.code(), Some(0), "{file}: {}", stdout(&same));
         let other = format!("{:016x}", u64::from_str_radix(&hash, 16).unwrap() ^ 1);
-        let differs = leasehold(&["replay", &pinned(&other)]);
+        let (_scratch, differs_file) = pinned(&other);
+        let differs = leasehold(&["replay", differs_file.to_str().unwrap()]);
         assert_eq!(differs.status.code(), Some(1), "{file}");
         let told = stdout(&differs);
         assert!(
             told.contains(&format!("expected trace_hash = {other}, got {hash}")),
             "{file}: {told}"
         );
-        let malformed = leasehold(&["replay", &pinned("xyz")]);
+        let (_scratch, malformed_file) = pinned("xyz");
+        let malformed = leasehold(&["replay", malformed_file.to_str().unwrap()]);
         assert_eq!(malformed.status.code(), Some(2), "{file}");
         let err = stderr(&malformed);
         assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -582,7 +588,7 @@ fn a_variant_the_embedded_broker_does_not_implement_exits_2() {
 /// group by its name, not its index) and the leases by the names the file bound them to.
 #[test]
 fn a_violation_names_events_and_leases_as_the_timeline_does() {
-    let file = scratch(
+    let (_scratch, file) = scratch(
         "named-violation.toml",
         r#"name = "renew revives, named"
 variant = "renew-revives"

@@ -6,8 +6,15 @@ use leasehold_front::sim::coverage::Probe;
 use leasehold_front::sim::seeded::Ratio;
 use leasehold_front::{self as leasehold, Variant};
 
-fn out(test: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("leasehold-front-{}-{test}", std::process::id()))
+/// A folder `test` not yet made, in a scratch folder that is removed (with whatever the test
+/// wrote) when the returned guard drops.
+fn out(test: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("leasehold-front-")
+        .tempdir()
+        .expect("a scratch folder");
+    let dir = tmp.path().join(test);
+    (tmp, dir)
 }
 
 /// The default mix reaches every probe within 400 seeds (as `sim/tests/scale.rs` checks of the
@@ -19,7 +26,8 @@ fn a_campaign_asserts_it_reached_every_open_path_and_names_those_it_missed() {
     let template = leasehold::defaults::sim_template(Variant::Fenced).unwrap();
     let run = |template, test| {
         let run = leasehold::campaign(template).seeds(0..400).expiry_mixed();
-        run.threads(2).out(out(test)).run().unwrap()
+        let (_scratch, dir) = out(test);
+        run.threads(2).out(&dir).run().unwrap()
     };
     let full = run(template.clone(), "covers");
     full.assert_clean().assert_covers();

@@ -5,8 +5,15 @@
 use leasehold_front::campaign::TIMELINE_LINES_MAX;
 use leasehold_front::{self as leasehold, Invariant, Variant};
 
-fn out(test: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("leasehold-front-{}-{test}", std::process::id()))
+/// A folder `test` not yet made, in a scratch folder that is removed (with whatever the test
+/// wrote) when the returned guard drops.
+fn out(test: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("leasehold-front-")
+        .tempdir()
+        .expect("a scratch folder");
+    let dir = tmp.path().join(test);
+    (tmp, dir)
 }
 
 /// The `tN` a timeline line starts with.
@@ -20,7 +27,7 @@ fn t_of(line: &str) -> usize {
 
 #[test]
 fn a_long_failing_seed_keeps_the_end_of_its_story_up_to_the_violation() {
-    let dir = out("long");
+    let (_scratch, dir) = out("long");
     let mut template = leasehold::defaults::sim_template(Variant::RenewRevives).unwrap();
     // Seed 0 of this size (`leasehold sim --variant renew-revives --events 3000 --seed 0`)
     // first breaks I2 after well over a thousand lines.
@@ -62,12 +69,11 @@ fn a_long_failing_seed_keeps_the_end_of_its_story_up_to_the_violation() {
     let whole =
         leasehold::sim::seeded::seeded_file::run_setup(&setup, leasehold::BackendKind::Pure, true);
     assert_eq!(replayed.timeline(), whole.trace.unwrap());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_short_failing_seed_keeps_its_whole_story() {
-    let dir = out("short");
+    let (_scratch, dir) = out("short");
     let template = leasehold::defaults::sim_template(Variant::VolatileAck).unwrap();
     let found = leasehold::campaign(template)
         .seeds(0..5)
@@ -79,20 +85,20 @@ fn a_short_failing_seed_keeps_its_whole_story() {
     assert!(failure.timeline.starts_with("t0 "), "{}", failure.timeline);
     let message = found.failure(failure).to_string();
     assert!(!message.contains("not shown"), "{message}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A campaign with a time budget runs seeds in order until it is spent, and names the seeds
 /// it ran: that command's range, run without a budget, gives the same summary and hash.
 #[test]
 fn a_time_budget_names_the_seeds_it_ran_and_they_rerun_the_same() {
+    let (_scratch, dir) = out("budget");
     let template = leasehold::defaults::sim_template(Variant::Fenced).unwrap();
     let budget = std::time::Duration::from_millis(300);
     let found = leasehold::campaign(template.clone())
         .seeds(5..u64::MAX)
         .threads(2)
         .for_at_most(budget)
-        .out(out("budget"))
+        .out(&dir)
         .run()
         .unwrap();
     assert!(found.budget_spent);

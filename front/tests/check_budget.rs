@@ -6,12 +6,20 @@ use leasehold_front::model::check::Outcome;
 use leasehold_front::{self as leasehold, CheckConfig, Variant};
 use std::time::Duration;
 
-fn out(test: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("leasehold-front-{}-{test}", std::process::id()))
+/// A folder `test` not yet made, in a scratch folder that is removed (with whatever the test
+/// wrote) when the returned guard drops.
+fn out(test: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::Builder::new()
+        .prefix("leasehold-front-")
+        .tempdir()
+        .expect("a scratch folder");
+    let dir = tmp.path().join(test);
+    (tmp, dir)
 }
 
 #[test]
 fn a_time_budget_bounds_a_long_check_and_says_so() {
+    let (_scratch, dir) = out("budget");
     // Minutes of search: 15 million states (`leasehold check --events 3 --workers 3
     // --max-attempts 3`, reports/check-bench.md).
     let mut big = CheckConfig::default_for(Variant::Fenced);
@@ -20,7 +28,7 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
     big.max_attempts = 3;
     let cut = leasehold::check(big)
         .for_at_most(Duration::from_millis(300))
-        .out(out("budget"))
+        .out(&dir)
         .run()
         .unwrap();
     assert!(cut.budget_spent);
@@ -40,7 +48,7 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
 
     let small = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
         .for_at_most(Duration::from_secs(3600))
-        .out(out("budget"))
+        .out(&dir)
         .run()
         .unwrap();
     assert!(!small.budget_spent && !small.report.interrupted);
@@ -52,12 +60,13 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
 /// the command says it (`--max-memory`).
 #[test]
 fn a_memory_budget_bounds_a_check_and_says_so() {
+    let (_scratch, dir) = out("memory");
     if leasehold::budget::resident_bytes().is_none() {
         return; // No /proc: the memory budget is never spent on this system.
     }
     let cut = leasehold::check(CheckConfig::default_for(Variant::Fenced))
         .memory_at_most(1 << 20)
-        .out(out("memory"))
+        .out(&dir)
         .run()
         .unwrap();
     assert!(cut.budget_spent && cut.report.interrupted);
