@@ -63,6 +63,50 @@ print(f"| {d['steps']:,} | {d['sim_ms'] / 1000:,.0f} s | {wall:.2f} s | {user:.2
 PY
 echo
 
+echo "## The default campaign against the core's clock"
+echo
+echo "This host runs its cores at a clock that moves with its neighbours' load, and the campaign's"
+echo "speed moves with it. Each round reads the clock (\`benches/clock.rs\`: a chain of dependent"
+echo "one-cycle additions), runs the campaign, and reads the clock again, all on one core; cycles"
+echo "per step are the two readings' mean over the steps per second."
+echo
+echo '```'
+echo "rustc -O --edition 2021 benches/clock.rs -o clock"
+echo "taskset -c 1 ./clock 100; taskset -c 1 $BIN sim --seeds 0..10000 --threads 1 --no-save --json; taskset -c 1 ./clock 100"
+echo '```'
+echo
+rustc -O --edition 2021 "$(dirname "$0")/clock.rs" -o "$OUT/clock"
+ghz() { taskset -c 1 "$OUT/clock" 100 | cut -d' ' -f1; }
+echo "| round | time (UTC) | clock before | steps/s | clock after | cycles per step |"
+echo "|---|---|---|---|---|---|"
+: > "$OUT/cycles"
+for round in $(seq "${CLOCK_ROUNDS:-9}"); do
+  before=$(ghz)
+  taskset -c 1 "$BIN" sim --seeds 0..10000 --threads 1 --no-save --json > "$OUT/round.json"
+  after=$(ghz)
+  python3 - "$OUT/round.json" "$round" "$(date -u +%H:%M:%S)" "$before" "$after" \
+    "$OUT/cycles" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rate = d["steps"] / (d["wall_ms"] / 1000)
+before, after = float(sys.argv[4]), float(sys.argv[5])
+cycles = (before + after) / 2 * 1e9 / rate
+open(sys.argv[6], "a").write(f"{cycles} {rate} {(before + after) / 2}\n")
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {before:.2f} GHz | {rate:,.0f} | {after:.2f} GHz | {cycles:,.0f} |")
+PY
+done
+echo
+python3 - "$OUT/cycles" <<'PY'
+import statistics, sys
+rows = [tuple(map(float, line.split())) for line in open(sys.argv[1])]
+cycles = statistics.median(r[0] for r in rows)
+print(f"Median: {cycles:,.0f} cycles per step (spread {min(r[0] for r in rows):,.0f}–"
+      f"{max(r[0] for r in rows):,.0f}), at clocks of {min(r[2] for r in rows):.2f}–"
+      f"{max(r[2] for r in rows):.2f} GHz. At that cost, 5,000,000 steps/s takes a core at "
+      f"{cycles * 5e6 / 1e9:.2f} GHz or more.")
+PY
+echo
+
 echo "## Per-step cost and memory as the workload grows (default faults)"
 echo
 echo "Each row runs about 1.5 million steps or more: small workloads as a campaign of many seeds,"
