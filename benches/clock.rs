@@ -2,9 +2,9 @@
 //! each on every x86-64 and AArch64 core, timed against the monotonic clock. Prints the rate in
 //! GHz. On a shared host the core's clock moves with its neighbours' load, and a program's
 //! speed with it; a benchmark prints this beside its timings, so that a timing can be read as
-//! cycles (`benches/sim.sh`). Built and run by the bench scripts:
+//! cycles (`benches/sim.sh`, which builds it with `rustc -O`). Run alone:
 //!
-//!     rustc -O benches/clock.rs -o /tmp/clock && taskset -c 1 /tmp/clock
+//!     cargo bench --bench clock           # or: taskset -c 1 target/release/deps/clock-*
 //!
 //! An optional argument sets the chain's length in millions of iterations (default 400, about
 //! a second at 3 GHz).
@@ -13,14 +13,14 @@ use std::time::Instant;
 
 /// Eight dependent additions of 1 to `x`: eight cycles.
 #[inline(always)]
-fn eight(x: &mut u64) {
+fn eight(mut x: u64) -> u64 {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: register arithmetic only; no memory, stack or flags another statement reads.
     unsafe {
         std::arch::asm!(
             "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
             "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-            x = inout(reg) *x,
+            x = inout(reg) x,
             options(nomem, nostack),
         );
     }
@@ -30,16 +30,18 @@ fn eight(x: &mut u64) {
         std::arch::asm!(
             "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
             "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
-            x = inout(reg) *x,
+            x = inout(reg) x,
             options(nomem, nostack),
         );
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     compile_error!("the clock probe knows the one-cycle addition of x86-64 and AArch64 only");
+    x
 }
 
 fn main() {
-    let millions: u64 = match std::env::args().nth(1) {
+    // `cargo bench` passes `--bench`; the length is the one other argument.
+    let millions: u64 = match std::env::args().skip(1).find(|a| !a.starts_with("--")) {
         None => 400,
         Some(text) => match text.parse() {
             Ok(n) if n > 0 => n,
@@ -53,7 +55,7 @@ fn main() {
     let mut x = 0u64;
     let start = Instant::now();
     for _ in 0..iterations {
-        eight(&mut x);
+        x = eight(x);
     }
     let seconds = start.elapsed().as_secs_f64();
     assert_eq!(x, iterations * 8, "the chain ran whole");
