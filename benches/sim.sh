@@ -65,10 +65,11 @@ echo
 
 echo "## The default campaign against the core's clock"
 echo
-echo "This host runs its cores at a clock that moves with its neighbours' load, and the campaign's"
-echo "speed moves with it. Each round reads the clock (\`benches/clock.rs\`: a chain of dependent"
-echo "one-cycle additions), runs the campaign, and reads the clock again, all on one core; cycles"
-echo "per step are the two readings' mean over the steps per second."
+echo "Each round reads the core's clock (\`benches/clock.rs\`: a chain of dependent one-cycle"
+echo "additions), runs the campaign, and reads the clock again, all on one core. Cycles per step"
+echo "are the two readings' mean over the steps per second: where they swing while the clock"
+echo "holds, what moved is not the clock but what else the core was doing (on a shared host,"
+echo "its neighbours' work)."
 echo
 echo '```'
 echo "rustc -O --edition 2021 benches/clock.rs -o clock"
