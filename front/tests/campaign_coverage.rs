@@ -6,16 +6,8 @@ use leasehold_front::sim::coverage::Probe;
 use leasehold_front::sim::seeded::Ratio;
 use leasehold_front::{self as leasehold, Variant};
 
-/// A folder `test` not yet made, in a scratch folder that is removed (with whatever the test
-/// wrote) when the returned guard drops.
-fn out(test: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::Builder::new()
-        .prefix("leasehold-front-")
-        .tempdir()
-        .expect("a scratch folder");
-    let dir = tmp.path().join(test);
-    (tmp, dir)
-}
+mod scratch;
+use scratch::out;
 
 /// The default mix reaches every probe within 400 seeds (as `sim/tests/scale.rs` checks of the
 /// simulator's own defaults); with pauses off, the pause probe is not applicable and not asked

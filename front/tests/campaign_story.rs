@@ -5,16 +5,8 @@
 use leasehold_front::campaign::TIMELINE_LINES_MAX;
 use leasehold_front::{self as leasehold, Invariant, Variant};
 
-/// A folder `test` not yet made, in a scratch folder that is removed (with whatever the test
-/// wrote) when the returned guard drops.
-fn out(test: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::Builder::new()
-        .prefix("leasehold-front-")
-        .tempdir()
-        .expect("a scratch folder");
-    let dir = tmp.path().join(test);
-    (tmp, dir)
-}
+mod scratch;
+use scratch::out;
 
 /// The `tN` a timeline line starts with.
 fn t_of(line: &str) -> usize {

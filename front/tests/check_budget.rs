@@ -6,16 +6,8 @@ use leasehold_front::model::check::Outcome;
 use leasehold_front::{self as leasehold, CheckConfig, Variant};
 use std::time::Duration;
 
-/// A folder `test` not yet made, in a scratch folder that is removed (with whatever the test
-/// wrote) when the returned guard drops.
-fn out(test: &str) -> (tempfile::TempDir, std::path::PathBuf) {
-    let tmp = tempfile::Builder::new()
-        .prefix("leasehold-front-")
-        .tempdir()
-        .expect("a scratch folder");
-    let dir = tmp.path().join(test);
-    (tmp, dir)
-}
+mod scratch;
+use scratch::out;
 
 #[test]
 fn a_time_budget_bounds_a_long_check_and_says_so() {
