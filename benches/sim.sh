@@ -63,13 +63,14 @@ print(f"| {d['steps']:,} | {d['sim_ms'] / 1000:,.0f} s | {wall:.2f} s | {user:.2
 PY
 echo
 
-echo "## The default campaign against the core's clock"
+echo "## The default campaign against the core's clock and width"
 echo
-echo "Each round reads the core's clock (\`benches/clock.rs\`: a chain of dependent one-cycle"
-echo "additions), runs the campaign, and reads the clock again, all on one core. Cycles per step"
-echo "are the two readings' mean over the steps per second: where they swing while the clock"
-echo "holds, what moved is not the clock but what else the core was doing (on a shared host,"
-echo "its neighbours' work)."
+echo "Each round reads the core's clock and width (\`benches/clock.rs\`: a chain of dependent"
+echo "one-cycle additions, then six independent chains), runs the campaign, and reads them again,"
+echo "all on one core. Cycles per step are the two clock readings' mean over the steps per"
+echo "second. The width is the additions the core retired a cycle: it falls when something else"
+echo "runs on the same core (on a shared host, a neighbour on its other hardware thread), and"
+echo "the campaign slows with it, while the clock may hold."
 echo
 echo '```'
 echo "rustc -O --edition 2021 benches/clock.rs -o clock"
@@ -77,23 +78,25 @@ echo "taskset -c 1 ./clock 100; taskset -c 1 $BIN sim --seeds 0..10000 --threads
 echo '```'
 echo
 rustc -O --edition 2021 "$(dirname "$0")/clock.rs" -o "$OUT/clock"
-ghz() { taskset -c 1 "$OUT/clock" 100 | cut -d' ' -f1; }
-echo "| round | time (UTC) | clock before | steps/s | clock after | cycles per step |"
-echo "|---|---|---|---|---|---|"
+probe() { taskset -c 1 "$OUT/clock" 100 | awk '{print $1, $3}'; }
+echo "| round | time (UTC) | clock before | width before | steps/s | clock after | width after | cycles per step |"
+echo "|---|---|---|---|---|---|---|---|"
 : > "$OUT/cycles"
 for round in $(seq "${CLOCK_ROUNDS:-9}"); do
-  before=$(ghz)
+  before=$(probe)
   taskset -c 1 "$BIN" sim --seeds 0..10000 --threads 1 --no-save --json > "$OUT/round.json"
-  after=$(ghz)
+  after=$(probe)
   python3 - "$OUT/round.json" "$round" "$(date -u +%H:%M:%S)" "$before" "$after" \
     "$OUT/cycles" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 rate = d["steps"] / (d["wall_ms"] / 1000)
-before, after = float(sys.argv[4]), float(sys.argv[5])
+(before, width_before), (after, width_after) = (map(float, a.split()) for a in sys.argv[4:6])
 cycles = (before + after) / 2 * 1e9 / rate
-open(sys.argv[6], "a").write(f"{cycles} {rate} {(before + after) / 2}\n")
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {before:.2f} GHz | {rate:,.0f} | {after:.2f} GHz | {cycles:,.0f} |")
+width = (width_before + width_after) / 2
+open(sys.argv[6], "a").write(f"{cycles} {rate} {(before + after) / 2} {width}\n")
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {before:.2f} GHz | {width_before:.2f} | {rate:,.0f} | "
+      f"{after:.2f} GHz | {width_after:.2f} | {cycles:,.0f} |")
 PY
 done
 echo
@@ -105,6 +108,21 @@ print(f"Median: {cycles:,.0f} cycles per step (spread {min(r[0] for r in rows):,
       f"{max(r[0] for r in rows):,.0f}), at clocks of {min(r[2] for r in rows):.2f}–"
       f"{max(r[2] for r in rows):.2f} GHz. At that cost, 5,000,000 steps/s takes a core at "
       f"{cycles * 5e6 / 1e9:.2f} GHz or more.")
+if len(rows) >= 4:
+    # The rounds split at the median width: what the campaign ran at on the wider core and on
+    # the narrower one.
+    by_width = sorted(rows, key=lambda r: r[3])
+    half = len(by_width) // 2
+    narrow, wide = by_width[:half], by_width[-half:]
+    def describe(part):
+        return (f"{min(r[3] for r in part):.2f}–{max(r[3] for r in part):.2f} additions a cycle: "
+                f"median {statistics.median(r[1] for r in part):,.0f} steps/s, "
+                f"{statistics.median(r[0] for r in part):,.0f} cycles per step")
+    print()
+    print(f"The {half} widest rounds, {describe(wide)}; the {half} narrowest, {describe(narrow)}.")
+    if len({r[3] for r in rows}) > 1 and len({r[1] for r in rows}) > 1:
+        print(f"Correlation of width and steps/s over the {len(rows)} rounds: "
+              f"{statistics.correlation([r[3] for r in rows], [r[1] for r in rows]):.2f}.")
 PY
 echo
 
