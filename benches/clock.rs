@@ -3,10 +3,11 @@
 //! * the **clock**: a chain of dependent integer additions, one cycle each on every x86-64 and
 //!   AArch64 core, in GHz;
 //! * the **width**: six independent chains of the same additions, in additions a cycle (the
-//!   second run's rate over the first's). A core of this generation retires four to six a
-//!   cycle when it is this program's alone; when something else runs on the same core (a
-//!   neighbour on its other hardware thread, on a shared host), the chains share its
-//!   arithmetic units and the width falls, while the clock may hold.
+//!   second run's rate over the first's). A core retires several a cycle when it is this
+//!   program's alone (the 2-core AMD host of `reports/sim-bench.md`: up to about 4.7); when
+//!   something else competes for the same core (on a shared host, typically a neighbour on its
+//!   other hardware thread), the chains share its arithmetic units and the width falls, while
+//!   the clock may hold.
 //!
 //! On a shared host a program's speed moves with both; a benchmark prints them beside its
 //! timings, so that a timing can be read as cycles and its round told apart by what the core

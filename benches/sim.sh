@@ -69,8 +69,8 @@ echo "Each round reads the core's clock and width (\`benches/clock.rs\`: a chain
 echo "one-cycle additions, then six independent chains), runs the campaign, and reads them again,"
 echo "all on one core. Cycles per step are the two clock readings' mean over the steps per"
 echo "second. The width is the additions the core retired a cycle: it falls when something else"
-echo "runs on the same core (on a shared host, a neighbour on its other hardware thread), and"
-echo "the campaign slows with it, while the clock may hold."
+echo "competes for the same core (on a shared host, typically a neighbour on its other hardware"
+echo "thread), and the campaign slows with it, while the clock may hold."
 echo
 echo '```'
 echo "rustc -O --edition 2021 benches/clock.rs -o clock"
