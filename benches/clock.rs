@@ -21,31 +21,34 @@
 
 use std::time::Instant;
 
+/// The one-cycle addition of 1 to register `$r`, in the architecture's assembly syntax.
+#[cfg(target_arch = "x86_64")]
+macro_rules! inc {
+    ($r:literal) => {
+        concat!("add ", $r, ", 1")
+    };
+}
+#[cfg(target_arch = "aarch64")]
+macro_rules! inc {
+    ($r:literal) => {
+        concat!("add ", $r, ", ", $r, ", 1")
+    };
+}
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+compile_error!("the clock probe knows the one-cycle addition of x86-64 and AArch64 only");
+
 /// Eight dependent additions of 1 to `x`: eight cycles.
 #[inline(always)]
 fn eight(mut x: u64) -> u64 {
-    #[cfg(target_arch = "x86_64")]
     // SAFETY: register arithmetic only; no memory, stack or flags another statement reads.
     unsafe {
         std::arch::asm!(
-            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+            inc!("{x}"), inc!("{x}"), inc!("{x}"), inc!("{x}"),
+            inc!("{x}"), inc!("{x}"), inc!("{x}"), inc!("{x}"),
             x = inout(reg) x,
             options(nomem, nostack),
         );
     }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: register arithmetic only; no memory, stack or flags another statement reads.
-    unsafe {
-        std::arch::asm!(
-            "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
-            "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
-            x = inout(reg) x,
-            options(nomem, nostack),
-        );
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    compile_error!("the clock probe knows the one-cycle addition of x86-64 and AArch64 only");
     x
 }
 
@@ -53,31 +56,13 @@ fn eight(mut x: u64) -> u64 {
 /// may run side by side.
 #[inline(always)]
 fn wide(x: &mut [u64; 6]) {
-    #[cfg(target_arch = "x86_64")]
     // SAFETY: register arithmetic only; no memory, stack or flags another statement reads.
     unsafe {
         std::arch::asm!(
-            "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1", "add {e}, 1", "add {f}, 1",
-            "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1", "add {e}, 1", "add {f}, 1",
-            "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1", "add {e}, 1", "add {f}, 1",
-            "add {a}, 1", "add {b}, 1", "add {c}, 1", "add {d}, 1", "add {e}, 1", "add {f}, 1",
-            a = inout(reg) x[0], b = inout(reg) x[1], c = inout(reg) x[2],
-            d = inout(reg) x[3], e = inout(reg) x[4], f = inout(reg) x[5],
-            options(nomem, nostack),
-        );
-    }
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: register arithmetic only; no memory, stack or flags another statement reads.
-    unsafe {
-        std::arch::asm!(
-            "add {a}, {a}, 1", "add {b}, {b}, 1", "add {c}, {c}, 1",
-            "add {d}, {d}, 1", "add {e}, {e}, 1", "add {f}, {f}, 1",
-            "add {a}, {a}, 1", "add {b}, {b}, 1", "add {c}, {c}, 1",
-            "add {d}, {d}, 1", "add {e}, {e}, 1", "add {f}, {f}, 1",
-            "add {a}, {a}, 1", "add {b}, {b}, 1", "add {c}, {c}, 1",
-            "add {d}, {d}, 1", "add {e}, {e}, 1", "add {f}, {f}, 1",
-            "add {a}, {a}, 1", "add {b}, {b}, 1", "add {c}, {c}, 1",
-            "add {d}, {d}, 1", "add {e}, {e}, 1", "add {f}, {f}, 1",
+            inc!("{a}"), inc!("{b}"), inc!("{c}"), inc!("{d}"), inc!("{e}"), inc!("{f}"),
+            inc!("{a}"), inc!("{b}"), inc!("{c}"), inc!("{d}"), inc!("{e}"), inc!("{f}"),
+            inc!("{a}"), inc!("{b}"), inc!("{c}"), inc!("{d}"), inc!("{e}"), inc!("{f}"),
+            inc!("{a}"), inc!("{b}"), inc!("{c}"), inc!("{d}"), inc!("{e}"), inc!("{f}"),
             a = inout(reg) x[0], b = inout(reg) x[1], c = inout(reg) x[2],
             d = inout(reg) x[3], e = inout(reg) x[4], f = inout(reg) x[5],
             options(nomem, nostack),
