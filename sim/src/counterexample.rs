@@ -248,6 +248,7 @@ fn frame(config: &CheckConfig, cx: &Counterexample, end_ms: u64) -> Scenario {
             expiry: Some("on_fetch".to_string()),
         },
         seed: None,
+        draws: None,
         faults: None,
         workload: None,
         steps: Vec::new(),

@@ -464,14 +464,15 @@ impl<'a> Validator<'a> {
             // A scripted scenario says what happens step by step: a seeded run's sections
             // would be silently unused.
             let sections = [
-                ("faults", self.scenario.faults.is_some()),
-                ("workload", self.scenario.workload.is_some()),
+                ("[faults]", "faults", self.scenario.faults.is_some()),
+                ("[workload]", "workload", self.scenario.workload.is_some()),
+                ("`draws`", "draws", self.scenario.draws.is_some()),
             ];
-            if let Some((section, _)) = sections.iter().find(|(_, present)| *present) {
+            if let Some((shown, key, _)) = sections.iter().find(|(_, _, present)| *present) {
                 return self.fail(
-                    &[Seg::Key(section)],
+                    &[Seg::Key(key)],
                     format!(
-                        "[{section}] belongs to a seeded scenario (`seed = N`); a scripted one \
+                        "{shown} belongs to a seeded scenario (`seed = N`); a scripted one \
                          sets its faults on its steps"
                     ),
                 );

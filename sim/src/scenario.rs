@@ -38,6 +38,12 @@
 //! claims idle entries; default `"at_deadline"`: before a step at time `t` every lease whose
 //! deadline is `<= t` expires). The oracle's ghost leases expire at their deadline either way.
 //!
+//! Seeded form: `draws = "uniform"` (beside `seed`) says how the run turns its random words into
+//! numbers in a range: rand's `Uniform` distribution, which `sim` runs and writes; or
+//! `"gen_range"`, rand's `Rng::gen_range`, which draws other numbers from the same words. A
+//! seeded file without `draws` was written before the key existed, and replays as
+//! `gen_range`, as it was found.
+//!
 //! # Lassos: behaviours that never settle
 //! A liveness counterexample with a cycle (found by `leasehold check --renews unbounded
 //! --fairness none`) is a *lasso*: a prefix, then a loop that can repeat forever without
@@ -84,6 +90,11 @@ pub struct Scenario {
     /// A seed, for the seeded form (the simulator's failures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// The seeded form's way of drawing numbers from its random words: `uniform` (what `sim`
+    /// runs and writes) or `gen_range` (the way of the seeded files written before this key;
+    /// a seeded file without it draws that way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draws: Option<String>,
     /// The seeded form's workload beyond `[config]` (defaults when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<crate::seeded::Workload>,

@@ -146,7 +146,7 @@ fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
     assert_eq!(stretch.lines, total - DRAWN_LINES..total);
 
     let mut failing = 0;
-    for seed in 0..40 {
+    for seed in 0..80 {
         let fails = setup(Variant::RenewRevives, 20, seed);
         let whole = run_setup(&fails, BackendKind::Pure, true);
         let trace = &whole.recorded.as_ref().expect("recorded").trace;

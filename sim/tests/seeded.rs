@@ -26,6 +26,7 @@ fn template(variant: Variant) -> Setup {
         expiry: Default::default(),
         workload: Workload::for_lease(LEASE_MS),
         faults: FaultPlan::for_lease(LEASE_MS),
+        draws: Default::default(),
     }
 }
 

@@ -19,6 +19,7 @@ use leasehold_sim::scenario::Scenario;
 use leasehold_sim::seeded::campaign::{
     recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
 };
+use leasehold_sim::seeded::prng::Draws;
 use leasehold_sim::seeded::seeded_file::{
     check_expect, first_violation_story, load_seeded, parse_toml, scenario_of, to_toml,
 };
@@ -171,6 +172,10 @@ pub struct Options {
     /// `mixed` (each seed draws one).
     #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub expiry: String,
+    /// How random words become numbers in a range: `uniform` (rand's `Uniform`), or
+    /// `gen_range` (rand's `gen_range`: the seeded files written before `draws` existed).
+    #[arg(long, default_value = "uniform", value_parser = ["uniform", "gen_range"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    pub draws: String,
     /// Threads (the results do not depend on it), at most 256; by default, one per core.
     #[arg(long, default_value_t = default_threads())]
     pub threads: usize,
@@ -421,6 +426,7 @@ pub fn template_pinned(args: &Options) -> Result<(Setup, Pinned), UserError> {
     }
     setup.resize(args.events, args.groups as usize, args.workers as usize);
     setup.expiry = Expiry::from_name(&args.expiry).unwrap_or_default();
+    setup.draws = Draws::from_name(&args.draws).unwrap_or_default();
     setup.derive_bounds(true, true);
     let pinned = Pinned {
         safety_ms_max: args.safety_ms_max.is_some(),

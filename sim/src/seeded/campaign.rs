@@ -5,7 +5,7 @@
 //! invariant, the smallest failing seeds are kept: memory does not grow with the range.
 
 use super::faults::FaultPlan;
-use super::prng::Prng;
+use super::prng::{Draws, Prng};
 use super::run::RunOptions;
 use super::seeded_file::{run_setup_with, BackendKind};
 use super::setup::Setup;
@@ -107,7 +107,7 @@ impl Campaign {
     pub fn setup(&self, seed: u64) -> Setup {
         let mut setup = self.swarm_setup(seed);
         if self.expiry_mixed {
-            let on_fetch = Prng::named(seed, "expiry").coin();
+            let on_fetch = Prng::named(seed, "expiry", self.template.draws).coin();
             setup.expiry = if on_fetch {
                 Expiry::OnFetch
             } else {
@@ -132,7 +132,7 @@ impl Campaign {
             };
         }
         let t = &self.template;
-        let mut prng = Prng::named(seed, "swarm");
+        let mut prng = Prng::named(seed, "swarm", t.draws);
         let faults = FaultPlan::swarm(&t.faults, &mut prng);
         let (events, groups, workers) = swarm_size(t, &mut prng);
         let mut setup = Setup {
@@ -363,7 +363,7 @@ fn swarm_size(t: &Setup, prng: &mut Prng) -> (u32, usize, usize) {
 }
 
 /// The flags that reproduce `setup`'s configuration (not its seed): `--variant … --lease-ms
-/// …`, then `--swarm`, `--expiry` when given, pinned bounds, and every fault whose intensity
+/// …`, then `--swarm`, `--expiry` when given, `--draws` when not the default, pinned bounds, and every fault whose intensity
 /// differs from the default plan's.
 pub fn recipe(setup: &Setup, swarm: bool, expiry: Option<Expiry>, pinned: Pinned) -> String {
     let mut out = format!(
@@ -391,6 +391,9 @@ pub fn recipe(setup: &Setup, swarm: bool, expiry: Option<Expiry>, pinned: Pinned
     }
     if let Some(expiry) = expiry {
         let _ = write!(out, " --expiry {}", expiry.name());
+    }
+    if setup.draws != Draws::default() {
+        let _ = write!(out, " --draws {}", setup.draws);
     }
     let plan = &setup.faults;
     let base = FaultPlan::for_lease(setup.lease_ms);

@@ -338,11 +338,12 @@ impl FaultPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::seeded::prng::Draws;
 
     #[test]
     fn swarm_draws_differ_by_seed_and_stay_within_the_base_plan() {
         let base = FaultPlan::default();
-        let draw = |seed| FaultPlan::swarm(&base, &mut Prng::named(seed, "swarm"));
+        let draw = |seed| FaultPlan::swarm(&base, &mut Prng::named(seed, "swarm", Draws::Uniform));
         assert_eq!(draw(3), draw(3));
         let plans: Vec<_> = (0..20).map(draw).collect();
         assert!(plans.iter().any(|p| p != &plans[0]));
@@ -354,14 +355,17 @@ mod tests {
         let mut narrow = FaultPlan::none();
         narrow.crash = Ratio::new(1, 10);
         for seed in 0..20 {
-            let plan = FaultPlan::swarm(&narrow, &mut Prng::named(seed, "swarm"));
+            let plan = FaultPlan::swarm(&narrow, &mut Prng::named(seed, "swarm", Draws::Uniform));
             assert!(plan.enabled().iter().all(|&f| f == Fault::Crash));
         }
     }
 
     #[test]
     fn a_plan_round_trips_through_toml() {
-        let plan = FaultPlan::swarm(&FaultPlan::default(), &mut Prng::named(9, "swarm"));
+        let plan = FaultPlan::swarm(
+            &FaultPlan::default(),
+            &mut Prng::named(9, "swarm", Draws::Uniform),
+        );
         let text = toml::to_string(&plan).unwrap();
         assert!(text.contains("crash = \""), "{text}");
         assert_eq!(toml::from_str::<FaultPlan>(&text).unwrap(), plan);

@@ -53,6 +53,12 @@ impl Keystream {
         }
     }
 
+    /// The counter of the next block to generate.
+    #[cfg(test)]
+    pub fn next_block(&self) -> u64 {
+        self.block
+    }
+
     /// Fills `blocks` with the next sixteen blocks.
     #[inline(never)]
     pub fn refill(&mut self, blocks: &mut Blocks) {

@@ -242,34 +242,44 @@ struct Chances {
     reorder_ms: Span,
     /// A normal handler's duration.
     handler_ms: Span,
+    /// A long (renewing) handler's duration.
+    long_handler_ms: Span,
+    /// A slow handler's duration.
+    slow_handler_ms: Span,
+    /// A pause's length.
+    pause_ms: Span,
 }
 
 impl Chances {
     fn of(setup: &Setup) -> Chances {
-        let (f, w) = (&setup.faults, &setup.workload);
+        let (f, w, d) = (&setup.faults, &setup.workload, setup.draws);
+        let lease_ms = setup.lease_ms;
         Chances {
-            crash: Odds::of(f.crash),
-            pause: Odds::of(f.pause),
-            delay: Odds::of(f.delay),
-            reorder: Odds::of(f.reorder),
-            drop: Odds::of(f.drop),
-            duplicate: Odds::of(f.duplicate),
-            partition: Odds::of(f.partition),
-            unavailable: Odds::of(f.unavailable),
-            failed: Odds::of(f.failed),
-            lost_reply: Odds::of(f.lost_reply),
-            broker_restart: Odds::of(f.broker_restart),
-            slow_handler: Odds::of(f.slow_handler),
-            handler_error: Odds::of(f.handler_error),
-            boundary: Odds::of(f.boundary),
-            long_handler: Odds::of(w.long_handler),
-            outcome_ack: Odds::of(w.outcome_ack),
-            outcome_nack: Odds::of(w.outcome_nack),
-            outcome_reject: Odds::of(w.outcome_reject),
-            publish: Odds::of(w.publish),
-            delay_ms: Span::new(0, f.delay_ms_max),
-            reorder_ms: Span::new(0, f.reorder_ms_max),
-            handler_ms: Span::new(1, w.handler_ms_max.max(1)),
+            crash: Odds::of(f.crash, d),
+            pause: Odds::of(f.pause, d),
+            delay: Odds::of(f.delay, d),
+            reorder: Odds::of(f.reorder, d),
+            drop: Odds::of(f.drop, d),
+            duplicate: Odds::of(f.duplicate, d),
+            partition: Odds::of(f.partition, d),
+            unavailable: Odds::of(f.unavailable, d),
+            failed: Odds::of(f.failed, d),
+            lost_reply: Odds::of(f.lost_reply, d),
+            broker_restart: Odds::of(f.broker_restart, d),
+            slow_handler: Odds::of(f.slow_handler, d),
+            handler_error: Odds::of(f.handler_error, d),
+            boundary: Odds::of(f.boundary, d),
+            long_handler: Odds::of(w.long_handler, d),
+            outcome_ack: Odds::of(w.outcome_ack, d),
+            outcome_nack: Odds::of(w.outcome_nack, d),
+            outcome_reject: Odds::of(w.outcome_reject, d),
+            publish: Odds::of(w.publish, d),
+            delay_ms: Span::new(0, f.delay_ms_max, d),
+            reorder_ms: Span::new(0, f.reorder_ms_max, d),
+            handler_ms: Span::new(1, w.handler_ms_max.max(1), d),
+            long_handler_ms: Span::new(lease_ms / 2, 3 * lease_ms, d),
+            slow_handler_ms: Span::new(lease_ms, f.slow_handler_ms_max.max(lease_ms), d),
+            pause_ms: Span::new(lease_ms, f.pause_ms_max.max(lease_ms), d),
         }
     }
 }
@@ -339,14 +349,15 @@ impl<'a, B: Backend> Driver<'a, B> {
     #[inline(never)]
     fn new(setup: &'a Setup, backend: B, options: &RunOptions) -> Driver<'a, B> {
         let seed = setup.seed;
-        let mut workload = Prng::named(seed, "workload");
+        let draws = setup.draws;
+        let mut workload = Prng::named(seed, "workload", draws);
         let mut poison = vec![0u64; (setup.events as usize).div_ceil(64)];
         for index in 0..setup.events as usize {
             if workload.chance(setup.workload.poison) {
                 poison[index / 64] |= 1 << (index % 64);
             }
         }
-        let mut clocks = Prng::named(seed, "clocks");
+        let mut clocks = Prng::named(seed, "clocks", draws);
         let f = &setup.faults;
         let workers: Vec<Worker> = (0..setup.worker_names.len())
             .map(|index| {
@@ -410,11 +421,11 @@ impl<'a, B: Backend> Driver<'a, B> {
             queue: Timers::default(),
             workers,
             poison,
-            network: Prng::named(seed, "network"),
-            faults: Prng::named(seed, "faults"),
-            handler: Prng::named(seed, "handler"),
-            boundary: Prng::named(seed, "boundary"),
-            publishes: Prng::named(seed, "publish"),
+            network: Prng::named(seed, "network", draws),
+            faults: Prng::named(seed, "faults", draws),
+            handler: Prng::named(seed, "handler", draws),
+            boundary: Prng::named(seed, "boundary", draws),
+            publishes: Prng::named(seed, "publish", draws),
             published: 0,
             progress: options.progress.clone(),
             stop_at_first_violation: options.stop_at_first_violation,
@@ -922,10 +933,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             let aimed = self.aim_handler(issuance, &mut run, &mut renews);
             let mut finish = now.saturating_add(run.handler_ms);
             if self.fault(|c| &c.pause) {
-                let lease_ms = setup.lease_ms;
-                let ms = self
-                    .faults
-                    .between(lease_ms, setup.faults.pause_ms_max.max(lease_ms));
+                let ms = self.faults.span(&self.chances.pause_ms);
                 self.engine.pause(worker, ms);
                 finish = finish.max(now.saturating_add(ms));
             }
@@ -954,16 +962,15 @@ impl<'a, B: Backend> Driver<'a, B> {
     /// outcome; a correct manual handler's `ack()`.
     fn draw_handler(&mut self, worker: usize, issuance: Issuance) -> (HandlerRun, bool) {
         let setup = self.setup;
-        let (w, f) = (&setup.workload, &setup.faults);
+        let w = &setup.workload;
         let lease_ms = setup.lease_ms;
         let seq = self.engine.lease(issuance).expect("just fetched").seq;
         let (handler_ms, renews) = if is_poison(&self.poison, seq) {
             (lease_ms + self.handler.between(1, lease_ms.max(1)), false)
         } else if self.fault(|c| &c.slow_handler) {
-            let max = f.slow_handler_ms_max.max(lease_ms);
-            (self.faults.between(lease_ms, max), false)
+            (self.faults.span(&self.chances.slow_handler_ms), false)
         } else if self.handler.odds(&self.chances.long_handler) {
-            (self.handler.between(lease_ms / 2, 3 * lease_ms), w.renew)
+            (self.handler.span(&self.chances.long_handler_ms), w.renew)
         } else {
             (self.handler.span(&self.chances.handler_ms), false)
         };

@@ -1,6 +1,7 @@
 //! Seeded scenario files: a [`Setup`] from a scenario's `seed`, `[config]`, `[workload]` and
 //! `[faults]`, and back, so a failing seed is saved as a file that replays byte for byte.
 
+use super::prng::Draws;
 use super::run::{run, RunOptions, RunOutcome};
 use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
@@ -198,6 +199,17 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
             ),
         )
     })?;
+    let draws = match scenario.draws.as_deref() {
+        // The seeded files written before `draws` existed were drawn as `gen_range`.
+        None => Draws::GenRange,
+        Some(name) => Draws::from_name(name).ok_or_else(|| {
+            SetupError::new(
+                "",
+                "draws",
+                format!("unknown '{name}' (expected one of uniform, gen_range)"),
+            )
+        })?,
+    };
     let c = &scenario.config;
     let (policy, expiry, clock_offset_ms) = config_of(c)?;
     let setup = Setup {
@@ -213,6 +225,7 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
         expiry,
         workload: scenario.workload.clone().unwrap_or_default(),
         faults: scenario.faults.clone().unwrap_or_default(),
+        draws,
     };
     setup.validate()?;
     let pinned = scenario
@@ -302,6 +315,7 @@ pub fn scenario_of(setup: &Setup, violated: Option<&str>, note: Option<String>) 
             expiry: (setup.expiry != Expiry::default()).then(|| setup.expiry.name().to_string()),
         },
         seed: Some(setup.seed),
+        draws: Some(setup.draws.name().to_string()),
         workload: Some(setup.workload.clone()),
         faults: Some(setup.faults.clone()),
         steps: Vec::new(),

@@ -8,6 +8,7 @@
 //! (`config.lease_ms`, which the command line shows as `--lease-ms`).
 
 use super::faults::FaultPlan;
+use super::prng::Draws;
 use super::workload::Workload;
 use crate::engine::Expiry;
 use leasehold_model::{AckPolicy, BrokerConfig, Ms, Variant};
@@ -40,6 +41,8 @@ pub struct Setup {
     pub workload: Workload,
     /// The effective fault plan.
     pub faults: FaultPlan,
+    /// How the run's random words become numbers in a range (a seeded file's `draws`).
+    pub draws: Draws,
 }
 
 /// The last simulated millisecond a run may reach: every bound and every duration must keep a
@@ -143,7 +146,7 @@ pub fn worker_name(index: usize) -> String {
 impl Setup {
     /// The default run of `variant` (seed 0): 20 events, groups `g0` and `g1`, workers `A`, `B`
     /// and `C`, a 30 s lease, 3 attempts, `nack_on_error`, every fault on at its default
-    /// intensity, expiry at the deadline.
+    /// intensity, expiry at the deadline, rand's `Uniform` draws.
     pub fn default_for(variant: Variant) -> Setup {
         let lease_ms = super::faults::DEFAULT_LEASE_MS;
         let mut setup = Setup {
@@ -159,6 +162,7 @@ impl Setup {
             expiry: Expiry::AtDeadline,
             workload: Workload::for_lease(lease_ms),
             faults: FaultPlan::for_lease(lease_ms),
+            draws: Draws::default(),
         };
         setup.derive_bounds(true, true);
         setup

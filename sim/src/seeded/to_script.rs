@@ -228,6 +228,7 @@ impl Writer<'_> {
         let mut scenario = scenario_of(self.setup, Some(target.id()), Some(note));
         scenario.seed = None;
         scenario.workload = None;
+        scenario.draws = None;
         scenario.faults = None;
         scenario.config.clock_offset_ms.clear();
         if self.setup.variant != leasehold_model::Variant::WorkerClockExpiry {
