@@ -1398,3 +1398,97 @@ fn a_stopped_shrink_writes_the_smallest_failing_scenario_found() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--draws gen_range` runs rand's `gen_range` draws: another run of the same seeds, named in
+/// the recipe line and recorded in the saved file, which replays as it ran. A seeded file
+/// without `draws` (written before the key existed) replays as `gen_range`; an unknown one is
+/// refused with its file, line and field.
+#[test]
+fn draws_are_chosen_recorded_and_an_old_file_replays_as_gen_range() {
+    let campaign = |extra: &[&str]| {
+        let mut args = vec!["sim", "--seeds", "0..20", "--no-save", "--json"];
+        args.extend(extra);
+        json(&leasehold(&args))
+    };
+    let (uniform, gen_range) = (campaign(&[]), campaign(&["--draws", "gen_range"]));
+    assert_ne!(uniform["campaign_hash"], gen_range["campaign_hash"]);
+    assert!(!uniform["recipe"].as_str().unwrap().contains("--draws"));
+    assert!(gen_range["recipe"]
+        .as_str()
+        .unwrap()
+        .contains(" --draws gen_range"));
+    // Two shards drawn differently are refused as one campaign.
+    let dir = scratch_dir("draws");
+    let shard = |k: &str, extra: &[&str]| {
+        let path = dir.join(format!("{k}.json"));
+        let shard = format!("{k}/2");
+        let mut args = vec![
+            "sim",
+            "--seeds",
+            "0..20",
+            "--shard",
+            &shard,
+            "--no-save",
+            "--json",
+        ];
+        args.extend(extra);
+        std::fs::write(&path, stdout(&leasehold(&args))).unwrap();
+        path.display().to_string()
+    };
+    let (a, b) = (shard("1", &[]), shard("2", &["--draws", "gen_range"]));
+    let mixed = leasehold(&["sim", "--merge", &a, &b]);
+    let err = String::from_utf8_lossy(&mixed.stderr);
+    assert_eq!(mixed.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("shard 2/2 is not of the same campaign"),
+        "{err}"
+    );
+
+    let out = dir.join("found").display().to_string();
+    let trace_hash = |o: &Output| {
+        let text = stdout(o);
+        let line = text.lines().find(|l| l.starts_with("trace hash "));
+        line.unwrap_or_else(|| panic!("{text}")).to_string()
+    };
+    let ran = leasehold(&[
+        "sim",
+        "--seed",
+        "42",
+        "--draws",
+        "gen_range",
+        "--save",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(ran.status.code(), Some(0), "{}", stdout(&ran));
+    let default = leasehold(&["sim", "--seed", "42", "--no-save"]);
+    assert_ne!(trace_hash(&ran), trace_hash(&default));
+    let file = first_file(std::path::Path::new(&out));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("\ndraws = \"gen_range\"\n"), "{text}");
+    let path = file.display().to_string();
+    let replayed = leasehold(&["replay", &path]);
+    assert_eq!(trace_hash(&replayed), trace_hash(&ran));
+    // The same file as written before `draws` existed.
+    std::fs::write(&file, text.replace("draws = \"gen_range\"\n", "")).unwrap();
+    let old = leasehold(&["replay", &path]);
+    assert_eq!(old.status.code(), Some(0), "{}", stdout(&old));
+    assert_eq!(stdout(&old), stdout(&replayed));
+    // With the default's draws, it is the default's run.
+    let uniform_text = text.replace("draws = \"gen_range\"", "draws = \"uniform\"");
+    std::fs::write(&file, uniform_text).unwrap();
+    assert_eq!(
+        trace_hash(&leasehold(&["replay", &path])),
+        trace_hash(&default)
+    );
+    std::fs::write(&file, text.replace("\"gen_range\"", "\"bogus\"")).unwrap();
+    let bad = leasehold(&["replay", &path]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("{path}:5:9: field `draws`: unknown 'bogus'")),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

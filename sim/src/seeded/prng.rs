@@ -310,45 +310,17 @@ mod tests {
         (0, u64::MAX),
     ];
 
-    /// `gen_range` draws are rand's `gen_range` on the same ChaCha8 stream, word for word.
-    #[test]
-    fn gen_range_draws_are_rands_gen_range_on_the_same_stream() {
-        use rand::Rng;
+    /// Draws of `Prng` drawing as `draws` and of rand on the same ChaCha8 stream, where
+    /// `theirs` draws in `lo..=hi` as rand does: the same numbers, word for word, over
+    /// [`SPANS`], ranges `0..n`, a chance, prepared odds and a coin.
+    fn in_step_with_rand(draws: Draws, theirs: impl Fn(&mut ChaCha8Rng, u64, u64) -> u64) {
         for seed in [0, 1, 42, 9_999] {
-            let mut ours = Prng::named(seed, "network", Draws::GenRange);
-            let mut theirs = ChaCha8Rng::seed_from_u64(seed);
-            theirs.set_stream(fnv1a64(b"network"));
+            let mut ours = Prng::named(seed, "network", draws);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(fnv1a64(b"network"));
             for round in 0..300 {
                 for &(lo, hi) in &SPANS {
-                    let (a, b) = (ours.between(lo, hi), theirs.gen_range(lo..=hi));
-                    assert_eq!(a, b, "seed {seed}, round {round}, {lo}..={hi}");
-                    if hi < u64::MAX {
-                        let n = hi + 1;
-                        let (a, b) = (ours.below(n), theirs.gen_range(0..n));
-                        assert_eq!(a, b, "seed {seed}, round {round}, 0..{n}");
-                    }
-                }
-                let ratio = Ratio::new(3, 100);
-                assert_eq!(ours.chance(ratio), theirs.gen_range(0..100u64) < 3);
-                let odds = Odds::of(ratio, Draws::GenRange);
-                assert_eq!(ours.odds(&odds), theirs.gen_range(0..100u64) < 3);
-                assert_eq!(ours.coin(), theirs.gen_range(0..2u64) == 1);
-            }
-        }
-    }
-
-    /// `uniform` draws are rand's `Uniform` distribution on the same ChaCha8 stream, word for
-    /// word.
-    #[test]
-    fn uniform_draws_are_rands_uniform_on_the_same_stream() {
-        use rand::distributions::{Distribution, Uniform};
-        for seed in [0, 1, 42, 9_999] {
-            let mut ours = Prng::named(seed, "network", Draws::Uniform);
-            let mut theirs = ChaCha8Rng::seed_from_u64(seed);
-            theirs.set_stream(fnv1a64(b"network"));
-            for round in 0..300 {
-                for &(lo, hi) in &SPANS {
-                    let b = Uniform::new_inclusive(lo, hi).sample(&mut theirs);
+                    let b = theirs(&mut rng, lo, hi);
                     assert_eq!(
                         ours.between(lo, hi),
                         b,
@@ -356,18 +328,33 @@ mod tests {
                     );
                     if hi < u64::MAX {
                         let n = hi + 1;
-                        let b = Uniform::new(0, n).sample(&mut theirs);
+                        let b = theirs(&mut rng, 0, hi);
                         assert_eq!(ours.below(n), b, "seed {seed}, round {round}, 0..{n}");
                     }
                 }
-                let hundred = Uniform::new(0, 100u64);
                 let ratio = Ratio::new(3, 100);
-                assert_eq!(ours.chance(ratio), hundred.sample(&mut theirs) < 3);
-                let odds = Odds::of(ratio, Draws::Uniform);
-                assert_eq!(ours.odds(&odds), hundred.sample(&mut theirs) < 3);
-                assert_eq!(ours.coin(), Uniform::new(0, 2u64).sample(&mut theirs) == 1);
+                assert_eq!(ours.chance(ratio), theirs(&mut rng, 0, 99) < 3);
+                let odds = Odds::of(ratio, draws);
+                assert_eq!(ours.odds(&odds), theirs(&mut rng, 0, 99) < 3);
+                assert_eq!(ours.coin(), theirs(&mut rng, 0, 1) == 1);
             }
         }
+    }
+
+    /// `gen_range` draws are rand's `Rng::gen_range` on the same ChaCha8 stream.
+    #[test]
+    fn gen_range_draws_are_rands_gen_range_on_the_same_stream() {
+        use rand::Rng;
+        in_step_with_rand(Draws::GenRange, |rng, lo, hi| rng.gen_range(lo..=hi));
+    }
+
+    /// `uniform` draws are rand's `Uniform` distribution on the same ChaCha8 stream.
+    #[test]
+    fn uniform_draws_are_rands_uniform_on_the_same_stream() {
+        use rand::distributions::{Distribution, Uniform};
+        in_step_with_rand(Draws::Uniform, |rng, lo, hi| {
+            Uniform::new_inclusive(lo, hi).sample(rng)
+        });
     }
 
     /// `uniform` rejects almost no draw: over the default fault plan's denominators it reads
