@@ -174,7 +174,7 @@ pub struct Options {
     pub expiry: String,
     /// How random words become numbers in a range: `uniform` (rand's `Uniform`), or
     /// `gen_range` (rand's `gen_range`: the seeded files written before `draws` existed).
-    #[arg(long, default_value = "uniform", value_parser = ["uniform", "gen_range"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value = "uniform", value_parser = Draws::ALL.map(Draws::name), conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub draws: String,
     /// Threads (the results do not depend on it), at most 256; by default, one per core.
     #[arg(long, default_value_t = default_threads())]

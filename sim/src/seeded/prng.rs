@@ -21,8 +21,9 @@ use std::fmt;
 /// differ in the zone, and so draw different numbers from the same words.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Draws {
-    /// `Uniform::new_inclusive(low, high).sample(rng)`: the exact zone, which rejects fewer
-    /// than one word in 2^32 for the ranges a run draws from. The default of every run.
+    /// `Uniform::new_inclusive(low, high).sample(rng)`: the exact zone, which rejects the
+    /// `2^64 mod range` words past the last whole multiple of the range (fewer than one in
+    /// 10^13 for a range under a million). The default of every run.
     #[default]
     Uniform,
     /// `Rng::gen_range(low..=high)`: rand's conservative single-sample zone,

@@ -206,7 +206,10 @@ pub fn setup_from_scenario(scenario: &Scenario) -> Result<Setup, SetupError> {
             SetupError::new(
                 "",
                 "draws",
-                format!("unknown '{name}' (expected one of uniform, gen_range)"),
+                format!(
+                    "unknown '{name}' (expected one of {})",
+                    Draws::ALL.map(Draws::name).join(", ")
+                ),
             )
         })?,
     };
