@@ -35,27 +35,28 @@ for series in $(seq "$SERIES"); do
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["steps"] / d["wall_ms"] * 1000)' \
       "$OUT/run.json" >> "$OUT/runs"
   done
-  python3 - "$OUT/runs" "$series" "$at" "$load" >> "$OUT/table" <<'PY'
+  # A table row on stdout; the series' median and best, unrounded, in $OUT/series for the count.
+  python3 - "$OUT/runs" "$series" "$at" "$load" "$OUT/series" <<'PY'
 import statistics, sys
 runs = sorted(float(x) for x in open(sys.argv[1]))
+median = statistics.median(runs)
 print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | "
       + ", ".join(f"{r / 1e6:.2f}" for r in runs)
-      + f" | {statistics.median(runs) / 1e6:.2f} | {runs[-1] / 1e6:.2f} |")
+      + f" | {median / 1e6:.2f} | {runs[-1] / 1e6:.2f} |")
+with open(sys.argv[5], "a") as out:
+    print(median, runs[-1], file=out)
 PY
-  tail -1 "$OUT/table"
   if [ "$series" -lt "$SERIES" ]; then
     sleep "$GAP"
   fi
 done
 echo
-python3 - "$OUT/table" "$TARGET" <<'PY'
+python3 - "$OUT/series" "$TARGET" <<'PY'
 import statistics, sys
 target = float(sys.argv[2])
-medians, bests = [], []
-for line in open(sys.argv[1]):
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    medians.append(float(cells[4]) * 1e6)
-    bests.append(float(cells[5]) * 1e6)
+pairs = [tuple(map(float, line.split())) for line in open(sys.argv[1])]
+medians = [m for m, _ in pairs]
+bests = [b for _, b in pairs]
 n = len(medians)
 print(f"Medians {min(medians) / 1e6:.2f}–{max(medians) / 1e6:.2f} M steps/s "
       f"(their median {statistics.median(medians) / 1e6:.2f} M): "
