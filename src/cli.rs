@@ -80,15 +80,22 @@ pub type CmdResult = Result<Status, UserError>;
 pub fn usage_error(error: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match error.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             let _ = error.print();
-            if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                Status::BadInput.into()
-            } else {
-                Status::Ok.into()
-            }
+            Status::Ok.into()
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // No command: one line naming them, as any other usage error.
+            let commands: Vec<String> = <Cli as clap::CommandFactory>::command()
+                .get_subcommands()
+                .map(|c| c.get_name().to_string())
+                .filter(|name| name != "help")
+                .collect();
+            eprintln!(
+                "leasehold: error: a command is needed: one of {} (see 'leasehold --help')",
+                commands.join(", ")
+            );
+            Status::BadInput.into()
         }
         _ => {
             let text = error.to_string();

@@ -106,6 +106,27 @@ fn an_unknown_command_exits_2_with_one_line() {
 }
 
 #[test]
+fn no_command_exits_2_with_one_line_naming_the_commands() {
+    let out = leasehold(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+    assert!(stderr.starts_with("leasehold: error: "), "{stderr:?}");
+    for command in [
+        "check",
+        "sim",
+        "replay",
+        "shrink",
+        "timeline",
+        "protocols",
+        "report",
+    ] {
+        assert!(stderr.contains(command), "{command}: {stderr:?}");
+    }
+}
+
+#[test]
 fn an_unknown_flag_exits_2_with_one_line() {
     let out = leasehold(&["protocols", "--frobnicate"]);
     assert_eq!(out.status.code(), Some(2));

@@ -256,6 +256,26 @@ fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
         redis_text.contains("broker restarts (SIGKILL + restart)"),
         "{redis_text}"
     );
+    // What reproduces the campaign and its finding names the server it ran on.
+    assert!(
+        redis_text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .ends_with(" --backend redis --redis-spawn"),
+        "{redis_text}"
+    );
+    let replay_with = redis_text
+        .lines()
+        .find(|l| l.contains("replay with: "))
+        .expect("the finding's line");
+    assert_eq!(
+        replay_with
+            .matches(" --backend redis --redis-spawn")
+            .count(),
+        2,
+        "{replay_with}"
+    );
     let saved = std::fs::read_dir(&redis_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -270,7 +290,14 @@ fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
         stdout(&replay)
     );
     let pure_replay = leasehold(&["replay", &saved]);
-    assert_eq!(stdout(&replay), stdout(&pure_replay));
+    let (on_redis, on_pure) = (stdout(&replay), stdout(&pure_replay));
+    let (redis_head, redis_rest) = on_redis.split_once('\n').unwrap();
+    let (pure_head, pure_rest) = on_pure.split_once('\n').unwrap();
+    assert_eq!(redis_rest, pure_rest, "the same run, line for line");
+    assert_eq!(
+        redis_head.replace(" --backend redis --redis-spawn", ""),
+        pure_head
+    );
     let _ = std::fs::remove_dir_all(&pure_dir);
     let _ = std::fs::remove_dir_all(&redis_dir);
 }

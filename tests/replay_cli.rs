@@ -155,6 +155,33 @@ fn a_mismatched_step_expect_exits_1_naming_the_step() {
         "{}",
         stdout(&out)
     );
+    // `timeline` exits 1 on the same file and says why, after the lines (and after drawing).
+    let svg = path.with_extension("svg");
+    for extra in [&[][..], &["--svg", svg.to_str().unwrap()][..]] {
+        let mut args = vec!["timeline", path.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = leasehold(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let text = stdout(&out);
+        let last = text.lines().last().unwrap_or_default();
+        assert_eq!(
+            last, "mismatch: step[4] (t4): expected ok, got stale_lease",
+            "{args:?}: {text}"
+        );
+    }
+    assert!(svg.exists(), "the drawing is written all the same");
+    // On another backend, the command that reproduces the run names it.
+    let out = leasehold(&["replay", path.to_str().unwrap(), "--backend", "embedded"]);
+    assert_eq!(out.status.code(), Some(1));
+    let wanted = format!(
+        "(reproduce: leasehold replay {} --backend embedded)",
+        path.display()
+    );
+    assert!(
+        stdout(&out).trim_end().ends_with(&wanted),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

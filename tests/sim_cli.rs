@@ -549,6 +549,10 @@ fn huge_inputs_are_one_line_errors_or_run_never_a_panic() {
             vec!["sim", "--clock-drift-ppm-max", "1000000"],
             "--clock-drift-ppm-max",
         ),
+        (
+            vec!["sim", "--steps-max", "18446744073709551615"],
+            "--steps-max",
+        ),
     ] {
         let out = leasehold(&args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -804,6 +808,53 @@ fn a_single_seed_names_its_saved_file_and_save_keeps_a_clean_one() {
     let before = files();
     let unsaved = leasehold(&["sim", "--seed", "43", "--out", &out]);
     assert_eq!((unsaved.status.code(), files()), (Some(0), before));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A seed above TOML's largest integer (2^63 - 1) is saved as a string of its digits, and its
+/// file replays as found: the campaign's finding and a clean seed kept with `--save`.
+#[test]
+fn a_seed_above_tomls_integers_is_saved_and_replays() {
+    let dir = scratch_dir("bigseed");
+    let out = dir.display().to_string();
+    let failing = leasehold(&[
+        "sim",
+        "--variant",
+        "redis-streams",
+        "--seeds",
+        "9223372036854775808..9223372036854775908",
+        "--stop-on-failure",
+        "--out",
+        &out,
+    ]);
+    let err = String::from_utf8_lossy(&failing.stderr);
+    assert_eq!(failing.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let saved = first_file(&dir);
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let seed_line = text.lines().find(|l| l.starts_with("seed = ")).unwrap();
+    assert!(
+        seed_line.starts_with("seed = \"92233720368547758"),
+        "{seed_line}"
+    );
+    let replayed = leasehold(&["replay", saved.to_str().unwrap()]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stdout(&replayed));
+    std::fs::remove_file(&saved).unwrap();
+    let clean = leasehold(&[
+        "sim",
+        "--seed",
+        "18446744073709551615",
+        "--save",
+        "--out",
+        &out,
+    ]);
+    assert_eq!(clean.status.code(), Some(0), "{}", stdout(&clean));
+    let kept = first_file(&dir);
+    assert!(std::fs::read_to_string(&kept)
+        .unwrap()
+        .contains("seed = \"18446744073709551615\""));
+    let replayed = leasehold(&["replay", kept.to_str().unwrap()]);
+    assert_eq!(replayed.status.code(), Some(0), "{}", stdout(&replayed));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -156,7 +156,7 @@ const ACKED: u32 = 1;
 const DEAD: u32 = 2;
 
 /// Bit of [`GhostRecord::bits`]: a handler completed successfully under a lease that was
-/// current when it started (kept only when I7 is checked).
+/// current when it started (kept when I7 is checked, and with full bookkeeping).
 const PROCESSED: u32 = 1 << 30;
 /// Bit of [`GhostRecord::bits`]: a handler run started for it (kept only with full
 /// bookkeeping, to count duplicates).
@@ -909,7 +909,10 @@ impl Oracle {
         started_current: bool,
         success: bool,
     ) {
-        if self.config.check_at_least_once && success && started_current {
+        // Kept when I7 is checked, and with full bookkeeping for the count of what an
+        // at-most-once policy gives up ([`Oracle::acked_unprocessed`]).
+        let keep = self.config.check_at_least_once || self.log.is_some();
+        if keep && success && started_current {
             self.ghost_mut(group, seq).bits |= PROCESSED;
         }
     }

@@ -158,6 +158,10 @@ fn expect_values(op: &str) -> &'static [&'static str] {
 /// The most events a scripted scenario may publish (a bound, so that a typo cannot make a
 /// replay run out of memory).
 pub const EVENTS_MAX: u32 = 100_000;
+/// The largest `max_attempts` of a scripted scenario, as of a seeded run
+/// ([`crate::seeded::setup::ATTEMPTS_MAX`]): a drain redelivers a failing event that many
+/// times, so a typo cannot make a replay run for hours.
+pub const ATTEMPTS_MAX: u32 = crate::seeded::setup::ATTEMPTS_MAX;
 /// The most leases one fetch step may ask for.
 pub const LIMIT_MAX: u32 = 10_000;
 /// How many times a lasso's loop runs at least (once shows nothing repeats) …
@@ -569,6 +573,15 @@ impl<'a> Validator<'a> {
             return self.fail(
                 &key("max_attempts"),
                 "max_attempts = 0: an event could never be delivered (max_retries = r means max_attempts = r + 1)".to_string(),
+            );
+        }
+        if c.max_attempts > ATTEMPTS_MAX {
+            return self.fail(
+                &key("max_attempts"),
+                format!(
+                    "max_attempts = {} exceeds attempts_max = {ATTEMPTS_MAX}",
+                    c.max_attempts
+                ),
             );
         }
         let Some(ack_policy) = AckPolicy::from_name(&c.ack_policy) else {

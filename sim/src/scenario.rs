@@ -38,6 +38,9 @@
 //! claims idle entries; default `"at_deadline"`: before a step at time `t` every lease whose
 //! deadline is `<= t` expires). The oracle's ghost leases expire at their deadline either way.
 //!
+//! Seeded form: a seed above TOML's largest integer (2⁶³ − 1) is written as a string of its
+//! decimal digits, `seed = "18446744073709551615"`; either form is read.
+//!
 //! Seeded form: `draws = "uniform"` (beside `seed`) says how the run turns its random words into
 //! numbers in a range: rand's `Uniform` distribution, which `sim` runs and writes; or
 //! `"gen_range"`, rand's `Rng::gen_range`, which draws other numbers from the same words. A
@@ -87,8 +90,9 @@ pub struct Scenario {
     pub note: Option<String>,
     /// The configuration.
     pub config: Config,
-    /// A seed, for the seeded form (the simulator's failures).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// A seed, for the seeded form (the simulator's failures). TOML's integers stop at
+    /// 2⁶³ − 1: a larger seed is written as a string of its digits ([`seed_toml`]).
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "seed_toml")]
     pub seed: Option<u64>,
     /// The seeded form's way of drawing numbers from its random words: `uniform` (what `sim`
     /// runs and writes) or `gen_range` (the way of the seeded files written before this key;
@@ -280,4 +284,55 @@ pub struct Expect {
 pub fn parse_trace_hash(text: &str) -> Option<u64> {
     let digits = text.len() == 16 && text.bytes().all(|b| b.is_ascii_hexdigit());
     digits.then(|| u64::from_str_radix(text, 16).ok()).flatten()
+}
+
+/// A seed in TOML: an integer up to 2⁶³ − 1 (TOML's largest), a string of decimal digits
+/// above it; either form is read, so every `u64` seed a run takes can be saved and replayed.
+pub mod seed_toml {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+    use std::fmt;
+
+    /// Writes `seed` as an integer when TOML can hold it, else as a string of its digits.
+    pub fn serialize<S: Serializer>(seed: &Option<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+        match *seed {
+            Some(seed) if i64::try_from(seed).is_ok() => serializer.serialize_u64(seed),
+            Some(seed) => serializer.serialize_str(&seed.to_string()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    /// Reads a seed written either way.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<u64>, D::Error> {
+        struct Seed;
+        impl Visitor<'_> for Seed {
+            type Value = Option<u64>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a seed: an integer from 0 to 18446744073709551615, or a string of its digits",
+                )
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Self::Value, E> {
+                u64::try_from(value)
+                    .map(Some)
+                    .map_err(|_| E::custom(format!("a seed is not negative: {value}")))
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Self::Value, E> {
+                Ok(Some(value))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Self::Value, E> {
+                if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(E::custom(format!(
+                        "a seed string is decimal digits: {value:?}"
+                    )));
+                }
+                value.parse().map(Some).map_err(|_| {
+                    E::custom(format!("a seed is at most 18446744073709551615: {value}"))
+                })
+            }
+        }
+        deserializer.deserialize_any(Seed)
+    }
 }

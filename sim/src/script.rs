@@ -761,6 +761,12 @@ fn end_state_mismatches(expect: &Expectations, outcome: &EndState, out: &mut Vec
 impl Replay {
     /// The human report: the recipe, the timeline, violations, notes, mismatches, verdict.
     pub fn text(&self) -> String {
+        self.text_reproduced_by(&format!("leasehold replay {}", self.file))
+    }
+
+    /// [`Replay::text`], its verdict naming `command` as the one that reproduces the run (a
+    /// replay on another backend names its flags).
+    pub fn text_reproduced_by(&self, command: &str) -> String {
         let mut out = format!("{}\n", self.header);
         for line in &self.timeline {
             out.push_str(line);
@@ -781,8 +787,7 @@ impl Replay {
             out.push_str("ok: the run matched the file's expectations\n");
         } else {
             out.push_str(&format!(
-                "FAILED: the run did not match the file's expectations (reproduce: leasehold replay {})\n",
-                self.file
+                "FAILED: the run did not match the file's expectations (reproduce: {command})\n"
             ));
         }
         out

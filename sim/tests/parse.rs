@@ -214,6 +214,12 @@ fn bounds_keep_a_typo_from_exhausting_memory() {
         "exceeds events_max",
     );
     check(
+        &with("max_attempts = 3", "max_attempts = 4294967295"),
+        9,
+        Some("config.max_attempts"),
+        "exceeds attempts_max = 1048576",
+    );
+    check(
         &with("bind = \"L1\"", "bind = \"L1\"\nlimit = 4000000000"),
         17,
         Some("step[0].limit"),

@@ -201,6 +201,39 @@ fn ack_first_reports_its_losses_as_the_policys_guarantee() {
 }
 
 #[test]
+fn at_most_once_losses_count_the_acks_without_a_completed_run() {
+    // Two events; the first handler run returns, the second raises. `ack_always` acks both
+    // after their runs, `ack_first` before them: one ack without a completed run either way.
+    // When both runs return, nothing is lost and no note is printed.
+    for policy in ["ack_always", "ack_first"] {
+        for (outcomes, lost) in [(r#"["ok", "error"]"#, Some(1)), (r#"["ok", "ok"]"#, None)] {
+            let src = format!(
+                "name = \"losses\"\nvariant = \"fenced\"\n\n[config]\ngroups = [\"g\"]\n\
+                 events = 2\nworkers = [\"A\"]\nlease_ms = 1000\nmax_attempts = 2\n\
+                 ack_policy = \"{policy}\"\n\n[[step]]\nat_ms = 0\nop = \"drain\"\n\
+                 outcomes = {outcomes}\nexpect = \"ok\"\n"
+            );
+            let script = parse(&src, "losses.toml").unwrap_or_else(|e| panic!("{e}"));
+            let replay = script::run(&script, Broker::new(script.setup.broker_config()));
+            assert!(replay.violations.is_empty(), "{policy}: {}", replay.text());
+            let noted: Vec<_> = replay
+                .notes
+                .iter()
+                .filter(|n| n.contains("acked without a completed handler run"))
+                .collect();
+            match lost {
+                Some(count) => assert!(
+                    noted.len() == 1 && noted[0].starts_with(&format!("note: {count} event(s)")),
+                    "{policy} {outcomes}: {:?}",
+                    replay.notes
+                ),
+                None => assert!(noted.is_empty(), "{policy} {outcomes}: {:?}", replay.notes),
+            }
+        }
+    }
+}
+
+#[test]
 fn a_stale_ack_is_dropped_without_a_nack() {
     let replay = replay_matched("settle-stale-dropped.toml");
     let nacks = replay

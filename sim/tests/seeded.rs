@@ -217,6 +217,37 @@ fn a_swarm_plan_is_stored_and_replays_without_the_swarm_draw() {
     assert_eq!(direct.trace_hash, replayed.trace_hash);
 }
 
+/// Every u64 seed round-trips through a scenario file: up to 2^63 - 1 as a TOML integer, above
+/// it as a string of digits; a negative seed or a string that is not digits is a located error.
+#[test]
+fn every_u64_seed_is_written_and_read_back() {
+    let c = campaign(Variant::Fenced, 0..1, false, 1);
+    for seed in [0, 7, i64::MAX as u64, i64::MAX as u64 + 1, u64::MAX] {
+        let setup = c.setup(seed);
+        let text = to_toml(&scenario_of(&setup, None, None));
+        let quoted = seed > i64::MAX as u64;
+        let line = if quoted {
+            format!("seed = \"{seed}\"")
+        } else {
+            format!("seed = {seed}")
+        };
+        assert!(text.lines().any(|l| l == line), "{seed}: {text}");
+        let scenario = parse_toml(&text).unwrap();
+        assert_eq!(scenario.seed, Some(seed));
+        assert_eq!(setup_from_scenario(&scenario).unwrap().seed, seed);
+    }
+    let text = to_toml(&scenario_of(&c.setup(5), None, None));
+    for (bad, said) in [
+        ("-1", "not negative"),
+        ("\"12a\"", "decimal digits"),
+        ("\"18446744073709551616\"", "at most"),
+    ] {
+        let broken = text.replace("seed = 5", &format!("seed = {bad}"));
+        let err = parse_toml(&broken).unwrap_err();
+        assert!(err.contains(said) && err.contains("seed"), "{bad}: {err}");
+    }
+}
+
 /// `name from → to`, split: one cut a shrink made.
 fn cut(change: &str) -> Option<(&str, &str, &str)> {
     let (head, to) = change.split_once(" → ")?;
@@ -304,6 +335,41 @@ fn ack_first_losses_are_the_policy_guarantee_not_a_failure() {
     let summary = c.run(&|_| {});
     assert_eq!(summary.failures, Default::default());
     assert!(summary.at_most_once_losses > 0, "{summary:?}");
+}
+
+#[test]
+fn at_most_once_losses_are_the_acks_whose_handler_did_not_complete() {
+    // No fault but handler errors. When every handler returns normally, every ack stands
+    // behind a completed run: nothing is lost. When every handler fails, `ack_always` acks
+    // anyway and `ack_first` acked before the run: losses, though the liveness phase's healed
+    // handlers complete some runs.
+    for policy in [AckPolicy::AckFirst, AckPolicy::AckAlways] {
+        for (error, lost) in [(Ratio::new(0, 1), false), (Ratio::new(1, 1), true)] {
+            let mut setup = template(Variant::Fenced);
+            setup.policy = policy;
+            setup.faults = FaultPlan::none();
+            setup.faults.handler_error = error;
+            setup.workload.outcome_ack = Ratio::new(0, 1);
+            setup.workload.outcome_nack = Ratio::new(0, 1);
+            setup.workload.outcome_reject = Ratio::new(0, 1);
+            for seed in 0..5 {
+                setup.seed = seed;
+                let outcome = run_setup(&setup, BackendKind::Pure, false);
+                assert!(outcome.violations.is_empty(), "{policy} seed {seed}");
+                assert!(outcome.records >= 40, "{policy} seed {seed}: {outcome:?}");
+                let losses = outcome.at_most_once_losses;
+                if lost {
+                    assert!(
+                        losses > outcome.records / 2 && losses <= outcome.records,
+                        "{policy} seed {seed}: {losses} of {} records",
+                        outcome.records
+                    );
+                } else {
+                    assert_eq!(losses, 0, "{policy} seed {seed}: every handler returned");
+                }
+            }
+        }
+    }
 }
 
 #[test]

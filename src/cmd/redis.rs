@@ -82,6 +82,26 @@ pub fn configure(backend: &str, args: &RedisArgs) -> Result<(), UserError> {
     Ok(())
 }
 
+/// The Redis flags a reproduce line needs after `--backend redis`: ` --redis-spawn`, or
+/// ` --redis-url URL` for a server other than the default; empty for any other backend.
+pub fn flags() -> String {
+    match SERVER.get() {
+        Some(Server::Spawn(_)) => " --redis-spawn".to_string(),
+        Some(Server::Url(url)) if url != DEFAULT_URL => format!(" --redis-url {url}"),
+        _ => String::new(),
+    }
+}
+
+/// The flags that run a command on `backend` again: none for the default (`pure`), else
+/// ` --backend NAME` and, for Redis, where its server was ([`flags`]).
+pub fn backend_flags(backend: &str) -> String {
+    match backend {
+        "pure" => String::new(),
+        "redis" => format!(" --backend redis{}", flags()),
+        other => format!(" --backend {other}"),
+    }
+}
+
 /// A Redis server that stops answering in the middle of a run (it died, was stopped, or its
 /// connection broke) ends the command with one line and exit status 2, as any input the run
 /// cannot proceed with: the backend reports it by panicking with a message that starts with

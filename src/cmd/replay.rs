@@ -116,7 +116,12 @@ pub fn run(args: Args) -> CmdResult {
     if args.json {
         println!("{}", json(&replay));
     } else {
-        print!("{}", replay.text());
+        let command = format!(
+            "leasehold replay {}{}",
+            replay.file,
+            redis::backend_flags(&args.backend)
+        );
+        print!("{}", replay.text_reproduced_by(&command));
     }
     Ok(Status::held(replay.matched))
 }

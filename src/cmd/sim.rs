@@ -490,9 +490,10 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     let setup = campaign.setup(seed);
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
     let header = format!(
-        "leasehold sim --seed {seed} {} --backend {}",
+        "leasehold sim --seed {seed} {} --backend {}{}",
         campaign.recipe(),
-        campaign.backend
+        campaign.backend,
+        redis::flags()
     );
     if !args.json {
         println!("{header}");
@@ -505,7 +506,7 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     // Written before the report, which names it (in `--json` too).
     let broken = outcome.violations.first().map(|v| v.invariant);
     let saved = if args.save || (broken.is_some() && !args.no_save) {
-        Some(save_seed(args, &setup, broken)?)
+        Some(save_seed(args, &setup, broken, campaign.backend)?)
     } else {
         None
     };
@@ -557,8 +558,9 @@ fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
             .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
     }
     let header = format!(
-        "leasehold sim --file {} --backend {backend}",
-        path.display()
+        "leasehold sim --file {} --backend {backend}{}",
+        path.display(),
+        redis::flags()
     );
     if !args.json {
         println!("{header}");
@@ -692,8 +694,8 @@ fn one_text(
     if let Some(saved) = saved {
         let path = saved.path.display();
         line(format!(
-            "{}: replay with: leasehold replay {path}",
-            saved.what
+            "{}: replay with: leasehold replay {path}{}",
+            saved.what, saved.backend_flags
         ));
     }
     text
@@ -743,6 +745,8 @@ struct SavedSeed {
     /// `I2 single-holder`, or that it expects every invariant to hold.
     what: String,
     path: PathBuf,
+    /// The flags that replay it on the backend it ran on (none for the pure broker).
+    backend_flags: String,
 }
 
 /// Writes a single seed's scenario file: one that expects the invariant it broke, or (`None`,
@@ -751,6 +755,7 @@ fn save_seed(
     args: &Options,
     setup: &Setup,
     broken: Option<Invariant>,
+    backend: BackendKind,
 ) -> Result<SavedSeed, UserError> {
     let note = format!(
         "found by: leasehold sim --seed {} {}",
@@ -764,11 +769,15 @@ fn save_seed(
         Some(invariant) => format!("{} {}", invariant.id(), invariant.name()),
         None => "saved (expects every invariant to hold)".to_string(),
     };
-    Ok(SavedSeed { what, path })
+    Ok(SavedSeed {
+        what,
+        path,
+        backend_flags: redis::backend_flags(backend.name()),
+    })
 }
 
 fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -> CmdResult {
-    let header = campaign.command();
+    let header = format!("{}{}", campaign.command(), redis::flags());
     if !args.json {
         println!("{header}");
         let kind = if campaign.swarm {
@@ -836,9 +845,10 @@ fn save_failures(
 
 fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) -> CmdResult {
     let mut text = report.to_string();
+    let backend_flags = redis::backend_flags(campaign.backend.name());
     for saved in &report.saved {
         text.push_str(&format!(
-            "{} seed {}: replay with: leasehold replay {}   (or: {})\n",
+            "{} seed {}: replay with: leasehold replay {}{backend_flags}   (or: {}{backend_flags})\n",
             saved.invariant.id(),
             saved.seed,
             saved.path,
@@ -983,7 +993,7 @@ fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, User
     );
     let mismatches = check_expect(&scenario, &outcome);
     let head = serde_json::json!({
-        "header": format!("leasehold replay {name}"),
+        "header": format!("leasehold replay {name}{}", redis::backend_flags(backend)),
         "inconclusive": outcome.inconclusive.map(|b| b.name()),
         "matched": mismatches.is_empty(),
         "mismatches": mismatches,
@@ -1024,7 +1034,8 @@ fn replay_seeded_text(path: &Path, backend: &str) -> Result<Option<Status>, User
         return Ok(None);
     };
     println!(
-        "leasehold replay {name}   (seed {}, variant {})",
+        "leasehold replay {name}{}   (seed {}, variant {})",
+        redis::backend_flags(backend),
         scenario.seed.unwrap_or_default(),
         scenario.variant
     );

@@ -82,7 +82,7 @@ fn print(args: &Args) -> CmdResult {
         }
         let shown = outcome.streamed.as_ref().map_or(0, |s| s.lines);
         lines_shown(args, shown)?;
-        return Ok(Status::held(check_expect(&scenario, &outcome).is_empty()));
+        return Ok(said_mismatches(&check_expect(&scenario, &outcome)));
     }
     let script = load(&args.file)?;
     let replay = run_on(&script, &args.backend)?;
@@ -95,7 +95,16 @@ fn print(args: &Args) -> CmdResult {
     for found in &replay.trace.violations {
         println!("{}", timeline::violation_text(found, &rendered));
     }
-    Ok(Status::held(replay.matched))
+    Ok(said_mismatches(&replay.mismatches))
+}
+
+/// Prints each way the run differs from the file's `[expect]`, as `replay` words it: a file
+/// that does not match exits 1 and says why.
+fn said_mismatches(mismatches: &[String]) -> Status {
+    for mismatch in mismatches {
+        println!("mismatch: {mismatch}");
+    }
+    Status::held(mismatches.is_empty())
 }
 
 /// `--lines A..B` asked for lines the run does not show (it shows `total`): said, as a drawing
@@ -116,13 +125,13 @@ fn lines_shown(args: &Args, total: usize) -> Result<(), UserError> {
 fn draw(args: &Args, out: &Path) -> CmdResult {
     let name = args.file.display().to_string();
     let in_file = |e: String| UserError(format!("{name}: {e}"));
-    let (trace, stretch, title, subtitle, matched): (Trace, Option<Stretch>, _, _, _) =
+    let (trace, stretch, title, subtitle, mismatches): (Trace, Option<Stretch>, _, _, _) =
         match seeded_setup(&args.file, &args.backend)? {
             Some((scenario, setup, kind)) => {
                 let drawn =
                     crate::cmd::sim::progress::draw_seeded(&setup, kind, args.lines.clone())
                         .map_err(in_file)?;
-                let matched = check_expect(&scenario, &drawn.outcome).is_empty();
+                let mismatches = check_expect(&scenario, &drawn.outcome);
                 let recorded = drawn.outcome.recorded.expect("a recorded run");
                 let subtitle = format!(
                     "variant {} · ack_policy {} · seed {} · {name}",
@@ -135,7 +144,7 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
                     drawn.stretch,
                     scenario.name,
                     subtitle,
-                    matched,
+                    mismatches,
                 )
             }
             None => {
@@ -150,13 +159,14 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
                     script.variant, script.setup.ack_policy,
                 );
                 let title = script.scenario.name.clone();
-                (replay.trace, stretch, title, subtitle, replay.matched)
+                (replay.trace, stretch, title, subtitle, replay.mismatches)
             }
         };
-    let mut command = format!("leasehold timeline {name} --svg {}", out.display());
-    if args.backend != "pure" {
-        command.push_str(&format!(" --backend {}", args.backend));
-    }
+    let command = format!(
+        "leasehold timeline {name} --svg {}{}",
+        out.display(),
+        redis::backend_flags(&args.backend)
+    );
     let drawn = Drawing {
         trace: &trace,
         stretch: stretch.as_ref(),
@@ -166,7 +176,7 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
         lines: args.lines.clone(),
     };
     drawn.write(out)?;
-    Ok(Status::held(matched))
+    Ok(said_mismatches(&mismatches))
 }
 
 /// A drawing to write: a run's trace, the stretch of it drawn, and what the SVG says of it.

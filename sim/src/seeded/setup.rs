@@ -48,6 +48,9 @@ pub struct Setup {
 /// The last simulated millisecond a run may reach: every bound and every duration must keep a
 /// run's clock below it (so that no addition on virtual time can overflow).
 pub const TIME_MS_MAX: Ms = 1 << 62;
+/// The largest `steps_max`: as [`TIME_MS_MAX`], below TOML's largest integer, so that a run's
+/// bounds can always be written in the scenario file of what it found.
+pub const STEPS_MAX: u64 = 1 << 62;
 /// The most consumer groups a run may have.
 pub const GROUPS_MAX: usize = 1_024;
 /// The most workers a run may have.
@@ -385,6 +388,16 @@ impl Setup {
             if value == 0 {
                 return Err(SetupError::new("workload", key, "at least 1".to_string()));
             }
+        }
+        if w.steps_max > STEPS_MAX {
+            return Err(SetupError::new(
+                "workload",
+                "steps_max",
+                format!(
+                    "{} is more than the most a run may take, {STEPS_MAX}",
+                    w.steps_max
+                ),
+            ));
         }
         if self.clock_offset_ms.len() != self.worker_names.len() {
             return Err(SetupError::new(
