@@ -758,9 +758,10 @@ fn save_seed(
     backend: BackendKind,
 ) -> Result<SavedSeed, UserError> {
     let note = format!(
-        "found by: leasehold sim --seed {} {}",
+        "found by: leasehold sim --seed {} {} --backend {backend}{}",
         setup.seed,
-        recipe(setup, false, Some(setup.expiry), Pinned::default())
+        recipe(setup, false, Some(setup.expiry), Pinned::default()),
+        redis::flags()
     );
     let scenario = scenario_of(setup, broken.map(Invariant::id), Some(note));
     let stem = format!("{}-seed{}", setup.variant, setup.seed);
@@ -830,7 +831,11 @@ fn save_failures(
             continue;
         }
         let setup = campaign.setup(seed);
-        let note = format!("found by: {}", campaign.seed_command(seed));
+        let note = format!(
+            "found by: {}{}",
+            campaign.seed_command(seed),
+            redis::flags()
+        );
         let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
         let stem = format!("{}-seed{seed}", setup.variant);
         let path = files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
@@ -846,9 +851,10 @@ fn save_failures(
 fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) -> CmdResult {
     let mut text = report.to_string();
     let backend_flags = redis::backend_flags(campaign.backend.name());
+    let server_flags = redis::flags();
     for saved in &report.saved {
         text.push_str(&format!(
-            "{} seed {}: replay with: leasehold replay {}{backend_flags}   (or: {}{backend_flags})\n",
+            "{} seed {}: replay with: leasehold replay {}{backend_flags}   (or: {}{server_flags})\n",
             saved.invariant.id(),
             saved.seed,
             saved.path,

@@ -205,9 +205,14 @@ impl Campaign {
         SeedRange::from(&self.seeds).to_string()
     }
 
-    /// The command that reruns one seed of the campaign.
+    /// The command that reruns one seed of the campaign, on its backend (a Redis server's
+    /// flags are the command line's to add).
     pub fn seed_command(&self, seed: u64) -> String {
-        format!("leasehold sim --seed {seed} {}", self.recipe())
+        format!(
+            "leasehold sim --seed {seed} {} --backend {}",
+            self.recipe(),
+            self.backend
+        )
     }
 
     /// The campaign of this shard's first `count` seeds (all of them when it has no more): what
