@@ -837,6 +837,13 @@ fn a_seed_above_tomls_integers_is_saved_and_replays() {
         seed_line.starts_with("seed = \"92233720368547758"),
         "{seed_line}"
     );
+    // Its note names the command that found it, backend included.
+    let note = text.lines().find(|l| l.starts_with("note = ")).unwrap();
+    assert!(
+        note.starts_with("note = \"found by: leasehold sim --seed 92233720368547758")
+            && note.ends_with(" --backend pure\""),
+        "{note}"
+    );
     let replayed = leasehold(&["replay", saved.to_str().unwrap()]);
     assert_eq!(replayed.status.code(), Some(0), "{}", stdout(&replayed));
     std::fs::remove_file(&saved).unwrap();
