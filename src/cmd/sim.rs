@@ -489,12 +489,7 @@ pub fn campaign_recipe(campaign: &Campaign) -> String {
 fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     let setup = campaign.setup(seed);
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
-    let header = format!(
-        "leasehold sim --seed {seed} {} --backend {}{}",
-        campaign.recipe(),
-        campaign.backend,
-        redis::flags()
-    );
+    let header = format!("{}{}", campaign.seed_command(seed), redis::flags());
     if !args.json {
         println!("{header}");
         println!("faults{swarm_flag}: {}", setup.faults.summary());
