@@ -217,6 +217,69 @@ fn other_variants_and_restarts_on_a_server_we_did_not_start_are_refused() {
     assert_eq!(hash(&redis), hash(&pure), "{}", stderr(&redis));
 }
 
+/// A server URL's password is never printed nor saved: errors, reproduce lines, the server
+/// line and the files a campaign writes show it as `***`.
+#[test]
+fn a_urls_password_is_never_printed_or_saved() {
+    const SECRET: &str = "hunter2-s3cret";
+    let nobody = format!("redis://app:{SECRET}@127.0.0.1:1");
+    let err = one_line_error(&leasehold(&[
+        "replay",
+        "scenarios/redis-streams-late-xack.toml",
+        "--backend",
+        "redis",
+        "--redis-url",
+        &nobody,
+    ]));
+    assert!(!err.contains(SECRET), "{err}");
+    assert!(err.contains("redis://app:***@127.0.0.1:1"), "{err}");
+
+    let Some((url, _server)) = server("a URL's password") else {
+        return;
+    };
+    // The default user of a server without a password takes any password (Redis ACL
+    // `nopass`), so the URL with one reaches the same server.
+    let with_password = url.replacen("redis://", &format!("redis://default:{SECRET}@"), 1);
+    assert_ne!(with_password, url, "{url}");
+    let dir = scratch_dir("password");
+    let out = leasehold(&[
+        "sim",
+        "--variant",
+        "redis-streams",
+        "--seeds",
+        "0..50",
+        "--broker-restart",
+        "0",
+        "--out",
+        &dir.display().to_string(),
+        "--backend",
+        "redis",
+        "--redis-url",
+        &with_password,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(
+        !text.contains(SECRET) && !err.contains(SECRET),
+        "{text}{err}"
+    );
+    let shown = format!(" --redis-url {}", with_password.replace(SECRET, "***"));
+    assert!(
+        text.lines().next().unwrap_or_default().ends_with(&shown),
+        "{text}"
+    );
+    assert!(text.contains("replay with: "), "{text}");
+    let mut saved = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let content = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(!content.contains(SECRET), "{}: {content}", path.display());
+        saved += 1;
+    }
+    assert!(saved > 0, "the finding is saved");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn campaign_hash(text: &str) -> &str {
     text.lines()
         .find_map(|line| line.strip_prefix("campaign hash "))

@@ -55,7 +55,7 @@ pub struct RedisBackend {
 impl std::fmt::Debug for RedisBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisBackend")
-            .field("url", &self.conn.url())
+            .field("url", &crate::conn::redacted(self.conn.url()))
             .field("prefix", &self.keys.prefix)
             .field("variant", &self.config.variant)
             .finish()

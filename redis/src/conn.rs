@@ -47,11 +47,71 @@ impl Target {
     }
 }
 
-/// Why a broker restart is refused on `url` (one line).
+/// `url` as it may be printed or saved: its password, if it has one, shown as `***`.
+///
+/// The password of `redis://user:secret@host:6379` (or `redis://:secret@host`) and the `pass`
+/// parameter of `redis+unix:///path?pass=secret`, as redis-rs reads them. Everything the
+/// command line prints (reproduce lines, errors, the server line) and every file it writes
+/// names a server this way, so a finding saved into a repository carries no credential.
+pub fn redacted(url: &str) -> String {
+    const HIDDEN: &str = "***";
+    let (body, query) = match url.split_once('?') {
+        Some((body, query)) => (body, Some(query)),
+        None => (url, None),
+    };
+    let mut shown = String::with_capacity(url.len());
+    match body.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(at) => rest.split_at(at),
+                None => (rest, ""),
+            };
+            shown.push_str(scheme);
+            shown.push_str("://");
+            match authority.rsplit_once('@') {
+                Some((userinfo, host)) => {
+                    match userinfo.split_once(':') {
+                        Some((user, _password)) => {
+                            shown.push_str(user);
+                            shown.push(':');
+                            shown.push_str(HIDDEN);
+                        }
+                        None => shown.push_str(userinfo),
+                    }
+                    shown.push('@');
+                    shown.push_str(host);
+                }
+                None => shown.push_str(authority),
+            }
+            shown.push_str(path);
+        }
+        None => shown.push_str(body),
+    }
+    if let Some(query) = query {
+        shown.push('?');
+        for (index, pair) in query.split('&').enumerate() {
+            if index > 0 {
+                shown.push('&');
+            }
+            match pair.split_once('=') {
+                Some((key, _)) if key == "pass" || key == "password" => {
+                    shown.push_str(key);
+                    shown.push('=');
+                    shown.push_str(HIDDEN);
+                }
+                _ => shown.push_str(pair),
+            }
+        }
+    }
+    shown
+}
+
+/// Why a broker restart is refused on `url` (one line; the URL [`redacted`]).
 pub fn restart_refusal(url: &str) -> String {
     format!(
-        "a broker restart restarts the redis-server process, and the server at {url} was not \
-         started by leasehold (use --redis-spawn, or turn broker restarts off)"
+        "a broker restart restarts the redis-server process, and the server at {} was not \
+         started by leasehold (use --redis-spawn, or turn broker restarts off)",
+        redacted(url)
     )
 }
 
@@ -69,7 +129,8 @@ pub(crate) struct Conn {
 impl Conn {
     /// Connects and checks the server answers.
     pub(crate) fn open(url: &str) -> Result<Conn, String> {
-        let fail = |e: redis::RedisError| format!("no Redis server answers at {url}: {e}");
+        let fail =
+            |e: redis::RedisError| format!("no Redis server answers at {}: {e}", redacted(url));
         let client = redis::Client::open(url).map_err(fail)?;
         let mut con = client
             .get_connection_with_timeout(CONNECT_WAIT_MAX)
@@ -124,6 +185,35 @@ impl Conn {
     }
 
     fn expect<T>(&self, what: &str, result: redis::RedisResult<T>) -> T {
-        result.unwrap_or_else(|e| panic!("backend redis ({}): {what}: {e}", self.url))
+        result.unwrap_or_else(|e| panic!("backend redis ({}): {what}: {e}", redacted(&self.url)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_password_is_hidden_and_nothing_else_changes() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            ("redis://127.0.0.1:6379/2", "redis://127.0.0.1:6379/2"),
+            ("redis://:s3cret@host:6379/0", "redis://:***@host:6379/0"),
+            ("rediss://app:s3cret@host", "rediss://app:***@host"),
+            ("redis://app@host:6379", "redis://app@host:6379"),
+            // The password may hold '@' and ':' (the host is after the last '@').
+            ("redis://app:p@ss:w0rd@host:1/", "redis://app:***@host:1/"),
+            (
+                "redis+unix:///run/redis.sock?db=1&pass=s3cret",
+                "redis+unix:///run/redis.sock?db=1&pass=***",
+            ),
+            (
+                "unix:///run/redis.sock?password=s3cret&user=app",
+                "unix:///run/redis.sock?password=***&user=app",
+            ),
+            ("not a url", "not a url"),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
     }
 }

@@ -41,7 +41,7 @@ pub mod testing;
 pub mod traits;
 
 pub use backend::{check_config, delete_keys, RedisBackend, DEFAULT_CONSUMER, VARIANTS};
-pub use conn::{ping, restart_refusal, Target};
+pub use conn::{ping, redacted, restart_refusal, Target};
 pub use keys::Keys;
 pub use mirror::Mirror;
 pub use server::{PooledServer, RedisServer, ServerPool};

@@ -6,7 +6,7 @@
 //!   the test ([`crate::RedisServer`], AOF on), when the program can be run.
 //! * Neither: with `CI=true` the test fails; locally it prints why and skips.
 
-use crate::conn::{ping, Target};
+use crate::conn::{ping, redacted, Target};
 use crate::server::RedisServer;
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub fn shared_target(test: &str) -> Option<Target> {
     if let Ok(url) = std::env::var(URL_VAR) {
         return match ping(&url) {
             Ok(()) => Some(Target::Url(url)),
-            Err(e) => unavailable(test, &format!("{URL_VAR}={url}: {e}")),
+            Err(e) => unavailable(test, &format!("{URL_VAR}={}: {e}", redacted(&url))),
         };
     }
     owned_server(test).map(Target::Owned)

@@ -83,11 +83,15 @@ pub fn configure(backend: &str, args: &RedisArgs) -> Result<(), UserError> {
 }
 
 /// The Redis flags a reproduce line needs after `--backend redis`: ` --redis-spawn`, or
-/// ` --redis-url URL` for a server other than the default; empty for any other backend.
+/// ` --redis-url URL` for a server other than the default, its password shown as `***`
+/// ([`leasehold_redis::redacted`]: the line is printed and saved into files); empty for any
+/// other backend.
 pub fn flags() -> String {
     match SERVER.get() {
         Some(Server::Spawn(_)) => " --redis-spawn".to_string(),
-        Some(Server::Url(url)) if url != DEFAULT_URL => format!(" --redis-url {url}"),
+        Some(Server::Url(url)) if url != DEFAULT_URL => {
+            format!(" --redis-url {}", leasehold_redis::redacted(url))
+        }
         _ => String::new(),
     }
 }
@@ -144,7 +148,10 @@ pub fn servers_line() -> Option<String> {
             "redis: private redis-server processes (AOF, appendfsync always), {} broker restarts (SIGKILL + restart)",
             pool.restarts()
         )),
-        Server::Url(url) => Some(format!("redis: {url}, each run under its own key prefix, keys deleted")),
+        Server::Url(url) => Some(format!(
+            "redis: {}, each run under its own key prefix, keys deleted",
+            leasehold_redis::redacted(url)
+        )),
     }
 }
 
