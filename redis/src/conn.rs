@@ -55,52 +55,47 @@ impl Target {
 /// names a server this way, so a finding saved into a repository carries no credential.
 pub fn redacted(url: &str) -> String {
     const HIDDEN: &str = "***";
-    let (body, query) = match url.split_once('?') {
-        Some((body, query)) => (body, Some(query)),
-        None => (url, None),
+    let Some((scheme, mut rest)) = url.split_once("://") else {
+        return url.to_string();
     };
     let mut shown = String::with_capacity(url.len());
-    match body.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = match rest.find('/') {
-                Some(at) => rest.split_at(at),
-                None => (rest, ""),
-            };
-            shown.push_str(scheme);
-            shown.push_str("://");
-            match authority.rsplit_once('@') {
-                Some((userinfo, host)) => {
-                    match userinfo.split_once(':') {
-                        Some((user, _password)) => {
-                            shown.push_str(user);
-                            shown.push(':');
-                            shown.push_str(HIDDEN);
-                        }
-                        None => shown.push_str(userinfo),
-                    }
-                    shown.push('@');
-                    shown.push_str(host);
-                }
-                None => shown.push_str(authority),
-            }
-            shown.push_str(path);
-        }
-        None => shown.push_str(body),
-    }
-    if let Some(query) = query {
-        shown.push('?');
-        for (index, pair) in query.split('&').enumerate() {
-            if index > 0 {
-                shown.push('&');
-            }
-            match pair.split_once('=') {
-                Some((key, _)) if key == "pass" || key == "password" => {
-                    shown.push_str(key);
-                    shown.push('=');
+    shown.push_str(scheme);
+    shown.push_str("://");
+    // The userinfo ends at the last '@' of a URL with a host (not `redis+unix:///path`),
+    // whatever comes before it: a password with an unescaped '@', '/', '?' or '#' is still
+    // hidden whole rather than split at one of them and printed in part.
+    if !rest.starts_with('/') {
+        if let Some(at) = rest.rfind('@') {
+            let userinfo = &rest[..at];
+            match userinfo.split_once(':') {
+                Some((user, _password)) => {
+                    shown.push_str(user);
+                    shown.push(':');
                     shown.push_str(HIDDEN);
                 }
-                _ => shown.push_str(pair),
+                None => shown.push_str(userinfo),
             }
+            shown.push('@');
+            rest = &rest[at + 1..];
+        }
+    }
+    let Some((before, query)) = rest.split_once('?') else {
+        shown.push_str(rest);
+        return shown;
+    };
+    shown.push_str(before);
+    shown.push('?');
+    for (index, pair) in query.split('&').enumerate() {
+        if index > 0 {
+            shown.push('&');
+        }
+        match pair.split_once('=') {
+            Some((key, _)) if key == "pass" || key == "password" => {
+                shown.push_str(key);
+                shown.push('=');
+                shown.push_str(HIDDEN);
+            }
+            _ => shown.push_str(pair),
         }
     }
     shown
@@ -210,6 +205,13 @@ mod tests {
             (
                 "unix:///run/redis.sock?password=s3cret&user=app",
                 "unix:///run/redis.sock?password=***&user=app",
+            ),
+            // Unescaped separators in a password hide it whole, never a part of it.
+            ("redis://app:ab?cd@host:1", "redis://app:***@host:1"),
+            ("redis://app:a#b/c@host/2", "redis://app:***@host/2"),
+            (
+                "redis+unix:///run/redis.sock?pass=a@b",
+                "redis+unix:///run/redis.sock?pass=***",
             ),
             ("not a url", "not a url"),
         ] {
