@@ -7,7 +7,7 @@ use crate::failure::{program, Failure};
 use crate::files;
 use crate::Error;
 use leasehold_model::check::{
-    CheckConfig, Interrupt, LeaseModel, Limits, Options, Outcome, Report,
+    CheckConfig, Engine, Interrupt, LeaseModel, Limits, Options, Outcome, Report,
 };
 use leasehold_model::Invariant;
 use leasehold_sim::counterexample;
@@ -112,6 +112,15 @@ impl Check {
         self
     }
 
+    /// The search that explores the model (default [`Engine::Leasehold`]):
+    /// [`Engine::Stateright`] runs the same model through stateright's checker, a cross-check
+    /// of the state counts and verdicts. It cannot be stopped by [`Check::for_at_most`] or
+    /// [`Check::memory_at_most`] (refused beside it), only by [`Check::max_states`].
+    pub fn engine(mut self, engine: Engine) -> Check {
+        self.options.engine = engine;
+        self
+    }
+
     /// Search past the first violation, for every invariant the configuration can break.
     pub fn all_violations(mut self) -> Check {
         self.options.beyond_first_violation = true;
@@ -134,7 +143,20 @@ impl Check {
                 "threads {threads}: must be between 1 and 64"
             )));
         }
+        if let Some(why) = self.options.unsupported(&self.config) {
+            return Err(Error(why));
+        }
+        if self.options.engine == Engine::Stateright
+            && (self.budget.is_some() || self.memory_bytes.is_some())
+        {
+            return Err(Error(
+                "the stateright engine cannot be stopped by a time or memory budget".to_string(),
+            ));
+        }
         let mut command = format!("{} check {}", program(), self.config);
+        if self.options.engine != Engine::Leasehold {
+            command.push_str(&format!(" --engine {}", self.options.engine.name()));
+        }
         if self.options.beyond_first_violation {
             command.push_str(" --all-violations");
         }

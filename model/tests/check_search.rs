@@ -207,3 +207,93 @@ fn the_explorer_discovers_the_sometimes_properties_check_reaches() {
     assert_eq!(discovered.len(), SOMETIMES.len(), "{discovered:?}");
     assert!(undiscovered > 0);
 }
+
+/// `check --engine stateright` (stateright's breadth-first search on the same model) against
+/// leasehold's search: the same unique states and the same verdict on every property, for
+/// every variant at events 2 / workers 2 / attempts 2 and two variants at events 3, on the
+/// plain fault set without symmetry. (`benches/engines.sh` runs every variant at events 3
+/// too, on the release binary.)
+#[test]
+fn the_stateright_engine_gives_the_same_counts_and_verdicts_on_every_variant() {
+    use leasehold_model::check::{Engine, Outcome};
+    let plain = Budgets {
+        crashes: 1,
+        ..Budgets::default()
+    };
+    let mut outcomes = std::collections::BTreeSet::new();
+    let larger = [(Variant::Fenced, 3), (Variant::UnfencedSettle, 3)];
+    let every = Variant::ALL.iter().map(|&v| (v, 2));
+    for (variant, events) in every.chain(larger) {
+        {
+            let config = small(variant, events, 2, plain);
+            let options = |engine| Options {
+                symmetry: false,
+                engine,
+                ..Options::default()
+            };
+            let ours = run(&config, &options(Engine::Leasehold), None);
+            let theirs = run(&config, &options(Engine::Stateright), None);
+            assert_eq!(theirs.engine, Engine::Stateright);
+            assert_eq!(ours.counts.unique, theirs.counts.unique, "{config}");
+            assert_eq!(ours.properties, theirs.properties, "{config}");
+            assert_eq!(ours.outcome, theirs.outcome, "{config}");
+            outcomes.insert(format!("{:?}", ours.outcome));
+        }
+    }
+    // The comparison covers proofs and refutations both.
+    assert!(
+        outcomes.contains(&format!("{:?}", Outcome::Holds)),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.contains(&format!("{:?}", Outcome::Violated)),
+        "{outcomes:?}"
+    );
+}
+
+/// With symmetry on, the stateright engine runs stateright's depth-first search with its own
+/// symmetry reduction: the same unique states as leasehold's canonical workers.
+#[test]
+fn the_stateright_engine_with_symmetry_counts_the_same_representatives() {
+    use leasehold_model::check::Engine;
+    for variant in [
+        Variant::Fenced,
+        Variant::UnfencedSettle,
+        Variant::RenewRevives,
+    ] {
+        let config = small(variant, 2, 3, crash_and_loss());
+        let options = |engine| Options {
+            engine,
+            ..Options::default()
+        };
+        let ours = run(&config, &options(Engine::Leasehold), None);
+        let theirs = run(&config, &options(Engine::Stateright), None);
+        assert!(ours.symmetry && theirs.symmetry);
+        assert_eq!(ours.counts.unique, theirs.counts.unique, "{config}");
+        assert_eq!(ours.properties, theirs.properties, "{config}");
+    }
+}
+
+/// What stateright's checker cannot do is refused, not done otherwise: fair cycles and the
+/// search past the first violation.
+#[test]
+fn the_stateright_engine_refuses_what_it_cannot_search() {
+    use leasehold_model::check::Engine;
+    let cyclic = CheckConfig {
+        renews: Renews::Unbounded,
+        ..small(Variant::Fenced, 1, 2, crash_and_loss())
+    };
+    let options = Options {
+        engine: Engine::Stateright,
+        ..Options::default()
+    };
+    assert!(options.unsupported(&cyclic).is_some());
+    let beyond = Options {
+        beyond_first_violation: true,
+        ..options.clone()
+    };
+    let plain = small(Variant::Fenced, 1, 2, crash_and_loss());
+    assert!(beyond.unsupported(&plain).is_some());
+    assert!(options.unsupported(&plain).is_none());
+    assert!(Options::default().unsupported(&cyclic).is_none());
+}

@@ -10,8 +10,8 @@ use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
 use leasehold_front::budget::Spent;
 use leasehold_model::check::{
-    run as check, Budgets, CheckConfig, Counterexample, Counts, ExplorerModel, Fairness, Interrupt,
-    LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
+    run as check, Budgets, CheckConfig, Counterexample, Counts, Engine, ExplorerModel, Fairness,
+    Interrupt, LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
 };
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::counterexample;
@@ -77,6 +77,14 @@ pub struct Args {
     /// the handler's `AckMessage`, `NackMessage` and `RejectMessage`).
     #[arg(long)]
     pub outcomes: Option<String>,
+    /// The search: `leasehold` (the default: leasehold's own depth-first search with
+    /// symmetry reduction over workers, shortest counterexamples by breadth-first search, fair
+    /// cycles for unbounded renews) or `stateright` (the same model through stateright's
+    /// checker: its breadth-first search, or its depth-first search with its own symmetry
+    /// reduction; an independent cross-check of the state counts and verdicts; it cannot be
+    /// stopped by --for or --max-memory, only by --max-states).
+    #[arg(long, default_value = "leasehold", value_name = "ENGINE")]
+    pub engine: String,
     /// Search threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
@@ -104,6 +112,7 @@ pub struct Args {
         long,
         conflicts_with_all = [
             "threads", "compare_symmetry", "all_violations", "json", "report", "max_states", "out",
+            "engine",
         ]
     )]
     pub explore: Option<String>,
@@ -362,7 +371,22 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
     if args.max_states == 0 {
         return Err(user("--max-states 0: must be at least 1".to_string()));
     }
+    let engine = Engine::from_name(&args.engine).ok_or_else(|| {
+        let names: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
+        user(format!(
+            "--engine {}: unknown engine (expected one of: {})",
+            args.engine,
+            names.join(", ")
+        ))
+    })?;
+    if engine == Engine::Stateright && args.for_.is_some() {
+        return Err(user(
+            "--for: stateright's checker cannot be stopped before its end (use --max-states, or --engine leasehold)"
+                .to_string(),
+        ));
+    }
     Ok(Options {
+        engine,
         limits: Limits {
             states_max: args.max_states,
             threads: args.threads as usize,
@@ -382,6 +406,9 @@ pub fn run(args: Args) -> CmdResult {
     }
     let config = config(&args)?;
     let options = options(&args)?;
+    if let Some(why) = options.unsupported(&config) {
+        return Err(user(format!("--engine {}: {why}", options.engine.name())));
+    }
     if args.compare_symmetry && config.cyclic() {
         return Err(user(
             "--compare-symmetry: with --renews unbounded the search for fair cycles runs \
@@ -391,6 +418,9 @@ pub fn run(args: Args) -> CmdResult {
     }
     let explore = args.explore.as_deref().map(loopback).transpose()?;
     let mut command = format!("leasehold check {config}");
+    if options.engine != Engine::Leasehold {
+        command.push_str(&format!(" --engine {}", options.engine.name()));
+    }
     if args.all_violations {
         command.push_str(" --all-violations");
     }
@@ -402,7 +432,11 @@ pub fn run(args: Args) -> CmdResult {
         .as_deref()
         .map(crate::cmd::sim::parse_budget)
         .transpose()?;
-    let memory = memory_budget(&args.max_memory)?;
+    // stateright's checker has no interrupt: a memory budget could not stop it.
+    let memory = match options.engine {
+        Engine::Leasehold => memory_budget(&args.max_memory)?,
+        Engine::Stateright => None,
+    };
     let progress = crate::cmd::sim::progress::bars_wanted(false);
     let header = header(&command, &config, &options);
     if !args.json {
@@ -479,7 +513,8 @@ fn header(command: &str, config: &CheckConfig, options: &Options) -> String {
             "breadth-first graph search for fair cycles, symmetry off".to_string()
         } else {
             format!(
-                "depth-first, symmetry {}",
+                "{}, symmetry {}",
+                options.search_name(config),
                 if options.symmetry { "on" } else { "off" }
             )
         },
@@ -542,7 +577,12 @@ fn stats_line(printed: &Printed) -> String {
         report.max_depth,
         printed.seconds,
         printed.unique_per_second,
-        if report.config.cyclic() { "bfs graph" } else { "dfs" },
+        match (report.config.cyclic(), report.engine, report.symmetry) {
+            (true, _, _) => "bfs graph",
+            (false, Engine::Leasehold, _) => "dfs",
+            (false, Engine::Stateright, true) => "stateright dfs",
+            (false, Engine::Stateright, false) => "stateright bfs",
+        },
         if report.symmetry { "on" } else { "off" },
         threads,
         if threads == 1 { "" } else { "s" },

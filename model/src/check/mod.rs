@@ -12,6 +12,7 @@
 //! * [`table`] — the shared fingerprint set and the liveness search's node map.
 //! * [`rank`] — the ranking function behind I6 with finite budgets.
 //! * [`search`] — the proof search: depth-first, multi-threaded with work sharing.
+//! * [`engine`] — the second engine: the same model searched by stateright's checker.
 //! * [`shortest`] — the breadth-first search for the shortest counterexample.
 //! * [`liveness`] — I6 with cycles: the explored graph, Tarjan's SCCs, weak fairness, lassos.
 //! * [`path`] — a counterexample replayed with a full oracle, step by step.
@@ -25,6 +26,7 @@
 //! Redis claim does).
 
 pub mod config;
+pub mod engine;
 pub mod explorer;
 pub mod fingerprint;
 pub mod liveness;
@@ -38,6 +40,7 @@ pub mod state;
 pub mod table;
 
 pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
+pub use engine::Engine;
 pub use explorer::ExplorerModel;
 pub use model::{LeaseModel, SAFETY, SOMETIMES};
 pub use run::{run, Method, Options, Outcome, PropertyVerdict, Report, Verdict};

@@ -18,6 +18,7 @@
 //!   reached; else **holds**.
 
 use crate::check::config::{CheckConfig, Fairness};
+use crate::check::engine::{self, Engine};
 use crate::check::liveness;
 use crate::check::model::{LeaseModel, SAFETY, SOMETIMES};
 use crate::check::search::{explore, Counts, Exploration, Limits, Progress};
@@ -53,6 +54,49 @@ pub struct Options {
     /// which stays a leaf) to report every invariant the configuration can break, with a
     /// shortest counterexample for those only reachable after another broke.
     pub beyond_first_violation: bool,
+    /// Which search explores the model ([`Engine`]).
+    pub engine: Engine,
+}
+
+impl Options {
+    /// Why `config` cannot be checked under these options, if it cannot: stateright's checker
+    /// has no search for fair cycles (unbounded renews) and no search past the first
+    /// violation.
+    pub fn unsupported(&self, config: &CheckConfig) -> Option<String> {
+        if self.engine != Engine::Stateright {
+            return None;
+        }
+        let cycles = match self.method {
+            Method::Auto => config.cyclic(),
+            Method::Ranking => false,
+            Method::Cycles => true,
+        };
+        if cycles {
+            return Some(
+                "the stateright engine has no search for fair cycles: I6 with unbounded renews \
+                 is checked by leasehold's engine only"
+                    .to_string(),
+            );
+        }
+        if self.beyond_first_violation {
+            return Some(
+                "the stateright engine does not search past the first violation: \
+                 --all-violations is leasehold's engine only"
+                    .to_string(),
+            );
+        }
+        None
+    }
+
+    /// The words a report's header gives the search: `depth-first`, `stateright's
+    /// breadth-first`, ….
+    pub fn search_name(&self, config: &CheckConfig) -> &'static str {
+        if config.cyclic() && self.engine == Engine::Leasehold {
+            "cycle search"
+        } else {
+            self.engine.search(self.symmetry)
+        }
+    }
 }
 
 impl Default for Options {
@@ -63,6 +107,7 @@ impl Default for Options {
             counterexample_states_max: 50_000_000,
             method: Method::Auto,
             beyond_first_violation: false,
+            engine: Engine::Leasehold,
         }
     }
 }
@@ -174,6 +219,8 @@ pub struct Report {
     pub config: CheckConfig,
     /// Whether symmetry reduction was used.
     pub symmetry: bool,
+    /// The search that explored the model.
+    pub engine: Engine,
     /// Search threads.
     pub threads: usize,
     /// Generated and unique states.
@@ -249,7 +296,13 @@ struct Found {
 }
 
 /// Checks `config` (validated) under `options`; `progress` sees the counts now and then.
+///
+/// # Panics
+/// When [`Options::unsupported`] says why `config` cannot be checked: callers ask it first.
 pub fn run(config: &CheckConfig, options: &Options, progress: Option<Progress<'_>>) -> Report {
+    if let Some(why) = options.unsupported(config) {
+        panic!("check::run called with unsupported options: {why}");
+    }
     let model = LeaseModel::new(config.clone());
     let cycles = match options.method {
         Method::Auto => config.cyclic(),
@@ -275,6 +328,7 @@ pub fn run(config: &CheckConfig, options: &Options, progress: Option<Progress<'_
     Report {
         config: config.clone(),
         symmetry: found.symmetry,
+        engine: options.engine,
         threads: if cycles {
             1
         } else {
@@ -319,7 +373,12 @@ fn by_cycles(
 }
 
 fn by_ranking(model: &LeaseModel, options: &Options, progress: Option<Progress<'_>>) -> Found {
-    let exploration = explore(model, &options.limits, true, progress);
+    let exploration = match options.engine {
+        Engine::Leasehold => explore(model, &options.limits, true, progress),
+        Engine::Stateright => {
+            engine::explore(model, &options.limits, options.symmetry, true, progress)
+        }
+    };
     let liveness = Liveness {
         method: "ranking",
         fairness: None,
