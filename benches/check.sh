@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of `leasehold check` (reports/check-bench.md): states, time, unique states/s and
-# peak memory (max RSS from /usr/bin/time -v) of the configurations the issue names, each run
+# peak memory (max RSS from /usr/bin/time -v) of the configurations of its targets, each run
 # RUNS times (best time kept), plus the --renews unbounded lassos and proofs and every mutant's
 # counterexample length. Prints markdown tables, one row per configuration, with the exact
 # command. Not a test: timings depend on the machine and its load.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shrinking found seeds to scripted stories (issue 13): for each saved finding under
+# Shrinking found seeds to scripted stories (reports/shrink.md): for each saved finding under
 # scenarios/found/ (one per mutant and redis-streams), `leasehold shrink` writes a scripted
 # scenario; this prints its step count beside the model checker's shortest counterexample
 # (its depth, from reports/VERDICTS.md) and whether it replays to the same violation.

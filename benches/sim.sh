@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Benchmark of `leasehold sim` (issue 11): the default campaign's speed, the per-step cost and
-# peak memory as the workload grows, large seeds of the protocols that hold, the mutants'
-# seeds to first failure, determinism of the campaign hash, the coverage table. Prints
-# markdown sections; every figure comes with the command that produced it.
+# Benchmark of `leasehold sim` (reports/sim-bench.md): the default campaign's speed, the
+# per-step cost and peak memory as the workload grows, large seeds of the protocols that hold,
+# the mutants' seeds to first failure, determinism of the campaign hash, the coverage table.
+# Prints markdown sections; every figure comes with the command that produced it.
 #
 #   cargo build --release && bash benches/sim.sh > /tmp/sim-bench.md
 #
