@@ -1,4 +1,4 @@
-//! The argument grammar and the exit statuses (SPEC section 7).
+//! The argument grammar and the exit statuses (docs/cli.md).
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

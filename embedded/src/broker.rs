@@ -1,4 +1,4 @@
-//! The embedded broker: the `fenced` protocol (SPEC §1) for many threads at once.
+//! The embedded broker: the `fenced` protocol (docs/protocol.md) for many threads at once.
 //!
 //! Concurrency design, in one place:
 //! * **Slots** (`slot`): each (group, event) record is a packed atomic word; every

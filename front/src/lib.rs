@@ -25,8 +25,8 @@
 //! * [`campaign()`] — a seeded simulator campaign, on the pure broker or a backend of yours.
 //! * [`replay()`] — a scenario file on a backend: its timeline (for `insta::assert_snapshot!`)
 //!   and its verdict.
-//! * [`matrix`] — every variant through every engine, each cell judged against SPEC
-//!   section 2's expectation.
+//! * [`matrix`] — every variant through every engine, each cell judged against the
+//!   expectation docs/variants.md states.
 //! * [`defaults`] — the defaults the command line and these calls share.
 //! * [`files`] — atomic writes, never-overwriting writes.
 //! * [`failure`] — what a failed assertion prints, and how reproducing commands start.

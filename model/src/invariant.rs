@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// One of the protocol's invariants (SPEC section 3).
+/// One of the protocol's invariants (docs/invariants.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Invariant {
     /// I1 stale-never-counts: every settle the broker accepts carries the lease id of the

@@ -150,10 +150,11 @@ fn nack(reason: Reason) -> SettleOp {
 /// Decides the settles for one delivery: `policy` × the handler's `calls` on its handle ×
 /// its `outcome`. Pure and total; the order of the result is the order of sending.
 ///
-/// Rules (SPEC section 1): `ack()` is idempotent; `nack()` has no effect after `ack()`;
-/// `reject(reason)` dead-letters when the handler finishes whatever the policy (unless the
-/// message is already acked); a handler that called `nack()` and returned normally is not acked
-/// on its behalf; a `manual` handler that returns without settling leaves the lease to expire.
+/// Rules (docs/protocol.md, "Handle calls"): `ack()` is idempotent; `nack()` has no effect
+/// after `ack()`; `reject(reason)` dead-letters when the handler finishes whatever the policy
+/// (unless the message is already acked); a handler that called `nack()` and returned normally
+/// is not acked on its behalf; a `manual` handler that returns without settling leaves the
+/// lease to expire.
 pub fn decide(policy: AckPolicy, calls: &[HandleCall], outcome: &Outcome) -> Actions {
     let mut actions = Actions::new();
     let mut acked = false;

@@ -1,4 +1,4 @@
-//! A model-checker counterexample as a scripted scenario (SPEC section 6): what `check` writes
+//! A model-checker counterexample as a scripted scenario (docs/scenarios.md): what `check` writes
 //! and what `leasehold replay` reproduces. The checker shows a counterexample by replaying
 //! this scenario through the scenario executor and printing its timeline ([`replay`]): one
 //! renderer for both engines.

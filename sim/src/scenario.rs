@@ -1,11 +1,12 @@
-//! Scenario files: the data a run is replayed from (SPEC section 6).
+//! Scenario files: the data a run is replayed from. The format is documented for users in
+//! docs/scenarios.md; this summary is for the code's reader.
 //!
 //! The scripted form is a public contract that users write by hand. The model checker and the
 //! simulator write their findings in the same format. Parsing with file/line/column errors
 //! lives beside these types ([`crate::parse`]); running a scripted scenario is
 //! [`crate::script`].
 //!
-//! # Extensions beyond SPEC section 6
+//! # Beyond the basic format (the steps fetch, settles, handle, crash, restart, pause)
 //! Steps:
 //! * `fault = "lost_reply" | "dropped" | "unavailable" | "failed"` on a settle, `handle` or
 //!   `fetch` step (for `handle`: on the settles that handler run sends, not on the runtime's follow-up nack);

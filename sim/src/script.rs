@@ -4,7 +4,7 @@
 //! step runs at its `at_ms` (due expiries and in-flight messages first), its requests travel
 //! instantly unless the step injects a fault, and the oracle checks the broker after it. The
 //! [`Replay`] holds the trace, the timeline, every step's result against its `expect`, the
-//! `[expect]` block's verdict, and whether the whole run matched (SPEC section 7: a file that
+//! `[expect]` block's verdict, and whether the whole run matched (docs/cli.md: a file that
 //! expects `violated = "I1"` and reproduces it matched; a file with no `[expect]` matches only
 //! when every invariant held).
 

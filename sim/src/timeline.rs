@@ -1,4 +1,5 @@
-//! The text timeline: one line per step of the story, `tN` indices, the seed's wording.
+//! The text timeline: one line per step of the story, `tN` indices, the wording of Rheo's
+//! t0–t5 story (docs/timelines.md).
 //!
 //! ```text
 //! t0  worker A fetches event E1 → lease L1
@@ -9,7 +10,7 @@
 //! t5  worker B ACK L2 → durable progress (frontier 0 → 1)
 //! ```
 //!
-//! Rendering rules, so that a story reads as the seed tells it:
+//! Rendering rules, so that a story reads as Rheo's t0–t5 story tells it:
 //! * a worker's restart is not a line of its own: it folds into that worker's next line as
 //!   `(restarted)` (a restart with no later line of that worker reads `worker A restarts`);
 //! * a settle that a worker sent before it crashed and that lands afterwards is `delayed`; a

@@ -20,8 +20,8 @@ pub type WorkerIx = usize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct RequestId(pub u32);
 
-/// A fault injected on one request (SPEC section 5). Chosen by the driver: a scenario step's
-/// `fault`, or a seeded fault plan.
+/// A fault injected on one request (docs/sim.md, docs/scenarios.md). Chosen by the driver: a
+/// scenario step's `fault`, or a seeded fault plan.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Fault {
     /// Delivered, applied, answered.

@@ -1,4 +1,4 @@
-//! `leasehold check`: exhaustive model checking of a bounded configuration (SPEC section 4).
+//! `leasehold check`: exhaustive model checking of a bounded configuration (docs/check.md).
 //!
 //! This file parses the flags and prints: the check itself is a library call
 //! ([`leasehold_model::check::run()`]). A counterexample is shown by replaying the scenario file

@@ -1,6 +1,6 @@
 //! `leasehold replay FILE`: re-runs a scenario, prints its timeline, checks its expectations.
 //!
-//! Exit status (SPEC section 7): 0 when the run matched the file (every step's `expect` and the
+//! Exit status (docs/cli.md): 0 when the run matched the file (every step's `expect` and the
 //! `[expect]` block — a file expecting `violated = "I1"` that reproduces it matched); 1 when it
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 

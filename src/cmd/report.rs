@@ -90,7 +90,7 @@ impl Args {
     }
 }
 
-/// The matrix the flags ask for: the variants named (all by default), SPEC section 2's
+/// The matrix the flags ask for: the variants named (all by default), docs/variants.md's
 /// expectations with the `--expect` overrides, the depth and the threads.
 pub fn matrix_config(args: &Args) -> Result<MatrixConfig, UserError> {
     if args.threads == 0 || args.threads > 64 {
@@ -375,8 +375,9 @@ mod tests {
     use leasehold_front::matrix::{EngineResult, Evidence};
     use std::collections::BTreeMap;
 
-    /// A stand-in engine that finds exactly SPEC section 2's violations (and, for `dlq-drop`,
-    /// an extra one), with made-up but fixed evidence: it exercises the matrix, not a protocol.
+    /// A stand-in engine that finds exactly docs/variants.md's expected violations (and, for
+    /// `dlq-drop`, an extra one), with made-up but fixed evidence: it exercises the matrix, not
+    /// a protocol.
     struct StandIn(Engine);
 
     impl EngineRun for StandIn {
@@ -466,7 +467,7 @@ mod tests {
         assert_eq!(run_stand_in(&args), Status::Ok);
         let md = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
         assert!(md.contains("**Result: every cell as expected** (18 variants"));
-        // SPEC section 2: two protocols hold, sixteen variants each break one invariant
+        // docs/variants.md: two protocols hold, sixteen variants each break one invariant
         // (redis-streams, and fifteen mutants: twelve, then one per blind spot).
         assert!(md.contains(
             "**Headline**: 2 of 2 variants expected to hold hold in every cell the engines \

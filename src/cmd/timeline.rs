@@ -2,7 +2,7 @@
 //! it as SVG.
 //!
 //! The timeline is the same one `replay` prints, for a scripted or a seeded file. The exit
-//! status answers the question `replay`'s does (SPEC section 7): 0 when the run matched the
+//! status answers the question `replay`'s does (docs/cli.md): 0 when the run matched the
 //! file's `[expect]` (a file that expects its known violation draws with 0), 1 when it did
 //! not (a violation a file without `[expect]` did not announce), 2 for a bad file or an
 //! unwritable output.

@@ -1,5 +1,5 @@
 //! The verdict matrix: every variant through every engine, each (variant, invariant, engine)
-//! one judged cell. What is expected of a variant (SPEC section 2, or an override), how a cell
+//! one judged cell. What is expected of a variant (docs/variants.md, or an override), how a cell
 //! is judged against it, and the run itself are values and library calls; the command line
 //! (`leasehold report`) only renders the rows and writes the files.
 //!
@@ -238,7 +238,7 @@ pub struct Expectation {
 }
 
 impl Expectation {
-    /// SPEC section 2's expectation for `variant`.
+    /// The expectation docs/variants.md states for `variant`.
     pub fn of(variant: Variant) -> Expectation {
         Expectation {
             violated: variant.expected_violation(),
@@ -259,10 +259,10 @@ impl Expectation {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "judgement", rename_all = "snake_case")]
 pub enum Judgement {
-    /// The cell is what SPEC section 2 asks for (or says nothing about and it holds).
+    /// The cell is what docs/variants.md asks for (or says nothing about and it holds).
     Expected,
     /// The variant breaks another invariant besides the one it must break: informational,
-    /// SPEC names only what each variant must break.
+    /// docs/variants.md names only what each variant must break.
     AlsoViolated,
     /// The engine does not evaluate the invariant, which the expectation does not need.
     NotApplicable,

@@ -15,7 +15,7 @@ use std::time::Instant;
 pub struct MatrixConfig {
     /// The rows, in the canonical order (protocols first, mutants last).
     pub variants: Vec<Variant>,
-    /// What each variant is expected to do (SPEC section 2 unless overridden).
+    /// What each variant is expected to do (docs/variants.md unless overridden).
     pub expectations: BTreeMap<Variant, Expectation>,
     /// Quick or full.
     pub depth: Depth,
@@ -23,7 +23,7 @@ pub struct MatrixConfig {
     pub threads: usize,
 }
 
-/// The whole matrix at `depth`: every variant, SPEC section 2's expectations, one thread.
+/// The whole matrix at `depth`: every variant, docs/variants.md's expectations, one thread.
 pub fn config(depth: Depth) -> MatrixConfig {
     MatrixConfig {
         variants: Variant::ALL.to_vec(),

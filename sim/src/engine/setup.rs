@@ -40,7 +40,7 @@ pub struct Setup {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Expiry {
     /// At the deadline: before anything happens at time `t`, every lease whose deadline is
-    /// `<= t` expires (SPEC section 6).
+    /// `<= t` expires (docs/scenarios.md).
     #[default]
     AtDeadline,
     /// Lazily, when the broker next fetches (as Redis claims idle entries): until then an

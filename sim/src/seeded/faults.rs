@@ -1,4 +1,4 @@
-//! The fault plan: which faults a run injects and how often (SPEC section 5).
+//! The fault plan: which faults a run injects and how often (docs/sim.md).
 //!
 //! Every fault is a [`Ratio`] (0 = off) plus the named bounds of its durations. A plan is either
 //! given (flags, a scenario file's `[faults]` table) or drawn per seed (`--swarm`: each fault on
