@@ -14,7 +14,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8(bytes.to_vec()).expect("utf-8 output")
 }
 
-/// SPEC section 2, written out: a variant missing from `Variant::ALL` fails here.
+/// docs/variants.md, written out: a variant missing from `Variant::ALL` fails here.
 const SPEC_PROTOCOLS: [&str; 3] = ["fenced", "redis-streams", "redis-streams-fenced"];
 const SPEC_MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),

@@ -1,6 +1,6 @@
-//! `leasehold replay` and `leasehold timeline` as a user runs them: exit statuses (SPEC
-//! section 7), the first line, `--json`, malformed files (exit 2, one stderr line naming file and
-//! line), the SVG output.
+//! `leasehold replay` and `leasehold timeline` as a user runs them: exit statuses
+//! (docs/cli.md), the first line, `--json`, malformed files (exit 2, one stderr line naming file
+//! and line), the SVG output.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

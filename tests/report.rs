@@ -29,7 +29,7 @@ fn committed(path: &str) -> String {
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
-/// SPEC section 2, written out here (not read from `Variant`): each variant and what it must
+/// docs/variants.md, written out here (not read from `Variant`): each variant and what it must
 /// break, so that a drift in the code's expectations fails this test.
 const SPEC_EXPECTED: [(&str, &str); 15] = [
     ("fenced", "holds"),
@@ -71,8 +71,9 @@ fn the_quick_matrix_has_every_expected_cell() {
         "{stdout}"
     );
     let md = std::fs::read_to_string(dir.join("VERDICTS.md")).expect("VERDICTS.md written");
-    // Every SPEC variant has its row with SPEC's expectation, and every expected violation is
-    // found by both engines: the bold cells of its row link a check and a sim scenario.
+    // Every documented variant has its row with its documented expectation, and every expected
+    // violation is found by both engines: the bold cells of its row link a check and a sim
+    // scenario.
     for (variant, expected) in SPEC_EXPECTED {
         let row = md
             .lines()

@@ -1,7 +1,7 @@
 //! The three classes of broker bugs that hide between the engines' usual steps, on a manual
 //! clock: the lease boundary (`now == deadline`), timers that outlive their lease, and events
 //! published while others are leased. For each: the reference broker's behaviour at that
-//! point (SPEC section 1), and the planted mutant's one-point deviation from it.
+//! point (docs/protocol.md), and the planted mutant's one-point deviation from it.
 
 use leasehold_model::broker::{Broker, BrokerConfig, Timer};
 use leasehold_model::types::{LeaseId, Record, SettleError};

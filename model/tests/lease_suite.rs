@@ -1,7 +1,7 @@
 //! The lease suite on a manual clock: stale ACK, expiry, retry, max attempts, reject, renew,
 //! receipts, lease ids across restarts and the committed frontier.
 //!
-//! Expected values come from SPEC section 1 (the `fenced` reference), not from running the
+//! Expected values come from docs/protocol.md (the `fenced` reference), not from running the
 //! broker. Every test asserts the exact error and the record's resulting state.
 
 use leasehold_model::broker::{Broker, BrokerConfig, Expired};
@@ -390,7 +390,7 @@ fn receipt_mismatch_needs_a_matching_lease_id() {
 
 #[test]
 fn redis_nack_leaves_the_entry_pending_until_idle() {
-    // SPEC section 2: nack = leave pending until idle; lease_ms is the claim idle time.
+    // docs/variants.md: nack = leave pending until idle; lease_ms is the claim idle time.
     let mut broker = Broker::new(BrokerConfig {
         group_count: 1,
         lease_ms: 200,

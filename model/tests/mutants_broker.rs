@@ -1,5 +1,5 @@
 //! The pure broker against a recomputation from its own records, on seeded random runs of
-//! every variant, and its operations one by one against SPEC section 1.
+//! every variant, and its operations one by one against docs/protocol.md.
 //!
 //! After every operation of a run: the fetch index names exactly the available records; the
 //! unsettled count is the number of records neither acked nor dead-lettered; the frontier is
@@ -524,9 +524,9 @@ fn the_untimed_expiry_acts_only_on_an_armed_record() {
     assert_eq!(broker.status_kind(1, 1), Status::Available);
 }
 
-/// `stuck-lease` does not re-arm expiry after a restart (SPEC: the lease is never reclaimed):
-/// the untimed expiry of its stuck record does nothing, even while another record of the same
-/// group has a timer pending.
+/// `stuck-lease` does not re-arm expiry after a restart (docs/variants.md: the lease is never
+/// reclaimed): the untimed expiry of its stuck record does nothing, even while another record
+/// of the same group has a timer pending.
 #[test]
 fn the_untimed_expiry_ignores_a_timer_of_another_record_of_the_group() {
     let mut broker = broker(Variant::StuckLease, 1, 2, 3);

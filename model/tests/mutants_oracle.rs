@@ -1,9 +1,10 @@
 //! The oracle's queries, counters, boundaries and state identity, on stories whose expected
-//! answers follow from SPEC sections 1 and 3: a lease is valid while `now < deadline`; at most
-//! `max_attempts` deliveries; a handler run counts for I7 only when it completed under a
-//! lease current when it started; duplicate runs are counted, not failed; a full audit reads
-//! every record, however many; two oracles that differ in anything a future check can read are
-//! different states (unequal, and hashed apart), and a clone is the same state.
+//! answers follow from docs/protocol.md and docs/invariants.md: a lease is valid while
+//! `now < deadline`; at most `max_attempts` deliveries; a handler run counts for I7 only when
+//! it completed under a lease current when it started; duplicate runs are counted, not failed;
+//! a full audit reads every record, however many; two oracles that differ in anything a future
+//! check can read are different states (unequal, and hashed apart), and a clone is the same
+//! state.
 
 use leasehold_model::broker::BrokerView;
 use leasehold_model::types::{GroupIx, LeaseId, Ms, Reason, Seq, SettleOp, Status};

@@ -1,4 +1,4 @@
-//! The runtime's names and guarantees as SPEC section 1 states them: the policy names used on
+//! The runtime's names and guarantees as docs/protocol.md states them: the policy names used on
 //! the command line and in scenario files, which policies promise at least once, which handler
 //! outcomes count as a completed run, and `max_retries = r` ⇒ `max_attempts = r + 1`.
 

@@ -1,4 +1,4 @@
-//! Each variant deviates from the reference exactly where SPEC section 2 says, and nowhere
+//! Each variant deviates from the reference exactly where docs/variants.md says, and nowhere
 //! else: every test below runs one small story on the pure broker of *every* variant and
 //! names the variants whose answer differs from `fenced`'s.
 
@@ -366,7 +366,7 @@ fn every_variant_is_found_by_its_name_and_prints_it() {
     for unknown in ["", "Fenced", "unfenced", "fenced "] {
         assert_eq!(Variant::from_name(unknown), None, "{unknown:?}");
     }
-    // The variants SPEC section 2 names, by name.
+    // The variants docs/variants.md names, by name.
     for name in [
         "fenced",
         "redis-streams",

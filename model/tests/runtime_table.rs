@@ -309,7 +309,7 @@ fn ack_first_always_starts_with_an_ack_before_the_handler() {
 
 #[test]
 fn the_policy_table_without_handle_calls() {
-    // SPEC section 1's table, row by row, for a handler that takes no handle.
+    // docs/protocol.md's policy table, row by row, for a handler that takes no handle.
     let boom = Outcome::Error {
         kind: Reason::new("RuntimeError"),
         text: Reason::new("boom"),

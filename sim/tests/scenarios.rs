@@ -2,8 +2,9 @@
 //! its own expectations, and pins its timeline in an insta snapshot. A registration test fails
 //! on a file that is neither run here nor skipped with a written reason.
 //!
-//! The snapshots were checked by reading them against the seeds (`shared/seeds/`) and SPEC
-//! sections 1, 2 and 6; the assertions beside them state the seed's facts independently.
+//! The snapshots were checked by reading them against Rheo's and RillKit's published examples
+//! and docs/protocol.md, docs/variants.md and docs/scenarios.md; the assertions beside them
+//! state those examples' facts independently.
 
 use leasehold_model::{Broker, SettleOp};
 use leasehold_sim::parse::parse;
@@ -143,7 +144,7 @@ fn the_same_scenario_twice_gives_the_same_trace_hash() {
 #[test]
 fn t0_t5_is_the_first_seeds_timeline_in_six_lines() {
     // The seed's six lines (event and lease names are the scenario's; the frontier movement is
-    // SPEC section 6's rendering of "durable progress").
+    // docs/timelines.md's rendering of "durable progress").
     let expected = [
         "t0  worker A fetches event E1 → lease L1",
         "t1  worker A crashes before ACK",
@@ -296,7 +297,7 @@ fn the_late_xack_counts_on_redis_streams_and_not_when_fenced() {
     assert!(fenced.violations.is_empty());
 }
 
-/// SPEC section 1: a lease is valid while `now < deadline`. The boundary files, replayed on
+/// docs/protocol.md: a lease is valid while `now < deadline`. The boundary files, replayed on
 /// `fenced`, break nothing: the ack at exactly the deadline is refused under both expiry modes,
 /// the nack's timer is cancelled, and a published event survives the restart.
 #[test]

@@ -10,7 +10,8 @@ use std::process::Command;
 /// How the commands a failure prints start: this crate's own build of the command line.
 const PROGRAM: &str = "cargo run -q -p leasehold-example-queue --";
 
-/// The committed scenario of a stale ack (SPEC's t0–t5 story), from the workspace.
+/// The committed scenario of a stale ack (the t0–t5 story of docs/timelines.md), from the
+/// workspace.
 fn stale_ack() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/t0-t5-stale-ack.toml")
 }
