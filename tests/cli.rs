@@ -15,8 +15,8 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// docs/variants.md, written out: a variant missing from `Variant::ALL` fails here.
-const SPEC_PROTOCOLS: [&str; 3] = ["fenced", "redis-streams", "redis-streams-fenced"];
-const SPEC_MUTANTS: [(&str, &str); 15] = [
+const PROTOCOLS: [&str; 3] = ["fenced", "redis-streams", "redis-streams-fenced"];
+const MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),
     ("renew-revives", "I2"),
     ("lease-id-reuse", "I1"),
@@ -55,9 +55,9 @@ fn protocols_lists_every_variant_and_mutant() {
         let line = line_of(&stdout, variant.name());
         assert!(line.contains(variant.summary()), "{line}");
     }
-    for name in SPEC_PROTOCOLS {
+    for name in PROTOCOLS {
         let line = line_of(&stdout, name);
-        let variant = Variant::from_name(name).expect("a SPEC protocol");
+        let variant = Variant::from_name(name).expect("a listed protocol");
         assert_eq!(variant.kind(), VariantKind::Protocol);
         match variant.expected_violation() {
             None => assert!(line.contains("holds"), "{line}"),
@@ -66,16 +66,16 @@ fn protocols_lists_every_variant_and_mutant() {
     }
     // redis-streams is the documented I1 failure.
     assert!(line_of(&stdout, "redis-streams").contains("breaks I1 stale-never-counts"));
-    for (name, id) in SPEC_MUTANTS {
+    for (name, id) in MUTANTS {
         let line = line_of(&stdout, name);
-        let variant = Variant::from_name(name).expect("a SPEC mutant");
+        let variant = Variant::from_name(name).expect("a listed mutant");
         assert_eq!(variant.kind(), VariantKind::Mutant, "{name}");
         assert_eq!(variant.expected_violation().map(|i| i.id()), Some(id));
         assert!(line.contains(&format!("breaks {id} ")), "{line}");
     }
     assert_eq!(
         Variant::ALL.len(),
-        SPEC_PROTOCOLS.len() + SPEC_MUTANTS.len()
+        PROTOCOLS.len() + MUTANTS.len()
     );
 }
 

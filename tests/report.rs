@@ -31,7 +31,7 @@ fn committed(path: &str) -> String {
 
 /// docs/variants.md, written out here (not read from `Variant`): each variant and what it must
 /// break, so that a drift in the code's expectations fails this test.
-const SPEC_EXPECTED: [(&str, &str); 15] = [
+const EXPECTED: [(&str, &str); 15] = [
     ("fenced", "holds"),
     ("redis-streams", "violates I1"),
     ("redis-streams-fenced", "holds"),
@@ -74,7 +74,7 @@ fn the_quick_matrix_has_every_expected_cell() {
     // Every documented variant has its row with its documented expectation, and every expected
     // violation is found by both engines: the bold cells of its row link a check and a sim
     // scenario.
-    for (variant, expected) in SPEC_EXPECTED {
+    for (variant, expected) in EXPECTED {
         let row = md
             .lines()
             .find(|l| l.starts_with(&format!("| `{variant}` |")))
@@ -97,7 +97,7 @@ fn the_quick_matrix_has_every_expected_cell() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("verdicts.json")).expect("json"))
             .expect("valid JSON");
     assert_eq!(json["result"], "as_expected");
-    assert!(json["variants"].as_array().map_or(0, Vec::len) >= SPEC_EXPECTED.len());
+    assert!(json["variants"].as_array().map_or(0, Vec::len) >= EXPECTED.len());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -90,9 +90,10 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
         header.check_diff
     ));
     out.push_str(
-        "**Expectations** are SPEC section 2's. A variant expected to hold must hold in every \
-         cell an engine evaluates. A mutant (and `redis-streams`) must have its named invariant \
-         **violated by both engines**. SPEC names only what each variant *must* break: other \
+        "**Expectations** are those of `docs/variants.md`. A variant expected to hold must hold \
+         in every cell an engine evaluates. A mutant (and `redis-streams`) must have its named \
+         invariant **violated by both engines**. The expectation names only what each variant \
+         *must* break: other \
          invariants a variant also breaks are shown as \"also violated\", for information, \
          never as unexpected.\n\n",
     );
