@@ -1,0 +1,432 @@
+//! The conformance suite of leasehold's `Backend` contract: a backend and the reference
+//! broker (`leasehold_model::Broker`) of a named variant, driven through the same `Backend`
+//! trait by the same operation sequences (proptest), must give identical outputs — leases (ids,
+//! attempts, deadlines, receipts), errors, expiries — and identical `BrokerView` state after
+//! every step (statuses, dead-letter reasons, frontiers, the next deadline, the unsettled
+//! count).
+//!
+//! * [`Suite`] — what to run: the reference variant, the number of sequences, their seed and
+//!   length, how often a sequence restarts the broker.
+//! * [`Op`] — one operation of a sequence.
+//! * [`view`] — everything an observer can read of a backend, as text.
+//!
+//! A backend's own test calls it with a constructor; anything it wants to check beyond the
+//! contract (a server's own state, internal indexes) goes in the `after_step` hook:
+//!
+//! ```
+//! use leasehold_conformance::Suite;
+//! use leasehold_model::{Broker, Variant};
+//!
+//! // The reference broker against itself: the smallest backend there is.
+//! let ran = Suite::new(Variant::Fenced)
+//!     .cases(20)
+//!     .run(|config| Ok(Broker::new(*config)), |_, _, _| Ok(()))
+//!     .unwrap();
+//! assert_eq!(ran.cases, 20);
+//! ```
+#![deny(missing_docs)]
+
+use leasehold_model::{
+    Backend, Broker, BrokerConfig, Lease, LeaseId, Reason, Receipt, SettleOp, SettleRequest,
+    Status, Variant,
+};
+use proptest::prelude::*;
+use proptest::test_runner::{
+    Config, FileFailurePersistence, RngAlgorithm, RngSeed, TestCaseError, TestRunner,
+};
+use std::cell::{Cell, RefCell};
+
+/// The worker names a sequence fetches and settles as (a backend that keeps an identity per
+/// consumer sees two consumers; the reference broker ignores the names).
+pub const WORKERS: [&str; 2] = ["c1", "c2"];
+
+/// One operation of a sequence.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Publish one event.
+    Publish,
+    /// Fetch up to `limit` leases of `group` (one beyond the last group: an unknown group) as
+    /// worker `worker`, with `lease_ms` or the configured lease.
+    Fetch {
+        /// Index into [`WORKERS`].
+        worker: usize,
+        /// The group.
+        group: usize,
+        /// The most leases.
+        limit: usize,
+        /// The lease's length, or the configuration's.
+        lease_ms: Option<u64>,
+    },
+    /// Settle a lease from the pool of every lease handed out so far (current or stale), sent
+    /// by the worker that fetched it.
+    Settle {
+        /// Which lease of the pool (modulo its length).
+        pick: usize,
+        /// Ack, nack, reject or renew.
+        op: SettleOp,
+        /// The request carries a receipt the broker never issued.
+        forged_receipt: bool,
+        /// How far the worker's clock runs ahead of the broker's.
+        worker_clock_skew_ms: u64,
+    },
+    /// A request naming a record that does not exist (0: seq 0; else that far beyond the
+    /// last event).
+    SettleUnknown {
+        /// How far beyond.
+        seq_beyond: u32,
+    },
+    /// The clock moves on.
+    Advance {
+        /// By this much.
+        ms: u64,
+    },
+    /// The broker applies due expiries.
+    ExpireDue,
+    /// The broker restarts.
+    Restart,
+}
+
+/// What to run: see the crate documentation.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    variant: Variant,
+    cases: u32,
+    seed: u64,
+    ops_max: usize,
+    restarts_in_100: u32,
+}
+
+/// What a run of the suite did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// Sequences run, each identical on both sides.
+    pub cases: u32,
+    /// Broker restarts among their operations.
+    pub restarts: u64,
+}
+
+impl Suite {
+    /// The suite against the reference broker of `variant`: 320 sequences of up to 60
+    /// operations, a fixed seed, restarts at the weight of an expiry.
+    pub fn new(variant: Variant) -> Suite {
+        Suite {
+            variant,
+            cases: 320,
+            seed: 0x1ea5_e401d,
+            ops_max: 60,
+            restarts_in_100: 100,
+        }
+    }
+
+    /// Number of sequences.
+    pub fn cases(mut self, cases: u32) -> Suite {
+        self.cases = cases;
+        self
+    }
+
+    /// The seed of the sequences (the same seed gives the same sequences).
+    pub fn seed(mut self, seed: u64) -> Suite {
+        self.seed = seed;
+        self
+    }
+
+    /// The most operations in a sequence.
+    pub fn ops_max(mut self, ops: usize) -> Suite {
+        self.ops_max = ops.max(1);
+        self
+    }
+
+    /// How often a broker restart is drawn, as a percentage of the default weight (a backend
+    /// whose restart is a server's restart makes it rarer).
+    pub fn restarts_percent(mut self, percent: u32) -> Suite {
+        self.restarts_in_100 = percent.min(100);
+        self
+    }
+
+    /// Runs every sequence on a fresh backend from `make` and on the reference broker of the
+    /// same configuration; `after_step(backend, reference, step)` checks what the contract
+    /// does not (a server's own state, a backend's indexes). The first difference is an `Err`
+    /// naming the sequence (shrunk by proptest), the step and both outputs.
+    pub fn run<B: Backend>(
+        &self,
+        make: impl FnMut(&BrokerConfig) -> Result<B, String>,
+        after_step: impl FnMut(&B, &Broker, usize) -> Result<(), String>,
+    ) -> Result<Ran, String> {
+        let mut runner = TestRunner::new(Config {
+            cases: self.cases,
+            rng_algorithm: RngAlgorithm::ChaCha,
+            rng_seed: RngSeed::Fixed(self.seed),
+            failure_persistence: Some(Box::new(FileFailurePersistence::Off)),
+            ..Config::default()
+        });
+        // proptest's runner takes a `Fn`: the caller's closures and the count are borrowed
+        // one case at a time.
+        let (make, after_step) = (RefCell::new(make), RefCell::new(after_step));
+        let restarts = Cell::new(0u64);
+        let strategy = case(self.variant, self.ops_max, self.restarts_in_100);
+        runner
+            .run(&strategy, |(config, ops)| {
+                let mut backend = (make.borrow_mut())(&config)
+                    .map_err(|e| TestCaseError::fail(format!("backend: {e}")))?;
+                let mut reference = Broker::new(config);
+                let (mut ours, mut theirs) = (Driver::default(), Driver::default());
+                for (step, op) in ops.iter().enumerate() {
+                    restarts.set(restarts.get() + u64::from(matches!(op, Op::Restart)));
+                    let expected = ours.apply(&mut reference, op);
+                    let actual = theirs.apply(&mut backend, op);
+                    prop_assert_eq!(&actual, &expected, "output of step {} {:?}", step, op);
+                    prop_assert_eq!(
+                        view(&backend),
+                        view(&reference),
+                        "state after step {} {:?}",
+                        step,
+                        op
+                    );
+                    (after_step.borrow_mut())(&backend, &reference, step).map_err(|e| {
+                        TestCaseError::fail(format!("after step {step} {op:?}: {e}"))
+                    })?;
+                }
+                Ok(())
+            })
+            .map_err(|e| format!("{}: {e}", self.variant))?;
+        Ok(Ran {
+            cases: self.cases,
+            restarts: restarts.get(),
+        })
+    }
+}
+
+fn settle_op() -> impl Strategy<Value = SettleOp> {
+    let reason =
+        prop_oneof![Just("max attempts".to_string()), "[a-c ]{0,3}"].prop_map(|t| Reason::new(&t));
+    prop_oneof![
+        3 => Just(SettleOp::Ack),
+        2 => (0u64..15, proptest::option::of(reason.clone()))
+            .prop_map(|(delay_ms, reason)| SettleOp::Nack { delay_ms, reason }),
+        2 => (0u64..40).prop_map(|extend_ms| SettleOp::Renew { extend_ms }),
+        1 => reason.prop_map(|reason| SettleOp::Reject { reason }),
+    ]
+}
+
+fn op(group_count: usize, restarts_in_100: u32) -> impl Strategy<Value = Op> {
+    let fetch = (0..WORKERS.len(), 0..group_count + 1, 0usize..4);
+    let settle = (
+        any::<usize>(),
+        settle_op(),
+        proptest::bool::weighted(0.05),
+        0u64..30,
+    );
+    let restart = f64::from(restarts_in_100) / 100.0;
+    prop_oneof![
+        2 => Just(Op::Publish),
+        4 => (fetch, proptest::option::of(0u64..40)).prop_map(
+            |((worker, group, limit), lease_ms)| Op::Fetch { worker, group, limit, lease_ms }
+        ),
+        6 => settle.prop_map(|(pick, op, forged_receipt, worker_clock_skew_ms)| Op::Settle {
+            pick,
+            op,
+            forged_receipt,
+            worker_clock_skew_ms,
+        }),
+        1 => (0u32..3).prop_map(|seq_beyond| Op::SettleUnknown { seq_beyond }),
+        3 => (0u64..25).prop_map(|ms| Op::Advance { ms }),
+        1 => Just(Op::ExpireDue),
+        1 => proptest::bool::weighted(restart)
+            .prop_map(|restart| if restart { Op::Restart } else { Op::ExpireDue }),
+    ]
+}
+
+fn case(
+    variant: Variant,
+    ops_max: usize,
+    restarts_in_100: u32,
+) -> impl Strategy<Value = (BrokerConfig, Vec<Op>)> {
+    (1usize..=2, 5u64..30, 1u32..=3).prop_flat_map(move |(group_count, lease_ms, max_attempts)| {
+        let config = BrokerConfig {
+            group_count,
+            lease_ms,
+            max_attempts,
+            variant,
+        };
+        (
+            Just(config),
+            proptest::collection::vec(op(group_count, restarts_in_100), 1..=ops_max),
+        )
+    })
+}
+
+/// Everything an observer can read of a backend, as text: per group its frontier and every
+/// record's status and dead-letter reason (and one record either side of the published
+/// ones), the next deadline and the unsettled count. Asserts that the backend's shortcuts
+/// (`status_kind`, `unsettled_count`) agree with its full reads.
+pub fn view<B: Backend + ?Sized>(backend: &B) -> String {
+    let mut out = format!("events {} ", backend.event_count());
+    for group in 0..backend.group_count() {
+        out += &format!("| g{group} frontier {} :", backend.frontier(group));
+        for seq in 0..=backend.event_count() + 1 {
+            let (status, reason) = backend.status(group, seq);
+            assert_eq!(
+                backend.status_kind(group, seq),
+                status,
+                "status_kind of {group}/{seq} against status"
+            );
+            out += &format!(" {:?}", (status, reason));
+        }
+    }
+    let read: u64 = (0..backend.group_count())
+        .map(|group| {
+            (1..=backend.event_count())
+                .filter(|&seq| {
+                    !matches!(
+                        backend.status_kind(group, seq),
+                        Status::Acked | Status::DeadLettered
+                    )
+                })
+                .count() as u64
+        })
+        .sum();
+    assert_eq!(
+        backend.unsettled_count(),
+        read,
+        "unsettled_count against the records"
+    );
+    out + &format!(
+        " | next deadline {:?} | unsettled {}",
+        backend.next_deadline(),
+        read
+    )
+}
+
+/// The driver's side of a sequence: the clock, and the leases handed out with who fetched
+/// them.
+#[derive(Default)]
+struct Driver {
+    now_ms: u64,
+    pool: Vec<(Lease, usize)>,
+}
+
+impl Driver {
+    /// Applies `op` to `backend`; returns its output as text.
+    fn apply<B: Backend + ?Sized>(&mut self, backend: &mut B, op: &Op) -> String {
+        let now_ms = self.now_ms;
+        match op {
+            Op::Publish => format!("{:?}", backend.publish()),
+            Op::Fetch {
+                worker,
+                group,
+                limit,
+                lease_ms,
+            } => {
+                let result = backend.fetch_as(WORKERS[*worker], *group, *limit, now_ms, *lease_ms);
+                if let Ok(leases) = &result {
+                    self.pool.extend(leases.iter().map(|l| (*l, *worker)));
+                }
+                format!("{result:?}")
+            }
+            Op::Settle {
+                pick,
+                op,
+                forged_receipt,
+                worker_clock_skew_ms,
+            } => {
+                if self.pool.is_empty() {
+                    return "no lease yet".to_string();
+                }
+                let (mut lease, worker) = self.pool[pick % self.pool.len()];
+                if *forged_receipt {
+                    lease.receipt = Some(Receipt(7));
+                }
+                let request = SettleRequest::new(&lease, *op, now_ms + worker_clock_skew_ms);
+                let result = backend.settle_as(WORKERS[worker], &request, now_ms);
+                if let Ok(Some(renewed)) = &result {
+                    self.pool.push((*renewed, worker));
+                }
+                format!("{result:?}")
+            }
+            Op::SettleUnknown { seq_beyond } => {
+                let lease = Lease {
+                    lease_id: LeaseId(1),
+                    group: 0,
+                    seq: match seq_beyond {
+                        0 => 0,
+                        beyond => backend.event_count() + beyond,
+                    },
+                    attempt: 1,
+                    deadline_ms: now_ms + 100,
+                    receipt: None,
+                };
+                let request = SettleRequest::new(&lease, SettleOp::Ack, now_ms);
+                format!("{:?}", backend.settle(&request, now_ms))
+            }
+            Op::Advance { ms } => {
+                self.now_ms += ms;
+                format!("now {}", self.now_ms)
+            }
+            Op::ExpireDue => format!("{:?}", backend.expire_due(now_ms)),
+            Op::Restart => {
+                backend.restart();
+                "restarted".to_string()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The suite can fail: a broker that settles by (group, seq) alone, run against the fenced
+    /// reference, differs within a few sequences, and the error names the step.
+    #[test]
+    fn a_backend_that_breaks_the_contract_is_caught() {
+        let unfenced = |config: &BrokerConfig| {
+            Ok(Broker::new(BrokerConfig {
+                variant: Variant::UnfencedSettle,
+                ..*config
+            }))
+        };
+        let error = Suite::new(Variant::Fenced)
+            .cases(64)
+            .run(unfenced, |_, _, _| Ok(()))
+            .expect_err("an unfenced broker is not the fenced reference");
+        assert!(error.contains("output of step"), "{error}");
+    }
+
+    /// What a backend's own hook finds fails the run too.
+    #[test]
+    fn the_hook_fails_the_run() {
+        let error = Suite::new(Variant::Fenced)
+            .cases(4)
+            .run(
+                |config| Ok(Broker::new(*config)),
+                |_, _, step| {
+                    if step == 0 {
+                        Err("hook".into())
+                    } else {
+                        Ok(())
+                    }
+                },
+            )
+            .expect_err("the hook refuses step 0");
+        assert!(
+            error.contains("after step 0") && error.contains("hook"),
+            "{error}"
+        );
+    }
+
+    /// Every variant's reference broker conforms to itself, restarts included.
+    #[test]
+    fn every_reference_broker_conforms_to_itself() {
+        for &variant in Variant::ALL {
+            let ran = Suite::new(variant)
+                .cases(32)
+                .run(|config| Ok(Broker::new(*config)), |_, _, _| Ok(()))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(ran.cases, 32);
+            assert!(
+                ran.restarts > 0,
+                "{variant}: no sequence restarted the broker"
+            );
+        }
+    }
+}
