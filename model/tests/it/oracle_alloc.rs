@@ -3,9 +3,8 @@
 
 use leasehold_model::broker::{Broker, BrokerConfig};
 use leasehold_model::{Oracle, OracleConfig, Variant};
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::allocations;
+
+use crate::support::counting_alloc::allocations;
 
 #[test]
 fn end_step_does_not_allocate_when_nothing_changed() {

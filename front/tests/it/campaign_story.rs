@@ -5,7 +5,7 @@
 use leasehold_front::campaign::TIMELINE_LINES_MAX;
 use leasehold_front::{self as leasehold, Invariant, Variant};
 
-mod scratch;
+use crate::scratch;
 use scratch::out;
 
 /// The `tN` a timeline line starts with.

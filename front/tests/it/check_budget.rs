@@ -6,7 +6,7 @@ use leasehold_front::model::check::Outcome;
 use leasehold_front::{self as leasehold, CheckConfig, Variant};
 use std::time::Duration;
 
-mod scratch;
+use crate::scratch;
 use scratch::out;
 
 #[test]

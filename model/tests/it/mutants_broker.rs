@@ -19,8 +19,7 @@ use std::hash::{Hash, Hasher};
 
 const LEASE_MS: Ms = 100;
 
-#[path = "support/published.rs"]
-mod published;
+use crate::support::published;
 
 fn broker(variant: Variant, groups: usize, events: u32, max_attempts: u32) -> Broker {
     published::published(variant, groups, LEASE_MS, events, max_attempts)

@@ -8,8 +8,7 @@ use leasehold_model::{Variant, VariantKind};
 
 const LEASE_MS: u64 = 100;
 
-#[path = "support/published.rs"]
-mod published;
+use crate::support::published;
 
 fn broker(variant: Variant, events: u32, max_attempts: u32) -> Broker {
     published::published(variant, 1, LEASE_MS, events, max_attempts)

@@ -6,7 +6,7 @@ use leasehold_front::sim::coverage::Probe;
 use leasehold_front::sim::seeded::Ratio;
 use leasehold_front::{self as leasehold, Variant};
 
-mod scratch;
+use crate::scratch;
 use scratch::out;
 
 /// The default mix reaches every probe within 400 seeds (as `sim/tests/scale.rs` checks of the

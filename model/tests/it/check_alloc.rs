@@ -8,9 +8,8 @@ use leasehold_model::check::model::Actions;
 use leasehold_model::check::rank::rank;
 use leasehold_model::check::{Budgets, CheckConfig, Fairness, LeaseModel, Renews};
 use leasehold_model::{AckPolicy, Variant};
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
-use counting_alloc::allocations;
+
+use crate::support::counting_alloc::allocations;
 
 fn configs() -> Vec<CheckConfig> {
     let base = |variant, events, workers, budgets| CheckConfig {

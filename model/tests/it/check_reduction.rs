@@ -3,9 +3,7 @@
 //! both give the same verdict on every invariant and every `sometimes` property, the same
 //! shortest counterexample length, and the reduced model never has more states.
 
-mod support {
-    pub mod reference_model;
-}
+use crate::support;
 
 use leasehold_model::check::{
     run, Budgets, CheckConfig, Fairness, Options, Renews, Verdict, SOMETIMES,

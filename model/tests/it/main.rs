@@ -1,0 +1,29 @@
+//! The model crate's integration tests, one binary: each file is a module, `support` holds
+//! what several of them share (the counting allocator is this binary's global allocator: it
+//! counts per thread, so the tests that read it see only their own thread's allocations).
+
+mod support {
+    pub mod counting_alloc;
+    pub mod published;
+    pub mod reference_model;
+}
+
+mod blind_spots;
+mod check_alloc;
+mod check_fingerprint;
+mod check_liveness;
+mod check_model;
+mod check_outcomes;
+mod check_pinned;
+mod check_reduction;
+mod check_search;
+mod core_views;
+mod lease_suite;
+mod mutants_broker;
+mod mutants_oracle;
+mod mutants_runtime;
+mod mutants_variant;
+mod oracle_alloc;
+mod oracle_checks;
+mod oracle_props;
+mod runtime_table;

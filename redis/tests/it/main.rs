@@ -1,0 +1,6 @@
+//! The Redis backend's integration tests, one binary: each file is a module.
+
+mod backend;
+mod conformance;
+mod policy_table;
+mod scenarios;

@@ -1,0 +1,9 @@
+//! The command line's integration tests, one binary: each file is a module.
+
+mod check_cli;
+mod check_replay;
+mod cli;
+mod redis_cli;
+mod replay_cli;
+mod report;
+mod sim_cli;
