@@ -8,7 +8,8 @@
 //! * [`Suite`] — what to run: the reference variant, the number of sequences, their seed and
 //!   length, how often a sequence restarts the broker.
 //! * [`Op`] — one operation of a sequence.
-//! * [`view`] — everything an observer can read of a backend, as text.
+//! * [`Step`] — a step as a backend's own checks see it.
+//! * [`view`], [`view_of`] — everything an observer can read of a backend, as text.
 //!
 //! A backend's own test calls it with a constructor; anything it wants to check beyond the
 //! contract (a server's own state, internal indexes) goes in the `after_step` hook:
@@ -27,8 +28,8 @@
 #![deny(missing_docs)]
 
 use leasehold_model::{
-    Backend, Broker, BrokerConfig, Lease, LeaseId, Reason, Receipt, SettleOp, SettleRequest,
-    Status, Variant,
+    Backend, Broker, BrokerConfig, BrokerView, Lease, LeaseId, Ms, Reason, Receipt, SettleOp,
+    SettleRequest, Status, Variant,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{
@@ -96,6 +97,18 @@ pub struct Suite {
     restarts_in_100: u32,
 }
 
+/// One step of a sequence, as the `after_step` hook of [`Suite::run`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Step<'a> {
+    /// Its index in the sequence.
+    pub index: usize,
+    /// The operation.
+    pub op: &'a Op,
+    /// The leases the step handed out (a fetch's, a renew's), each with the index into
+    /// [`WORKERS`] of the worker it went to.
+    pub leased: &'a [(Lease, usize)],
+}
+
 /// What a run of the suite did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ran {
@@ -150,7 +163,7 @@ impl Suite {
     pub fn run<B: Backend>(
         &self,
         make: impl FnMut(&BrokerConfig) -> Result<B, String>,
-        after_step: impl FnMut(&B, &Broker, usize) -> Result<(), String>,
+        after_step: impl FnMut(&mut B, &Broker, Step<'_>) -> Result<(), String>,
     ) -> Result<Ran, String> {
         let mut runner = TestRunner::new(Config {
             cases: self.cases,
@@ -172,6 +185,7 @@ impl Suite {
                 let (mut ours, mut theirs) = (Driver::default(), Driver::default());
                 for (step, op) in ops.iter().enumerate() {
                     restarts.set(restarts.get() + u64::from(matches!(op, Op::Restart)));
+                    let before = theirs.pool.len();
                     let expected = ours.apply(&mut reference, op);
                     let actual = theirs.apply(&mut backend, op);
                     prop_assert_eq!(&actual, &expected, "output of step {} {:?}", step, op);
@@ -182,9 +196,14 @@ impl Suite {
                         step,
                         op
                     );
-                    (after_step.borrow_mut())(&backend, &reference, step).map_err(|e| {
-                        TestCaseError::fail(format!("after step {step} {op:?}: {e}"))
-                    })?;
+                    let step_seen = Step {
+                        index: step,
+                        op,
+                        leased: &theirs.pool[before..],
+                    };
+                    (after_step.borrow_mut())(&mut backend, &reference, step_seen).map_err(
+                        |e| TestCaseError::fail(format!("after step {step} {op:?}: {e}")),
+                    )?;
                 }
                 Ok(())
             })
@@ -255,30 +274,35 @@ fn case(
     })
 }
 
-/// Everything an observer can read of a backend, as text: per group its frontier and every
-/// record's status and dead-letter reason (and one record either side of the published
-/// ones), the next deadline and the unsettled count. Asserts that the backend's shortcuts
-/// (`status_kind`, `unsettled_count`) agree with its full reads.
+/// Everything an observer can read of a backend, as text: [`view_of`] with its next deadline.
 pub fn view<B: Backend + ?Sized>(backend: &B) -> String {
-    let mut out = format!("events {} ", backend.event_count());
-    for group in 0..backend.group_count() {
-        out += &format!("| g{group} frontier {} :", backend.frontier(group));
-        for seq in 0..=backend.event_count() + 1 {
-            let (status, reason) = backend.status(group, seq);
+    view_of(backend, backend.next_deadline())
+}
+
+/// Everything an observer can read of a broker, as text: per group its frontier and every
+/// record's status and dead-letter reason (and one record either side of the published
+/// ones), `next_deadline` and the unsettled count. Asserts that the view's shortcuts
+/// (`status_kind`, `unsettled_count`) agree with its full reads.
+pub fn view_of<V: BrokerView + ?Sized>(broker: &V, next_deadline: Option<Ms>) -> String {
+    let mut out = format!("events {} ", broker.event_count());
+    for group in 0..broker.group_count() {
+        out += &format!("| g{group} frontier {} :", broker.frontier(group));
+        for seq in 0..=broker.event_count() + 1 {
+            let (status, reason) = broker.status(group, seq);
             assert_eq!(
-                backend.status_kind(group, seq),
+                broker.status_kind(group, seq),
                 status,
                 "status_kind of {group}/{seq} against status"
             );
             out += &format!(" {:?}", (status, reason));
         }
     }
-    let read: u64 = (0..backend.group_count())
+    let read: u64 = (0..broker.group_count())
         .map(|group| {
-            (1..=backend.event_count())
+            (1..=broker.event_count())
                 .filter(|&seq| {
                     !matches!(
-                        backend.status_kind(group, seq),
+                        broker.status_kind(group, seq),
                         Status::Acked | Status::DeadLettered
                     )
                 })
@@ -286,15 +310,11 @@ pub fn view<B: Backend + ?Sized>(backend: &B) -> String {
         })
         .sum();
     assert_eq!(
-        backend.unsettled_count(),
+        broker.unsettled_count(),
         read,
         "unsettled_count against the records"
     );
-    out + &format!(
-        " | next deadline {:?} | unsettled {}",
-        backend.next_deadline(),
-        read
-    )
+    out + &format!(" | next deadline {next_deadline:?} | unsettled {read}")
 }
 
 /// The driver's side of a sequence: the clock, and the leases handed out with who fetched
@@ -400,7 +420,7 @@ mod tests {
             .run(
                 |config| Ok(Broker::new(*config)),
                 |_, _, step| {
-                    if step == 0 {
+                    if step.index == 0 {
                         Err("hook".into())
                     } else {
                         Ok(())

@@ -73,10 +73,7 @@ fn protocols_lists_every_variant_and_mutant() {
         assert_eq!(variant.expected_violation().map(|i| i.id()), Some(id));
         assert!(line.contains(&format!("breaks {id} ")), "{line}");
     }
-    assert_eq!(
-        Variant::ALL.len(),
-        PROTOCOLS.len() + MUTANTS.len()
-    );
+    assert_eq!(Variant::ALL.len(), PROTOCOLS.len() + MUTANTS.len());
 }
 
 #[test]

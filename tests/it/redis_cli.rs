@@ -116,6 +116,10 @@ fn redis_flags_without_the_redis_backend_are_refused() {
         );
     }
 }
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn redis_scenarios_replay_on_redis_with_the_pure_output() {
     let Some((url, _server)) = server("replay --backend redis") else {
@@ -152,6 +156,10 @@ fn redis_scenarios_replay_on_redis_with_the_pure_output() {
     );
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn other_variants_and_restarts_on_a_server_we_did_not_start_are_refused() {
     let Some((url, _server)) = server("refusals") else {
@@ -286,6 +294,10 @@ fn campaign_hash(text: &str) -> &str {
         .expect("a campaign hash line")
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
     if !can_spawn("sim --backend redis --redis-spawn") {
@@ -365,6 +377,10 @@ fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
     let _ = std::fs::remove_dir_all(&redis_dir);
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn redis_streams_fenced_swarm_is_clean_on_redis() {
     if !can_spawn("sim --backend redis --redis-spawn (fenced)") {
@@ -397,6 +413,10 @@ fn redis_streams_fenced_swarm_is_clean_on_redis() {
 
 /// A server that dies in the middle of a campaign ends it with one line and exit 2, not a
 /// panic's report.
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn a_server_lost_mid_run_is_one_line_and_exit_2() {
     let Some(server) = testing::owned_server("a server lost mid-run") else {
@@ -453,6 +473,10 @@ fn commands_processed(url: &str) -> u64 {
 /// `--redis-spawn` campaign started are not in it: the campaign stops as it does on the pure
 /// broker (the seeds under way finish on their servers, the summary names the seeds run) and
 /// gives the pure broker's hash for them, instead of losing its servers mid-seed.
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn ctrl_c_stops_a_redis_spawn_campaign_and_leaves_its_servers_to_finish() {
     use std::os::unix::process::CommandExt;

@@ -56,6 +56,10 @@ fn no_server_is_a_one_line_error() {
     assert!(!error.contains('\n'), "{error}");
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn a_run_removes_its_keys_and_nothing_else() {
     let Some(target) = testing::shared_target("key clean-up") else {
@@ -114,6 +118,10 @@ fn a_run_removes_its_keys_and_nothing_else() {
         .expect("DEL");
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn a_broker_restart_on_a_server_we_did_not_start_is_refused() {
     let Some(Target::Url(url)) = testing::shared_target("restart refusal") else {
@@ -132,6 +140,10 @@ fn a_broker_restart_on_a_server_we_did_not_start_is_refused() {
     );
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn a_broker_restart_keeps_every_settle_and_lease() {
     let Some(server) = testing::owned_server("restart") else {
@@ -169,6 +181,10 @@ fn a_broker_restart_keeps_every_settle_and_lease() {
 /// A restart reloads the whole AOF, a log of every write since the server started: once it has
 /// grown, the restarted server rewrites it to its data, so that restarts cost what the server
 /// holds, not what the run wrote. The data is the same after.
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn a_restart_rewrites_a_grown_aof_to_the_data_it_holds() {
     let Some(server) = testing::owned_server("compact") else {

@@ -110,6 +110,10 @@ fn as_variant(src: &str, variant: Variant) -> String {
     )
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn the_seeds_policy_table_on_the_server() {
     let Some(target) = testing::shared_target("policy table") else {
@@ -147,6 +151,10 @@ fn one_event(variant: Variant, policy: &str, outcome: &str) -> String {
     )
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn x_error_is_the_text_or_the_kind_name_on_the_server() {
     let Some(target) = testing::shared_target("x-error") else {

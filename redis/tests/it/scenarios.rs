@@ -49,6 +49,10 @@ fn backend(server: &Arc<RedisServer>, config: &leasehold_model::BrokerConfig) ->
     RedisBackend::new(config, Target::Owned(server.clone())).expect("a redis variant")
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn scripted_redis_scenarios_replay_identically_on_redis() {
     let Some(server) = testing::owned_server("scripted redis scenarios") else {
@@ -102,6 +106,10 @@ fn scripted_redis_scenarios_replay_identically_on_redis() {
     );
 }
 
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
 #[test]
 fn seeded_redis_scenarios_replay_identically_on_redis() {
     let Some(server) = testing::owned_server("seeded redis scenarios") else {
