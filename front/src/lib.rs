@@ -27,6 +27,8 @@
 //!   and its verdict.
 //! * [`matrix`] — every variant through every engine, each cell judged against the
 //!   expectation docs/variants.md states.
+//! * [`conformance`] — the conformance suite of the `Backend` contract: your backend against
+//!   the reference broker, operation sequence by operation sequence.
 //! * [`defaults`] — the defaults the command line and these calls share.
 //! * [`files`] — atomic writes, never-overwriting writes.
 //! * [`failure`] — what a failed assertion prints, and how reproducing commands start.
@@ -48,6 +50,7 @@ pub use error::Error;
 pub use failure::{reproduce_with, Failure};
 pub use replay::{replay, Replayed};
 
+pub use leasehold_conformance as conformance;
 pub use leasehold_model as model;
 pub use leasehold_model::check::CheckConfig;
 pub use leasehold_model::{Backend, BrokerConfig, BrokerView, Invariant, Variant};
