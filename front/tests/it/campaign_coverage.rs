@@ -9,7 +9,7 @@ use leasehold_front::{self as leasehold, Variant};
 use crate::scratch;
 use scratch::out;
 
-/// The default mix reaches every probe within 400 seeds (as `sim/tests/scale.rs` checks of the
+/// The default mix reaches every probe within 400 seeds (as `sim/tests/it/scale.rs` checks of the
 /// simulator's own defaults); with pauses off, the pause probe is not applicable and not asked
 /// for; with failed settles off, the runtime's follow-up nack is a path the template leaves open
 /// that no seed takes, and the assertion names it.
