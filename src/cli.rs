@@ -15,7 +15,8 @@ pub struct Cli {
 /// The commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Model-check a variant and configuration exhaustively (stateright).
+    /// Model-check a variant and configuration exhaustively (leasehold's own explicit-state
+    /// search; `--explore` serves stateright's Explorer instead).
     Check(crate::cmd::check::Args),
     /// Run a seeded simulation campaign.
     Sim(crate::cmd::sim::Args),
