@@ -902,7 +902,7 @@ fn failure_story(campaign: &Campaign, first: &FirstFailure) -> String {
     }
     out.push_str(&format!(
         "  → {}\n",
-        timeline::violation_text_at(&story.found, story.t)
+        timeline::violation_text_at(&story.found, story.t, &story.told)
     ));
     out
 }
@@ -1069,8 +1069,8 @@ pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
         .trace
         .violations
         .iter()
-        .zip(&streamed.violation_t)
-        .map(|(found, &t)| timeline::violation_text_at(found, t))
+        .zip(streamed.violation_t.iter().zip(&streamed.violation_told))
+        .map(|(found, (&t, told))| timeline::violation_text_at(found, t, told))
         .collect()
 }
 

@@ -659,7 +659,9 @@ lease = "first"
         .find(|l| l.starts_with("violated: I2"))
         .unwrap_or_else(|| panic!("no I2 line in:\n{text}"));
     assert!(
-        violation.ends_with("renew of first accepted on E1 of orders while second is unexpired"),
+        violation.ends_with(
+            "renew of first accepted on E1 of orders while second is unexpired (issued at t2, until 61000 ms)"
+        ),
         "{violation}"
     );
     let json = stdout(&leasehold(&[
