@@ -339,41 +339,89 @@ struct Log {
     violations: Vec<Violation>,
     /// Handler runs beyond the first per record.
     duplicate_runs: u64,
-    /// A note per lease that is live or that something may still name, in issuance order.
+    /// A note per lease that is live or that something may still name, in issuance order,
+    /// and the notes of leases that ended and that nothing names any more, which go when they
+    /// reach the front or when they are half of the notes (one pass then: no removal from the
+    /// middle per lease).
     notes: VecDeque<Note>,
+    /// How many notes are such dead ones.
+    dead: usize,
     /// When the broker last restarted.
     restarted_ms: Option<Ms>,
 }
 
 impl Log {
-    fn note(&self, issuance: Issuance) -> Option<&Note> {
-        let at = self
-            .notes
+    /// Where the note of `issuance` is. The notes are one per issuance from the first, but
+    /// where dead ones were dropped from the middle: found at its place when none was, by a
+    /// search otherwise.
+    #[inline]
+    fn position(&self, issuance: Issuance) -> Option<usize> {
+        let first = self.notes.front()?.issuance.0;
+        let at = issuance.0.checked_sub(first)? as usize;
+        if self.notes.get(at).is_some_and(|n| n.issuance == issuance) {
+            return Some(at);
+        }
+        self.notes
             .binary_search_by_key(&issuance, |n| n.issuance)
-            .ok()?;
-        Some(&self.notes[at])
+            .ok()
+    }
+
+    fn note(&self, issuance: Issuance) -> Option<&Note> {
+        self.notes.get(self.position(issuance)?)
     }
 
     fn note_mut(&mut self, issuance: Issuance) -> Option<&mut Note> {
-        let at = self
-            .notes
-            .binary_search_by_key(&issuance, |n| n.issuance)
-            .ok()?;
-        Some(&mut self.notes[at])
+        let at = self.position(issuance)?;
+        self.notes.get_mut(at)
     }
 
-    /// `issuance` ended as `how` (its first end counts): its note is dropped when nothing
-    /// names it any more, else it keeps how.
+    /// `issuance` ended as `how` (its first end counts).
     fn ended(&mut self, issuance: Issuance, how: Ended) {
-        let Ok(at) = self.notes.binary_search_by_key(&issuance, |n| n.issuance) else {
+        let Some(at) = self.position(issuance) else {
             return;
         };
         let note = &mut self.notes[at];
-        if note.forgotten {
-            self.notes.remove(at);
-        } else if note.ended.is_none() {
+        if note.ended.is_none() {
             note.ended = Some(how);
+            if note.forgotten {
+                self.died();
+            }
         }
+    }
+
+    /// Nothing outside the oracle names `issuance` any more.
+    fn forgotten(&mut self, issuance: Issuance) {
+        let Some(at) = self.position(issuance) else {
+            return;
+        };
+        let note = &mut self.notes[at];
+        if !note.forgotten {
+            note.forgotten = true;
+            if note.ended.is_some() {
+                self.died();
+            }
+        }
+    }
+
+    /// A note became dead (its lease ended, nothing names it): the dead notes at the front
+    /// go, and all of them once they are half of the notes (amortized O(1) per note).
+    fn died(&mut self) {
+        self.dead += 1;
+        while self.notes.front().is_some_and(Note::is_dead) {
+            self.notes.pop_front();
+            self.dead -= 1;
+        }
+        if self.dead > 16 && self.dead * 2 > self.notes.len() {
+            self.notes.retain(|note| !note.is_dead());
+            self.dead = 0;
+        }
+    }
+}
+
+impl Note {
+    /// Its lease ended and nothing names it any more: nothing will read it again.
+    fn is_dead(&self) -> bool {
+        self.forgotten && self.ended.is_some()
     }
 }
 
@@ -1034,17 +1082,11 @@ impl Oracle {
         let Some(log) = &mut self.log else {
             return;
         };
-        let Ok(at) = log.notes.binary_search_by_key(&issuance, |n| n.issuance) else {
-            return;
-        };
-        if log.notes[at].ended.is_some() {
-            log.notes.remove(at);
-        } else {
-            log.notes[at].forgotten = true;
-        }
+        log.forgotten(issuance);
     }
 
-    /// How many notes full bookkeeping keeps (leases live, or ended and still named).
+    /// How many notes full bookkeeping keeps: of leases live, or ended and still named (and a
+    /// bounded share of notes nothing will read again, dropped in batches).
     pub fn notes_kept(&self) -> usize {
         self.log.as_ref().map_or(0, |log| log.notes.len())
     }
@@ -1091,10 +1133,14 @@ impl Oracle {
                     Detail::of(parts)
                 });
             }
-            if let Some(note) = self.log.as_mut().and_then(|l| l.note_mut(issuance)) {
-                note.renewed_ms = Some(now_ms);
-                // A lease the oracle had ended lives again (renew-revives).
-                note.ended = None;
+            if let Some(log) = &mut self.log {
+                if let Some(note) = log.note_mut(issuance) {
+                    let was_dead = note.is_dead();
+                    note.renewed_ms = Some(now_ms);
+                    // A lease the oracle had ended lives again (renew-revives).
+                    note.ended = None;
+                    log.dead -= usize::from(was_dead);
+                }
             }
             let deadline_ms = now_ms.saturating_add(extend_ms);
             self.earliest_deadline_ms = self.earliest_deadline_ms.min(deadline_ms);
