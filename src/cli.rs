@@ -15,7 +15,9 @@ pub struct Cli {
 /// The commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Model-check a variant and configuration exhaustively (stateright).
+    /// Model-check a variant and configuration exhaustively (by default leasehold's own
+    /// explicit-state search; `--engine stateright` cross-checks with stateright's checker,
+    /// `--explore` serves stateright's Explorer).
     Check(crate::cmd::check::Args),
     /// Run a seeded simulation campaign.
     Sim(crate::cmd::sim::Args),

@@ -516,6 +516,7 @@ impl EmbeddedBroker {
                     seq,
                     lease_id: LeaseId(lease_id),
                     dead_lettered,
+                    stale_timer: None,
                 });
             }
             self.deadline_floor[group].store(floor, Ordering::SeqCst);

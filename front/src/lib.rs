@@ -24,7 +24,7 @@
 //! * [`check()`] — exhaustive model checking of one bounded configuration.
 //! * [`campaign()`] — a seeded simulator campaign, on the pure broker or a backend of yours.
 //! * [`replay()`] — a scenario file on a backend: its timeline (for `insta::assert_snapshot!`)
-//!   and its verdict.
+//!   and its verdict; [`replay_styled`] renders the timeline with times and deadlines.
 //! * [`matrix`] — every variant through every engine, each cell judged against the
 //!   expectation docs/variants.md states.
 //! * [`conformance`] — the conformance suite of the `Backend` contract: your backend against
@@ -48,7 +48,7 @@ pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
 pub use check::{check, Check, Checked, Found};
 pub use error::Error;
 pub use failure::{reproduce_with, Failure};
-pub use replay::{replay, Replayed};
+pub use replay::{replay, replay_styled, Replayed, Style};
 
 pub use leasehold_conformance as conformance;
 pub use leasehold_model as model;

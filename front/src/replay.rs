@@ -9,6 +9,7 @@ use leasehold_sim::recorder::TimelineSink;
 use leasehold_sim::script::{self, Script};
 use leasehold_sim::seeded::seeded_file::{check_expect, load_seeded, parse_toml, run_setup_with};
 use leasehold_sim::seeded::{BackendKind, RunOptions};
+pub use leasehold_sim::timeline::Style;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -48,6 +49,16 @@ pub struct Replayed {
 /// scripted file step by step, a seeded file through the simulator. An unreadable or malformed
 /// file, or a backend that cannot run its configuration, is an [`Error`].
 pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, Error> {
+    replay_styled(path, backend, Style::default())
+}
+
+/// [`replay()`], its timeline rendered in `style`: `Style { times: true }` shows each line's
+/// virtual time and each lease's deadline (what `leasehold replay FILE --times` prints).
+pub fn replay_styled(
+    path: impl AsRef<Path>,
+    backend: BackendKind,
+    style: Style,
+) -> Result<Replayed, Error> {
     let path = path.as_ref();
     let name = path.display().to_string();
     let text =
@@ -69,6 +80,7 @@ pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, 
                 text.push_str(line);
                 text.push('\n');
             }))),
+            style,
             ..RunOptions::default()
         };
         let outcome = run_setup_with(&setup, backend, &options);
@@ -95,10 +107,11 @@ pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, 
             script::run(&script, made)
         }
     };
+    let lines = leasehold_sim::timeline::render_with(&replay.trace, style).lines;
     Ok(Replayed {
         file: name,
         backend: backend.name(),
-        timeline: replay.timeline.iter().map(|l| format!("{l}\n")).collect(),
+        timeline: lines.iter().map(|l| format!("{l}\n")).collect(),
         violations: replay.violations.iter().map(|v| v.to_string()).collect(),
         mismatches: replay.mismatches.clone(),
         trace_hash: replay.trace_hash.clone(),
@@ -147,5 +160,31 @@ impl Replayed {
                 .panic();
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Style { times: true }` gives the timeline `leasehold replay FILE --times` prints; the
+    /// default is the plain one.
+    #[test]
+    fn a_styled_replay_shows_times_and_deadlines() {
+        let file = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../scenarios/t0-t5-stale-ack.toml"
+        );
+        let plain = replay(file, BackendKind::Pure).expect("replayed");
+        let timed =
+            replay_styled(file, BackendKind::Pure, Style { times: true }).expect("replayed");
+        let first = |r: &Replayed| r.timeline().lines().next().unwrap_or_default().to_string();
+        assert_eq!(first(&plain), "t0  worker A fetches event E1 → lease L1");
+        assert_eq!(
+            first(&timed),
+            "t0  [0 ms] worker A fetches event E1 → lease L1 (deadline 30000 ms)"
+        );
+        assert_eq!(plain.violations, timed.violations);
+        assert_eq!(plain.trace_hash, timed.trace_hash);
     }
 }

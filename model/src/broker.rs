@@ -67,6 +67,10 @@ pub struct Expired {
     pub lease_id: LeaseId,
     /// Whether the expiry dead-lettered the record (attempts exhausted).
     pub dead_lettered: bool,
+    /// The lease the timer that fired was armed for, when it is not the lease that expired:
+    /// a timer that outlived its lease (`stale-timer`) expired the record's next one. `None`
+    /// when the lease's own timer ended it, as a correct broker's always does.
+    pub stale_timer: Option<LeaseId>,
 }
 
 /// A pending expiry timer: the broker will expire `lease_id` on (group, seq) at `deadline_ms`.
@@ -883,7 +887,13 @@ impl Broker {
     fn fire(&mut self, timer: Timer) -> Option<Expired> {
         let (group, seq) = (timer.group as GroupIx, timer.seq);
         match self.record(group, seq) {
-            Some(Record::Leased { .. }) => self.expire_record(group, seq, timer.deadline_ms),
+            Some(Record::Leased { .. }) => {
+                let mut expired = self.expire_record(group, seq, timer.deadline_ms)?;
+                if expired.lease_id != timer.lease_id {
+                    expired.stale_timer = Some(timer.lease_id);
+                }
+                Some(expired)
+            }
             _ => None,
         }
     }
@@ -936,6 +946,7 @@ impl Broker {
             seq,
             lease_id,
             dead_lettered: exhausted,
+            stale_timer: None,
         })
     }
 

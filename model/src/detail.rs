@@ -1,12 +1,14 @@
-//! A violation's detail: its words, and the events, leases and frontiers it names, as data.
+//! A violation's detail: its words, and the events, leases, frontiers and moments it names,
+//! as data.
 //!
-//! The oracle says what it saw in its own terms (`event 7 of group 1`, `L3`); a timeline names
-//! the same things its own way (`E7 of orders`, the name a scenario bound to the lease). A
-//! detail keeps what it names as data, and each reader words it: [`fmt::Display`] gives the
-//! oracle's wording, [`Detail::named`] a timeline's. Nothing is parsed back out of text.
+//! The oracle says what it saw in its own terms (`event 7 of group 1`, `L3`, `30000 ms`); a
+//! timeline names the same things its own way (`E7 of orders`, the name a scenario bound to
+//! the lease, the line `t3` that tells the moment). A detail keeps what it names as data, and
+//! each reader words it: [`fmt::Display`] gives the oracle's wording, [`Detail::named`] a
+//! timeline's. Nothing is parsed back out of text.
 
 use crate::oracle::Issuance;
-use crate::types::{GroupIx, Seq};
+use crate::types::{GroupIx, Ms, Seq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
@@ -32,6 +34,57 @@ pub enum Part {
         /// The group's index.
         group: u32,
     },
+    /// A moment, by what happened then: `30000 ms` (a timeline: the line that tells it, `t3`).
+    /// What a violation names as its cause.
+    At(Moment),
+}
+
+/// Something the oracle saw happen, and when: what a detail names as the cause of what it
+/// found (`L1 expired at t3`). A timeline finds the line that tells it by what happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Moment {
+    /// What happened.
+    pub what: Happened,
+    /// The virtual time it happened at (an expiry's: the lease's deadline).
+    pub at_ms: Ms,
+}
+
+/// What happened at a [`Moment`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Happened {
+    /// The lease was issued.
+    Issued(Issuance),
+    /// An accepted renew gave the lease its current deadline.
+    Renewed(Issuance),
+    /// The lease's deadline passed (a lease is valid while `now < deadline`).
+    Expired(Issuance),
+    /// A settle of the lease was accepted.
+    Settled(Issuance),
+    /// The broker restarted, last before the lease was issued.
+    RestartedBefore(Issuance),
+}
+
+impl Moment {
+    /// `what` at `at_ms`.
+    pub fn new(what: Happened, at_ms: Ms) -> Moment {
+        Moment { what, at_ms }
+    }
+}
+
+impl From<Moment> for Part {
+    fn from(moment: Moment) -> Part {
+        Part::At(moment)
+    }
+}
+
+/// A piece of a detail as a reader words it ([`Detail::tell`]): words, or a moment the reader
+/// names its own way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// Words, with events, leases and frontiers named.
+    Text(&'a str),
+    /// A moment.
+    At(&'a Moment),
 }
 
 impl Part {
@@ -145,12 +198,31 @@ impl Detail {
 
     /// Worded as a timeline names things: `E7` (with `of NAME` when there are several groups),
     /// `frontier of NAME`, and a lease by `lease`'s name for it (its oracle name `LN` when
-    /// `lease` has none). A group index past `groups` keeps the oracle's `of group N`.
+    /// `lease` has none). A group index past `groups` keeps the oracle's `of group N`. A
+    /// moment is named by its time (`30000 ms`): [`Detail::tell`] lets a timeline name its line.
     pub fn named<'a>(
         &self,
         groups: &[String],
         lease: impl Fn(Issuance) -> Option<&'a str>,
     ) -> String {
+        let mut out = String::new();
+        self.tell(groups, lease, |piece| match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::At(moment) => {
+                let _ = write!(out, "{} ms", moment.at_ms);
+            }
+        });
+        out
+    }
+
+    /// [`Detail::named`], piece by piece: `f` gets the words (events, leases and frontiers
+    /// named as a timeline names them) and each moment, in order.
+    pub fn tell<'a>(
+        &self,
+        groups: &[String],
+        lease: impl Fn(Issuance) -> Option<&'a str>,
+        mut f: impl FnMut(Piece<'_>),
+    ) {
         let of_group = |out: &mut String, group: u32| match groups.get(group as usize) {
             Some(name) if groups.len() > 1 => {
                 let _ = write!(out, " of {name}");
@@ -181,9 +253,16 @@ impl Detail {
                     out.push_str("frontier");
                     of_group(&mut out, *group);
                 }
+                Part::At(moment) => {
+                    f(Piece::Text(&out));
+                    out.clear();
+                    f(Piece::At(moment));
+                }
             }
         }
-        out
+        if !out.is_empty() {
+            f(Piece::Text(&out));
+        }
     }
 }
 
@@ -197,6 +276,7 @@ impl fmt::Display for Detail {
                 Part::Seq(seq) => write!(f, "event {seq}")?,
                 Part::Lease(issuance) => write!(f, "{issuance}")?,
                 Part::Frontier { group } => write!(f, "frontier of group {group}")?,
+                Part::At(moment) => write!(f, "{} ms", moment.at_ms)?,
             }
         }
         Ok(())
@@ -271,6 +351,38 @@ mod tests {
             one.named(&groups(&["orders"]), |_| None),
             "E2, E3 of group 4 and frontier"
         );
+    }
+
+    #[test]
+    fn a_moment_is_a_time_to_the_oracle_and_a_piece_of_its_own_to_a_timeline() {
+        let expired = Moment::new(Happened::Expired(Issuance(0)), 30_000);
+        let detail = detail![
+            "ack of ",
+            Issuance(0),
+            " accepted, but it expired at ",
+            expired
+        ];
+        assert_eq!(
+            detail.to_string(),
+            "ack of L1 accepted, but it expired at 30000 ms"
+        );
+        assert_eq!(
+            detail.named(&groups(&["g"]), |_| Some("first")),
+            "ack of first accepted, but it expired at 30000 ms"
+        );
+        let mut told = String::new();
+        detail.tell(
+            &groups(&["g"]),
+            |_| None,
+            |piece| match piece {
+                Piece::Text(text) => told.push_str(text),
+                Piece::At(moment) => {
+                    assert_eq!(*moment, expired);
+                    told.push_str("t3");
+                }
+            },
+        );
+        assert_eq!(told, "ack of L1 accepted, but it expired at t3");
     }
 
     #[test]

@@ -26,15 +26,26 @@
 //! the model checker's states then carry no text and no counters, and it rebuilds a violation's
 //! detail by replaying its counterexample with a full oracle. Without it the oracle also keeps
 //! each first violation's step and detail, and counts handler runs and duplicates.
+//!
+//! # What a violation names as its cause
+//! Full bookkeeping also keeps a note per lease that is live or that something may still
+//! name: when it was issued, renewed and ended, and how (its deadline passed, a settle was
+//! accepted, a later lease superseded it), with the broker's id for it. A violation then says
+//! what it knows — `ack of L1 accepted on event 1 of group 0, but L1 expired at 30000 ms` —
+//! as data ([`Part::At`]) that a timeline words as the line that tells it (`at t3`). A note
+//! goes when its lease has ended and the engine said nothing names it any more
+//! ([`Oracle::forget`]); an engine that never says so keeps a note per lease issued (a short
+//! run's).
 
 use crate::broker::BrokerView;
 use crate::detail;
-use crate::detail::{Detail, Part};
+use crate::detail::{Detail, Happened, Moment, Part};
 use crate::inline::InlineVec;
 use crate::invariant::Invariant;
-use crate::types::{GroupIx, Lease, Ms, Reason, Seq, SettleOp, Status};
+use crate::types::{GroupIx, Lease, LeaseId, Ms, Reason, Seq, SettleOp, Status};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
+use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -328,6 +339,129 @@ struct Log {
     violations: Vec<Violation>,
     /// Handler runs beyond the first per record.
     duplicate_runs: u64,
+    /// A note per lease that is live or that something may still name, in issuance order,
+    /// and the notes of leases that ended and that nothing names any more, which go when they
+    /// reach the front or when they are half of the notes (one pass then: no removal from the
+    /// middle per lease).
+    notes: VecDeque<Note>,
+    /// How many notes are such dead ones.
+    dead: usize,
+    /// When the broker last restarted.
+    restarted_ms: Option<Ms>,
+}
+
+impl Log {
+    /// Where the note of `issuance` is. The notes are one per issuance from the first, but
+    /// where dead ones were dropped from the middle: found at its place when none was, by a
+    /// search otherwise.
+    #[inline]
+    fn position(&self, issuance: Issuance) -> Option<usize> {
+        let first = self.notes.front()?.issuance.0;
+        let at = issuance.0.checked_sub(first)? as usize;
+        if self.notes.get(at).is_some_and(|n| n.issuance == issuance) {
+            return Some(at);
+        }
+        self.notes
+            .binary_search_by_key(&issuance, |n| n.issuance)
+            .ok()
+    }
+
+    fn note(&self, issuance: Issuance) -> Option<&Note> {
+        self.notes.get(self.position(issuance)?)
+    }
+
+    fn note_mut(&mut self, issuance: Issuance) -> Option<&mut Note> {
+        let at = self.position(issuance)?;
+        self.notes.get_mut(at)
+    }
+
+    /// `issuance` ended as `how` (its first end counts).
+    fn ended(&mut self, issuance: Issuance, how: Ended) {
+        let Some(at) = self.position(issuance) else {
+            return;
+        };
+        let note = &mut self.notes[at];
+        if note.ended.is_none() {
+            note.ended = Some(how);
+            if note.forgotten {
+                self.died();
+            }
+        }
+    }
+
+    /// Nothing outside the oracle names `issuance` any more.
+    fn forgotten(&mut self, issuance: Issuance) {
+        let Some(at) = self.position(issuance) else {
+            return;
+        };
+        let note = &mut self.notes[at];
+        if !note.forgotten {
+            note.forgotten = true;
+            if note.ended.is_some() {
+                self.died();
+            }
+        }
+    }
+
+    /// A note became dead (its lease ended, nothing names it): the dead notes at the front
+    /// go, and all of them once they are half of the notes (amortized O(1) per note).
+    fn died(&mut self) {
+        self.dead += 1;
+        while self.notes.front().is_some_and(Note::is_dead) {
+            self.notes.pop_front();
+            self.dead -= 1;
+        }
+        if self.dead > 16 && self.dead * 2 > self.notes.len() {
+            self.notes.retain(|note| !note.is_dead());
+            self.dead = 0;
+        }
+    }
+}
+
+impl Note {
+    /// Its lease ended and nothing names it any more: nothing will read it again.
+    fn is_dead(&self) -> bool {
+        self.forgotten && self.ended.is_some()
+    }
+}
+
+/// What full bookkeeping knows of one lease besides the checks: when it was issued, renewed
+/// and ended, and by what. What a violation names as its cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Note {
+    issuance: Issuance,
+    /// The broker's id for it.
+    lease_id: LeaseId,
+    issued_ms: Ms,
+    /// When the latest accepted renew gave it its deadline.
+    renewed_ms: Option<Ms>,
+    /// How it ended, by the oracle's account (a revived lease lives again).
+    ended: Option<Ended>,
+    /// A later lease of its record issued while it was unexpired (I2), and when.
+    superseded: Option<(Issuance, Ms)>,
+    /// When the broker last restarted before it was issued.
+    restarted_before_ms: Option<Ms>,
+    /// The engine said nothing names it any more: dropped once it ends.
+    forgotten: bool,
+}
+
+/// How a lease ended, by the oracle's account.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Ended {
+    /// Its deadline passed at `at_ms`.
+    Expired { at_ms: Ms },
+    /// A settle of it was accepted at `at_ms`: `acked`, `nacked` or `rejected`.
+    Settled { done: &'static str, at_ms: Ms },
+}
+
+/// What an accepted settle did to its lease, in words: `acked`, `nacked`, `rejected`.
+fn settled_as(op: &SettleOp) -> &'static str {
+    match op {
+        SettleOp::Ack => "acked",
+        SettleOp::Nack { .. } => "nacked",
+        SettleOp::Reject { .. } => "rejected",
+        SettleOp::Renew { .. } => "renewed",
+    }
 }
 
 /// Records read per [`BrokerView::status_kinds`] call in an audit (full, or a rolling slice),
@@ -611,6 +745,139 @@ impl Oracle {
         }
     }
 
+    /// [`Oracle::fail`] with a detail that reads the oracle (its notes): built only when the
+    /// invariant is newly broken and the oracle keeps details.
+    #[cold]
+    #[inline(never)]
+    fn fail_with(&mut self, invariant: Invariant, detail: impl FnOnce(&Oracle) -> Detail) {
+        if self.violated(invariant) {
+            return;
+        }
+        let detail = self.log.is_some().then(|| detail(self));
+        self.fail(invariant, || detail.unwrap_or_default());
+    }
+
+    /// Where an unexpired lease's current deadline comes from, and the deadline: ` (issued at
+    /// 3000 ms, until 33000 ms)`, or `renewed at` when a renew gave it.
+    fn unexpired_since(&self, issuance: Issuance) -> Vec<Part> {
+        let deadline_ms = self
+            .live
+            .iter()
+            .find(|l| l.issuance == issuance)
+            .map(|l| l.deadline_ms);
+        let note = self.log.as_deref().and_then(|log| log.note(issuance));
+        let mut parts = Vec::new();
+        match note {
+            Some(Note {
+                renewed_ms: Some(at_ms),
+                ..
+            }) => parts.extend([
+                Part::from(" (renewed at "),
+                Part::At(Moment::new(Happened::Renewed(issuance), *at_ms)),
+            ]),
+            Some(note) => parts.extend([
+                Part::from(" (issued at "),
+                Part::At(Moment::new(Happened::Issued(issuance), note.issued_ms)),
+            ]),
+            None => parts.push(Part::from(" (")),
+        }
+        match (note, deadline_ms) {
+            (Some(_), Some(deadline_ms)) => parts.push(format!(", until {deadline_ms} ms)").into()),
+            (None, Some(deadline_ms)) => parts.push(format!("until {deadline_ms} ms)").into()),
+            (Some(_), None) => parts.push(Part::from(")")),
+            (None, None) => {
+                parts.pop();
+            }
+        }
+        parts
+    }
+
+    /// The detail of a settle (`op` of `issuance`, sent as `lease`) the broker accepted though
+    /// `issuance` was not its record's current lease — superseded while still `live`, or
+    /// ended: how and when, as the notes tell, and whether the record's current lease carries
+    /// the same lease id (a broker that issued an id twice).
+    fn stale_detail(&self, issuance: Issuance, lease: &Lease, op: &SettleOp, live: bool) -> Detail {
+        let (group, seq) = (lease.group, lease.seq);
+        let mut parts = vec![
+            Part::from(op.name()),
+            Part::from(" of "),
+            Part::from(issuance),
+            Part::from(" accepted on "),
+            Part::event(group, seq),
+        ];
+        let log = self.log.as_deref();
+        let note = log.and_then(|log| log.note(issuance));
+        let but = [Part::from(", but "), Part::from(issuance)];
+        match (live, note.copied()) {
+            (
+                true,
+                Some(Note {
+                    superseded: Some((by, at_ms)),
+                    ..
+                }),
+            ) => parts.extend(but.into_iter().chain([
+                Part::from(" was superseded by "),
+                Part::from(by),
+                Part::from(" at "),
+                Part::At(Moment::new(Happened::Issued(by), at_ms)),
+            ])),
+            (true, _) => parts.push(", but that lease is superseded".into()),
+            (
+                false,
+                Some(Note {
+                    ended: Some(Ended::Expired { at_ms }),
+                    ..
+                }),
+            ) => parts.extend(but.into_iter().chain([
+                Part::from(" expired at "),
+                Part::At(Moment::new(Happened::Expired(issuance), at_ms)),
+            ])),
+            (
+                false,
+                Some(Note {
+                    ended: Some(Ended::Settled { done, at_ms }),
+                    ..
+                }),
+            ) => parts.extend(but.into_iter().chain([
+                Part::from(format!(" was {done} at ")),
+                Part::At(Moment::new(Happened::Settled(issuance), at_ms)),
+            ])),
+            (false, _) => parts.push(", but that lease has ended".into()),
+        }
+        // The record's current lease, when the broker gave it the id the settle carried.
+        let key = (group as u32, seq);
+        let again = self
+            .live
+            .iter()
+            .filter(|l| (l.group, l.seq) == key && l.current && l.issuance != issuance)
+            .find_map(|l| log?.note(l.issuance))
+            .filter(|again| again.lease_id == lease.lease_id);
+        if let Some(again) = again {
+            parts.extend([
+                Part::from(" and its lease id was issued again to "),
+                Part::from(again.issuance),
+                Part::from(" at "),
+                Part::At(Moment::new(
+                    Happened::Issued(again.issuance),
+                    again.issued_ms,
+                )),
+            ]);
+            let restart = again
+                .restarted_before_ms
+                .filter(|&at_ms| note.is_none_or(|note| at_ms >= note.issued_ms));
+            if let Some(at_ms) = restart {
+                parts.extend([
+                    Part::from(", after the broker restart at "),
+                    Part::At(Moment::new(
+                        Happened::RestartedBefore(again.issuance),
+                        at_ms,
+                    )),
+                ]);
+            }
+        }
+        Detail::of(parts)
+    }
+
     #[inline]
     fn ghost(&self, group: GroupIx, seq: Seq) -> Option<&GhostRecord> {
         self.groups
@@ -680,18 +947,38 @@ impl Oracle {
         let mut unexpired = None;
         for other in self.live.iter_mut().filter(|l| (l.group, l.seq) == key) {
             unexpired.get_or_insert(other.issuance);
+            if other.current {
+                if let Some(note) = self.log.as_mut().and_then(|l| l.note_mut(other.issuance)) {
+                    note.superseded = Some((issuance, now_ms));
+                }
+            }
             other.current = false;
         }
+        if let Some(log) = &mut self.log {
+            let restarted_before_ms = log.restarted_ms;
+            log.notes.push_back(Note {
+                issuance,
+                lease_id: lease.lease_id,
+                issued_ms: now_ms,
+                renewed_ms: None,
+                ended: None,
+                superseded: None,
+                restarted_before_ms,
+                forgotten: false,
+            });
+        }
         if let Some(other) = unexpired {
-            self.fail(Invariant::I2, || {
-                detail![
-                    issuance,
-                    " issued for ",
+            self.fail_with(Invariant::I2, |oracle| {
+                let mut parts = vec![
+                    Part::from(issuance),
+                    Part::from(" issued for "),
                     Part::event(group, seq),
-                    " while ",
-                    other,
-                    " is unexpired",
-                ]
+                    Part::from(" while "),
+                    Part::from(other),
+                    Part::from(" is unexpired"),
+                ];
+                parts.extend(oracle.unexpired_since(other));
+                Detail::of(parts)
             });
         }
         let deliveries = record.deliveries + 1;
@@ -736,6 +1023,12 @@ impl Oracle {
     /// becomes the earliest deadline left.
     fn expire_until(&mut self, now_ms: Ms) {
         if self.live.iter().any(|l| l.deadline_ms <= now_ms) {
+            if let Some(log) = &mut self.log {
+                for lease in self.live.iter().filter(|l| l.deadline_ms <= now_ms) {
+                    let at_ms = lease.deadline_ms;
+                    log.ended(lease.issuance, Ended::Expired { at_ms });
+                }
+            }
             self.live.retain(|l| l.deadline_ms > now_ms);
         }
         self.earliest_deadline_ms = self
@@ -749,6 +1042,12 @@ impl Oracle {
     /// The untimed model's expiry of (group, seq): its live leases expire.
     pub fn expired(&mut self, group: GroupIx, seq: Seq) {
         let key = (group as u32, seq);
+        if let Some(log) = &mut self.log {
+            for lease in self.live.iter().filter(|l| (l.group, l.seq) == key) {
+                let at_ms = lease.deadline_ms;
+                log.ended(lease.issuance, Ended::Expired { at_ms });
+            }
+        }
         self.live.retain(|l| (l.group, l.seq) != key);
         self.touch(group, seq);
     }
@@ -765,6 +1064,31 @@ impl Oracle {
     /// audit.
     pub fn restarted(&mut self) {
         self.audit_due = true;
+    }
+
+    /// The broker restarted at `now_ms`: full bookkeeping remembers when, to name it when a
+    /// lease id is issued again after it. (What the restart may have changed is audited as
+    /// the engine arranges: [`Oracle::restarted`], or [`Oracle::audit_records`] in slices.)
+    pub fn broker_restarted(&mut self, now_ms: Ms) {
+        if let Some(log) = &mut self.log {
+            log.restarted_ms = Some(now_ms);
+        }
+    }
+
+    /// Nothing outside the oracle will name `issuance` again (the engine let go of it): its
+    /// note goes once the lease has ended. An engine that never calls it keeps a note per
+    /// lease issued.
+    pub fn forget(&mut self, issuance: Issuance) {
+        let Some(log) = &mut self.log else {
+            return;
+        };
+        log.forgotten(issuance);
+    }
+
+    /// How many notes full bookkeeping keeps: of leases live, or ended and still named (and a
+    /// bounded share of notes nothing will read again, dropped in batches).
+    pub fn notes_kept(&self) -> usize {
+        self.log.as_ref().map_or(0, |log| log.notes.len())
     }
 
     /// A settle or renew of `issuance` (sent with the worker's copy `lease`) reached the broker,
@@ -795,17 +1119,28 @@ impl Oracle {
                 .find(|l| (l.group, l.seq) == key && l.issuance != issuance)
             {
                 let other = other.issuance;
-                self.fail(Invariant::I2, || {
-                    detail![
-                        "renew of ",
-                        issuance,
-                        " accepted on ",
+                self.fail_with(Invariant::I2, |oracle| {
+                    let mut parts = vec![
+                        Part::from("renew of "),
+                        Part::from(issuance),
+                        Part::from(" accepted on "),
                         Part::event(group, seq),
-                        " while ",
-                        other,
-                        " is unexpired",
-                    ]
+                        Part::from(" while "),
+                        Part::from(other),
+                        Part::from(" is unexpired"),
+                    ];
+                    parts.extend(oracle.unexpired_since(other));
+                    Detail::of(parts)
                 });
+            }
+            if let Some(log) = &mut self.log {
+                if let Some(note) = log.note_mut(issuance) {
+                    let was_dead = note.is_dead();
+                    note.renewed_ms = Some(now_ms);
+                    // A lease the oracle had ended lives again (renew-revives).
+                    note.ended = None;
+                    log.dead -= usize::from(was_dead);
+                }
             }
             let deadline_ms = now_ms.saturating_add(extend_ms);
             self.earliest_deadline_ms = self.earliest_deadline_ms.min(deadline_ms);
@@ -814,7 +1149,16 @@ impl Oracle {
                 None => {
                     // A lease the oracle had forgotten lives again (renew-revives): current
                     // unless another live lease holds the record (I2 above).
-                    let current = !self.live.iter().any(|l| (l.group, l.seq) == key);
+                    let holder = self.live.iter().find(|l| (l.group, l.seq) == key);
+                    let current = holder.is_none();
+                    if let (Some(holder), Some(log)) = (holder, &mut self.log) {
+                        // Revived behind a later lease: that lease superseded it.
+                        let by = holder.issuance;
+                        let at_ms = log.note(by).map_or(now_ms, |note| note.issued_ms);
+                        if let Some(note) = log.note_mut(issuance) {
+                            note.superseded = Some((by, at_ms));
+                        }
+                    }
                     let at = self.live.partition_point(|l| l.issuance < issuance);
                     self.live.insert(
                         at,
@@ -830,21 +1174,28 @@ impl Oracle {
             }
             return;
         }
-        let stale = |why: &'static str| {
-            let event = Part::event(group, seq);
-            move || detail![op.name(), " of ", issuance, " accepted on ", event, why]
-        };
         match position {
             Some(position) => {
-                let ghost = self.live.remove(position);
-                if !ghost.current {
-                    self.fail(Invariant::I1, stale(", but that lease is superseded"));
+                if !self.live[position].current {
+                    self.fail_with(Invariant::I1, |oracle| {
+                        oracle.stale_detail(issuance, lease, op, true)
+                    });
+                }
+                self.live.remove(position);
+                if let Some(log) = &mut self.log {
+                    let done = settled_as(op);
+                    log.ended(
+                        issuance,
+                        Ended::Settled {
+                            done,
+                            at_ms: now_ms,
+                        },
+                    );
                 }
             }
-            None => self.fail(
-                Invariant::I1,
-                stale(", but that lease has ended (expired, settled or superseded)"),
-            ),
+            None => self.fail_with(Invariant::I1, |oracle| {
+                oracle.stale_detail(issuance, lease, op, false)
+            }),
         }
         match *op {
             SettleOp::Ack => {
@@ -1344,6 +1695,115 @@ mod tests {
         for (record, settled) in group.records.iter().zip(&turns) {
             assert_eq!(group.settled(record), *settled);
         }
+    }
+
+    fn lease_on(id: u64, now_ms: Ms) -> Lease {
+        Lease {
+            lease_id: LeaseId(id),
+            group: 0,
+            seq: 1,
+            attempt: 1,
+            deadline_ms: now_ms + 100,
+            receipt: None,
+        }
+    }
+
+    /// The I1 of an accepted settle of `stale` after `story` ran on a one-event oracle.
+    fn stale_i1(story: impl FnOnce(&mut Oracle) -> (Issuance, Lease)) -> (Detail, Oracle) {
+        let mut oracle = Oracle::new(OracleConfig::new(1, 3, false));
+        oracle.published();
+        let (stale, copy) = story(&mut oracle);
+        oracle.settled(stale, &copy, &SettleOp::Ack, true, 500);
+        let violations = oracle.violations();
+        let i1 = violations.iter().find(|v| v.invariant == Invariant::I1);
+        let detail = i1.expect("an I1").detail.clone();
+        (detail, oracle)
+    }
+
+    /// A stale settle names how its lease ended, and when, as a moment a timeline can place.
+    #[test]
+    fn an_accepted_stale_settle_names_how_and_when_its_lease_ended() {
+        let at = |detail: &Detail| -> Vec<Happened> {
+            let parts = detail.parts().iter();
+            parts
+                .filter_map(|p| match p {
+                    Part::At(moment) => Some(moment.what),
+                    _ => None,
+                })
+                .collect()
+        };
+        // Its deadline passed.
+        let (detail, _) = stale_i1(|o| {
+            let l1 = lease_on(1, 0);
+            let i1 = o.fetched(&l1, 0, 100);
+            o.advance(150);
+            (i1, l1)
+        });
+        assert_eq!(
+            detail.to_string(),
+            "ack of L1 accepted on event 1 of group 0, but L1 expired at 100 ms"
+        );
+        assert_eq!(at(&detail), [Happened::Expired(Issuance(0))]);
+        // A nack of it was accepted.
+        let (detail, _) = stale_i1(|o| {
+            let l1 = lease_on(1, 0);
+            let i1 = o.fetched(&l1, 0, 100);
+            let nack = SettleOp::Nack {
+                delay_ms: 0,
+                reason: None,
+            };
+            o.settled(i1, &l1, &nack, true, 20);
+            o.fetched(&lease_on(2, 30), 30, 100);
+            (i1, l1)
+        });
+        assert_eq!(
+            detail.to_string(),
+            "ack of L1 accepted on event 1 of group 0, but L1 was nacked at 20 ms"
+        );
+        assert_eq!(at(&detail), [Happened::Settled(Issuance(0))]);
+        // A later lease was issued while it lived (I2 first), which the broker gave its id
+        // after a restart.
+        let (detail, oracle) = stale_i1(|o| {
+            let l1 = lease_on(7, 0);
+            let i1 = o.fetched(&l1, 0, 100);
+            o.broker_restarted(10);
+            o.fetched(&lease_on(7, 20), 20, 100);
+            (i1, l1)
+        });
+        assert_eq!(
+            detail.to_string(),
+            "ack of L1 accepted on event 1 of group 0, but L1 was superseded by L2 at 20 ms \
+             and its lease id was issued again to L2 at 20 ms, after the broker restart at 10 ms"
+        );
+        assert_eq!(
+            at(&detail),
+            [
+                Happened::Issued(Issuance(1)),
+                Happened::Issued(Issuance(1)),
+                Happened::RestartedBefore(Issuance(1)),
+            ]
+        );
+        let i2 = &oracle.violations()[0];
+        assert_eq!(i2.invariant, Invariant::I2);
+        assert_eq!(
+            i2.detail.to_string(),
+            "L2 issued for event 1 of group 0 while L1 is unexpired (issued at 0 ms, until 100 ms)"
+        );
+        // A lean oracle keeps no notes, and the engine's word lets an ended lease's note go.
+        let mut lean = Oracle::new(OracleConfig {
+            lean: true,
+            ..OracleConfig::new(1, 3, false)
+        });
+        lean.published();
+        lean.fetched(&lease_on(1, 0), 0, 100);
+        assert_eq!(lean.notes_kept(), 0);
+        let mut full = Oracle::new(OracleConfig::new(1, 3, false));
+        full.published();
+        let i1 = full.fetched(&lease_on(1, 0), 0, 100);
+        full.forget(i1);
+        assert_eq!(full.notes_kept(), 1, "live: kept");
+        full.advance(100);
+        assert_eq!(full.notes_kept(), 0, "ended and forgotten: gone");
     }
 
     #[test]

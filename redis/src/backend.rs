@@ -543,6 +543,7 @@ impl RedisBackend {
                 seq: item.seq,
                 lease_id: item.lease_id,
                 dead_lettered,
+                stale_timer: None,
             });
         }
         let _: Vec<Value> = self.conn.pipe("expiry", &pipe);

@@ -19,8 +19,8 @@
 use crate::hash::TraceHasher;
 use crate::trace::{Fault, RequestId, WorkerIx};
 use leasehold_model::{
-    ErrorAction, GroupIx, Issuance, Lease, Ms, Outcome, Reason, Seq, SettleError, SettleOp, Status,
-    Violation,
+    ErrorAction, GroupIx, Issuance, Lease, LeaseId, Ms, Outcome, Reason, Seq, SettleError,
+    SettleOp, Status, Violation,
 };
 use serde::Serialize;
 use smallvec::SmallVec;
@@ -225,6 +225,10 @@ pub enum Event {
         dead_lettered: bool,
         /// The group's frontier before and after, when it moved.
         frontier: Option<(Seq, Seq)>,
+        /// The broker's id of the lease whose timer fired, when it is not this lease's: a
+        /// timer that outlived its lease (`stale-timer`). Not hashed: a lease id is the
+        /// broker's private token (the expiry's time and lease are hashed).
+        stale_timer: Option<LeaseId>,
     },
     /// A worker crashed.
     Crashed {
@@ -579,6 +583,7 @@ impl Event {
                 at_ms,
                 dead_lettered,
                 frontier,
+                stale_timer: _,
             } => {
                 let low = pair(u64::from(*dead_lettered), u64::from(issuance.0));
                 h.word(head(EXPIRED, low));

@@ -20,11 +20,13 @@ use crate::engine::describe_outcome;
 use crate::event::{Event, FetchOutcome, Origin, Readback};
 use crate::timeline::Renderer;
 use crate::trace::{
-    Effect, FetchResult, Found, LeaseEnd, LeaseInfo, Line, LineKind, Part, Request, RequestId,
-    Trace, Window, WorkerIx,
+    Cause, Effect, FetchResult, Found, LeaseEnd, LeaseInfo, LeaseLines, Line, LineKind, Part,
+    Request, RequestId, StaleTimer, Told, Trace, Window, WorkerIx,
 };
-use leasehold_model::{BrokerView, GroupIx, Issuance, Lease, Ms, Seq, SettleError};
+use leasehold_model::detail::{Happened, Moment, Piece};
+use leasehold_model::{BrokerView, GroupIx, Issuance, Lease, LeaseId, Ms, Seq, SettleError};
 use serde::Serialize;
+use smallvec::SmallVec;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One entry of the event log.
@@ -93,6 +95,9 @@ pub struct Streamed {
     pub lines: usize,
     /// For each violation of the trace, the `tN` it shows at (as [`crate::timeline::Timeline::t_of`]).
     pub violation_t: Vec<Option<usize>>,
+    /// For each violation of the trace, its detail with the `tN` of each cause it names
+    /// ([`Told::text`]).
+    pub violation_told: Vec<String>,
     /// The most trace lines kept at once (the memory a streamed recorder needs).
     pub kept_lines_max: usize,
 }
@@ -127,6 +132,8 @@ struct Stream {
     resumed: BTreeMap<usize, usize>,
     /// The `tN` of each violation, once known.
     violation_t: Vec<Option<usize>>,
+    /// Each violation's detail with its causes' `tN`, once known.
+    violation_told: Vec<String>,
     /// Render and drop when the trace has this many lines.
     flush_at: usize,
     kept_lines_max: usize,
@@ -181,7 +188,24 @@ pub struct Recorder {
     /// Renewed leases carried by replies not yet received.
     renewed: BTreeMap<RequestId, Lease>,
     step: Option<usize>,
+    /// The first lease the driver may still name: a violation's causes are told by the lines
+    /// of leases from it on (a streamed recorder keeps them all; a whole one keeps more, and
+    /// tells the same).
+    named_from: Issuance,
+    /// The driver may name any lease ([`Recorder::names_any_lease`]).
+    names_any_lease: bool,
+    /// Per open record (group, seq), its latest leases with the broker's ids, newest last: who
+    /// a stale timer was armed for, and which id the broker issued twice.
+    recent: BTreeMap<(u32, Seq), RecentLeases>,
+    /// The latest broker restart's line.
+    restart_line: Option<usize>,
 }
+
+/// How many of a record's latest leases [`Recorder`] remembers with their broker ids.
+const RECENT_LEASES: usize = 4;
+
+/// A record's latest leases with the broker's ids, newest last.
+type RecentLeases = SmallVec<[(Issuance, LeaseId); RECENT_LEASES]>;
 
 impl Recorder {
     /// A recorder for a run of these workers and groups.
@@ -218,6 +242,7 @@ impl Recorder {
             last_not_expiry: None,
             resumed: BTreeMap::new(),
             violation_t: Vec::new(),
+            violation_told: Vec::new(),
             flush_at: STREAM_FLUSH_LINES,
             kept_lines_max: 0,
             keep: None,
@@ -252,6 +277,15 @@ impl Recorder {
         keep.is_some_and(|k| k.pinned || k.frozen)
     }
 
+    /// A streamed recorder whose timeline is rendered in `style` (its lines and records).
+    pub fn styled(mut self, style: crate::timeline::Style) -> Recorder {
+        let workers = self.trace.workers.len();
+        if let Some(stream) = &mut self.stream {
+            stream.renderer = Renderer::styled(workers, style);
+        }
+        self
+    }
+
     /// A streamed recorder that also hands each shown line's `tN` and time to `times`.
     pub fn with_times(mut self, times: TimeSink) -> Recorder {
         if let Some(stream) = &mut self.stream {
@@ -278,12 +312,22 @@ impl Recorder {
         self.observer = Some(observer);
     }
 
+    /// The driver may name any lease it was handed, at any time (a scripted scenario): the
+    /// causes a violation names are told by every lease's lines. Never streamed.
+    pub fn names_any_lease(&mut self) {
+        self.names_any_lease = true;
+    }
+
     /// A step ended: the observer, if any, sees the trace and the broker. Streamed, the lines
     /// that became final go to the sink; `leases_from` is the first lease the engine still
     /// tracks (None: none), below which no later event names a lease.
     pub fn end_step(&mut self, broker: &dyn BrokerView, leases_from: Option<Issuance>) {
         if let Some(observer) = &self.observer {
             (observer.0)(&self.trace, broker);
+        }
+        if !self.names_any_lease {
+            let next = Issuance(self.trace.leases.len() as u32);
+            self.named_from = self.named_from.max(leases_from.unwrap_or(next));
         }
         if self.keeps_all() {
             return;
@@ -357,6 +401,9 @@ impl Recorder {
                 },
             };
             stream.violation_t.push(t);
+            let renderer = &stream.renderer;
+            let told = found.told.text(|line| renderer.t_at(line));
+            stream.violation_told.push(told);
         }
         stream.kept_lines_max = stream.kept_lines_max.max(trace.lines.kept());
         if !end {
@@ -436,8 +483,23 @@ impl Recorder {
             .keys()
             .next()
             .map_or(self.run_line.len(), |&run| run as usize);
+        // The `tN` of the lines a violation may name as its causes: those of the leases the
+        // driver may still name, and those of the violations not told yet.
+        let named = (self.named_from.0 as usize).max(trace.leases.start());
+        let causes_from = trace
+            .leases
+            .range(named..trace.leases.len())
+            .filter_map(|lease| lease.lines.first())
+            .chain(
+                trace.violations[stream.violation_t.len()..]
+                    .iter()
+                    .flat_map(|found| found.told.causes())
+                    .filter_map(|cause| cause.line),
+            )
+            .min()
+            .unwrap_or(usize::MAX);
         self.trace.lines.drop_below(lines_from);
-        stream.renderer.drop_below(lines_from);
+        stream.renderer.drop_below(lines_from.min(causes_from));
         self.trace.requests.drop_below(requests_from);
         stream.follow_ups.drop_below(requests_from);
         self.trace.leases.drop_below(leases_from);
@@ -472,6 +534,7 @@ impl Recorder {
         let streamed = Streamed {
             lines: stream.renderer.shown(),
             violation_t: stream.violation_t,
+            violation_told: stream.violation_told,
             kept_lines_max: stream.kept_lines_max,
         };
         Some((self.trace, streamed))
@@ -554,6 +617,39 @@ impl Recorder {
         line
     }
 
+    /// The newest of `lease`'s record's recent leases before `before` that the broker gave
+    /// `lease_id`.
+    fn recent_with_id(
+        &self,
+        lease: &Lease,
+        lease_id: LeaseId,
+        before: Issuance,
+    ) -> Option<Issuance> {
+        let recent = self.recent.get(&(lease.group as u32, lease.seq))?;
+        recent
+            .iter()
+            .rev()
+            .find(|&&(issuance, id)| id == lease_id && issuance < before)
+            .map(|&(issuance, _)| issuance)
+    }
+
+    /// The line that tells `moment`, as far as the recorder knows: only for the leases the
+    /// driver may still name, so that a streamed recorder, which keeps no others, tells the
+    /// same as a whole one.
+    fn cause_line(&self, moment: &Moment) -> Option<usize> {
+        let (issuance, line): (Issuance, fn(&LeaseLines) -> Option<usize>) = match moment.what {
+            Happened::Issued(issuance) => (issuance, |l| l.issued),
+            Happened::Renewed(issuance) => (issuance, |l| l.renewed),
+            Happened::Expired(issuance) => (issuance, |l| l.expired),
+            Happened::Settled(issuance) => (issuance, |l| l.settled),
+            Happened::RestartedBefore(issuance) => (issuance, |l| l.restart),
+        };
+        if issuance < self.named_from {
+            return None;
+        }
+        line(&self.trace.leases.get(issuance.0 as usize)?.lines)
+    }
+
     fn request(&mut self, id: RequestId) -> &mut Request {
         &mut self.trace.requests[id.0 as usize]
     }
@@ -634,19 +730,30 @@ impl Recorder {
                 at_ms: deadline_ms,
                 dead_lettered,
                 frontier,
+                stale_timer,
             } => {
                 let end = LeaseEnd::Expired {
                     dead_lettered: *dead_lettered,
                 };
                 self.lease(*issuance).ended = Some((*deadline_ms, end));
-                let group = self.trace.leases[issuance.0 as usize].lease.group;
-                let frontier = self.tell_batch_move_once(group, *frontier, *dead_lettered);
+                let lease = self.trace.leases[issuance.0 as usize].lease;
+                let frontier = self.tell_batch_move_once(lease.group, *frontier, *dead_lettered);
+                let timer = stale_timer.map(|lease_id| StaleTimer {
+                    lease_id,
+                    issuance: self.recent_with_id(&lease, lease_id, *issuance),
+                });
                 let kind = LineKind::Expired {
                     issuance: *issuance,
                     dead_lettered: *dead_lettered,
                     frontier,
+                    timer,
                 };
-                self.line(at_ms, None, kind);
+                let line = self.line(at_ms, None, kind);
+                let lines = &mut self.lease(*issuance).lines;
+                lines.expired = lines.expired.or(Some(line));
+                if *dead_lettered {
+                    self.recent.remove(&(lease.group as u32, lease.seq));
+                }
             }
             _ => self.worker_or_phase(at_ms, event),
         }
@@ -668,6 +775,7 @@ impl Recorder {
                 issuance,
                 dead_lettered: earlier_dead,
                 frontier: told,
+                ..
             } = &mut self.trace.lines[i].kind
             else {
                 break;
@@ -756,6 +864,16 @@ impl Recorder {
                 delivered,
             } => {
                 debug_assert_eq!(issuance.0 as usize, self.trace.leases.len());
+                let id_of = self.recent_with_id(lease, lease.lease_id, *issuance);
+                let restart = id_of.and(self.restart_line);
+                let recent = self
+                    .recent
+                    .entry((lease.group as u32, lease.seq))
+                    .or_default();
+                if recent.len() == RECENT_LEASES {
+                    recent.remove(0);
+                }
+                recent.push((*issuance, lease.lease_id));
                 self.trace.leases.push(LeaseInfo {
                     name: issuance.to_string(),
                     issuance: *issuance,
@@ -765,6 +883,11 @@ impl Recorder {
                     delivered: *delivered,
                     fetched_ms: at_ms,
                     ended: None,
+                    id_of,
+                    lines: LeaseLines {
+                        restart,
+                        ..LeaseLines::default()
+                    },
                 });
                 self.issued.push(*issuance);
             }
@@ -773,9 +896,10 @@ impl Recorder {
                 group,
                 outcome,
             } => {
+                let issued = std::mem::take(&mut self.issued);
                 let result = match outcome {
                     FetchOutcome::Leased { reply_lost, .. } => FetchResult::Leased {
-                        leases: std::mem::take(&mut self.issued),
+                        leases: issued.clone(),
                         reply_lost: *reply_lost,
                     },
                     FetchOutcome::Failed(error) => FetchResult::Failed(error.clone()),
@@ -784,7 +908,10 @@ impl Recorder {
                     group: *group,
                     result,
                 };
-                self.line(at_ms, Some(*worker), kind);
+                let line = self.line(at_ms, Some(*worker), kind);
+                for issuance in issued {
+                    self.lease(issuance).lines.issued = Some(line);
+                }
             }
             _ => unreachable!("handled by apply"),
         }
@@ -811,13 +938,16 @@ impl Recorder {
                 let kind = LineKind::BrokerRestarted {
                     frontier: frontier.to_vec(),
                 };
-                self.line(at_ms, None, kind);
+                self.restart_line = Some(self.line(at_ms, None, kind));
             }
             Event::Lapsed { issuance } => {
                 let kind = LineKind::Lapsed {
                     issuance: *issuance,
                 };
-                self.line(at_ms, None, kind);
+                let line = self.line(at_ms, None, kind);
+                if let Some(info) = self.trace.leases.get_mut(issuance.0 as usize) {
+                    info.lines.expired = info.lines.expired.or(Some(line));
+                }
             }
             Event::DrainStarted => {
                 self.line(at_ms, None, LineKind::DrainStarted);
@@ -837,10 +967,20 @@ impl Recorder {
             Event::Violated { violation } => {
                 let line = self.trace.lines.len().checked_sub(1);
                 let trace = &self.trace;
-                let told = violation.detail.named(&trace.groups, |issuance| {
+                let mut told = Told::default();
+                let name = |issuance: Issuance| {
                     let kept = trace.leases.get(issuance.0 as usize);
                     kept.map(|lease| lease.name.as_str())
-                });
+                };
+                violation
+                    .detail
+                    .tell(&trace.groups, name, |piece| match piece {
+                        Piece::Text(text) => told.push_text(text),
+                        Piece::At(moment) => told.push_cause(Cause {
+                            line: self.cause_line(moment),
+                            at_ms: moment.at_ms,
+                        }),
+                    });
                 self.trace.violations.push(Found {
                     violation: violation.clone(),
                     line,
@@ -931,20 +1071,39 @@ impl Recorder {
             let r = &self.trace.requests[id.0 as usize];
             (r.issuance, r.op, r.fault)
         };
+        let mut settled_here = false;
         if answer.is_ok() {
             let info = self.lease(issuance);
             if op.is_settle() && info.ended.is_none() {
                 info.ended = Some((at_ms, LeaseEnd::Settled { op: op.name() }));
+                settled_here = true;
             }
             if let (Some(renewed), Some((_, LeaseEnd::Expired { .. }))) = (renewed, &info.ended) {
                 // A renew that revived an expired lease (renew-revives): it lives again.
                 info.ended = None;
                 info.lease.deadline_ms = renewed.deadline_ms;
+                info.lines.expired = None;
+            }
+            if matches!(
+                readback.status,
+                Some(leasehold_model::Status::Acked | leasehold_model::Status::DeadLettered)
+            ) {
+                let lease = self.trace.leases[issuance.0 as usize].lease;
+                self.recent.remove(&(lease.group as u32, lease.seq));
             }
         }
+        let note_lines = |lines: &mut LeaseLines, line: usize| {
+            if settled_here {
+                lines.settled = Some(line);
+            }
+            if answer.is_ok() && !op.is_settle() {
+                lines.renewed = Some(line);
+            }
+        };
         if duplicate {
             let k = self.trace.requests[id.0 as usize].duplicate_answers.len() as u32;
-            self.landing_line(at_ms, id, Some(k));
+            let line = self.landing_line(at_ms, id, Some(k));
+            note_lines(&mut self.lease(issuance).lines, line);
             let effect = if answer.is_ok() {
                 effect_of(readback)
             } else {
@@ -955,7 +1114,8 @@ impl Recorder {
             r.duplicate_effects.push(effect);
             return;
         }
-        self.landing_line(at_ms, id, None);
+        let line = self.landing_line(at_ms, id, None);
+        note_lines(&mut self.lease(issuance).lines, line);
         let r = self.request(id);
         r.delivered_ms = Some(at_ms);
         r.answer = Some(answer.clone());

@@ -217,7 +217,7 @@ impl ViolationReport {
             name: invariant.name(),
             t: timeline.t_of(found.line),
             step: found.step,
-            detail: found.told.clone(),
+            detail: timeline.told(found),
         }
     }
 }
@@ -268,6 +268,7 @@ pub fn header(script: &Script) -> String {
 /// Runs `script` against `backend` (fresh, with no events).
 pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
     let mut engine = Engine::new(backend, script.setup.clone());
+    engine.names_any_lease();
     engine.publish_initial(script.events);
     let mut names: BTreeMap<String, Issuance> = BTreeMap::new();
     let mut results = Vec::new();

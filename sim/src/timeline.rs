@@ -21,17 +21,39 @@
 //!   `→ backend unavailable, not applied`, `→ failed, not applied`;
 //! * the runtime's reaction to a failed settle follows it: `; left to expire`,
 //!   `; lease dropped, no nack`, `; runtime nacks: NACK L1 → E1 available again`;
-//! * a handler run reads `worker A handles E1 (L1, delivery 2): handler raises … ; NACK L1 → …`.
+//! * a handler run reads `worker A handles E1 (L1, delivery 2): handler raises … ; NACK L1 → …`;
+//! * leases keep the names the run gave them (`L1`, or a scenario's `bind`), except where the
+//!   broker issued a lease the id of a recent lease of the same record: that lease's fetch
+//!   says so, `→ lease L2 (L1's id 1 again)`, since the renaming would hide the collision;
+//! * an expiry that a timer armed for another lease caused (a timer that outlived its lease)
+//!   names the timer: `L1's timer fires → lease L2 expires`.
+//!
+//! With [`Style::times`] each line also shows its virtual time after its `tN`, and each lease
+//! its deadline where it is issued or named by a request (the deadline the holder knows):
+//!
+//! ```text
+//! t0  [0 ms] worker A fetches event E1 → lease L1 (deadline 30000 ms)
+//! t4  [32000 ms] worker A (restarted, delayed) tries ACK L1 (deadline 30000 ms) → rejected (stale_lease)
+//! ```
 //!
 //! Timelines are stable text, made for snapshot tests.
 
 use crate::trace::{
-    FetchResult, Found, LineKind, Part, Request, RequestId, Trace, Window, WorkerIx,
+    FetchResult, Found, LeaseEnd, LineKind, Part, Request, RequestId, StaleTimer, Trace, Window,
+    WorkerIx,
 };
 use serde::Serialize;
 use std::fmt::Write as _;
 
 use leasehold_model::{ErrorAction, GroupIx, Issuance, Seq, SettleError, SettleOp, Status};
+
+/// How a timeline is rendered. The default is the plain story; each option adds to its lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Style {
+    /// Show each line's virtual time after its `tN` (`t4  [31000 ms] …`), and each lease's
+    /// deadline where a fetch issues it or a request names it (`ACK L1 (deadline 30000 ms)`).
+    pub times: bool,
+}
 
 /// A rendered timeline: the text lines and, for each trace line, its `tN` index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,12 +73,24 @@ impl Timeline {
             .rev()
             .find_map(|i| self.index.get(i).copied().flatten())
     }
+
+    /// A violation's detail, each cause it names by the `tN` of the line that tells it.
+    pub fn told(&self, found: &Found) -> String {
+        found
+            .told
+            .text(|line| self.index.get(line).copied().flatten())
+    }
 }
 
 /// The timeline as text, a line per step, each ending in a newline.
 pub fn text(trace: &Trace) -> String {
+    text_with(trace, Style::default())
+}
+
+/// [`text`] in `style`.
+pub fn text_with(trace: &Trace, style: Style) -> String {
     let mut out = String::new();
-    render_each(trace, |line| {
+    render_each(trace, style, |line| {
         out.push_str(line);
         out.push('\n');
     });
@@ -65,17 +99,22 @@ pub fn text(trace: &Trace) -> String {
 
 /// Renders every line of `trace`.
 pub fn render(trace: &Trace) -> Timeline {
+    render_with(trace, Style::default())
+}
+
+/// [`render`] in `style`.
+pub fn render_with(trace: &Trace, style: Style) -> Timeline {
     let mut lines = Vec::new();
-    let mut timeline = render_each(trace, |line| lines.push(line.to_string()));
+    let mut timeline = render_each(trace, style, |line| lines.push(line.to_string()));
     timeline.lines = lines;
     timeline
 }
 
 /// Renders every line of `trace`, handing each visible line (without its newline) to `emit`;
 /// the returned timeline has the index but no lines.
-fn render_each(trace: &Trace, mut emit: impl FnMut(&str)) -> Timeline {
+fn render_each(trace: &Trace, style: Style, mut emit: impl FnMut(&str)) -> Timeline {
     let follow_ups = follow_ups(trace);
-    let mut renderer = Renderer::new(trace.workers.len());
+    let mut renderer = Renderer::styled(trace.workers.len(), style);
     for i in 0..trace.lines.len() {
         let has_later = trace.lines[i]
             .worker
@@ -113,11 +152,17 @@ pub struct Renderer {
     dropped_t: Option<usize>,
     text: String,
     out: String,
+    style: Style,
 }
 
 impl Renderer {
     /// A renderer for a run of `workers` workers, before its first line.
     pub fn new(workers: usize) -> Renderer {
+        Renderer::styled(workers, Style::default())
+    }
+
+    /// [`Renderer::new`], rendering in `style`.
+    pub fn styled(workers: usize, style: Style) -> Renderer {
         Renderer {
             shown: 0,
             restarted: vec![false; workers],
@@ -127,6 +172,7 @@ impl Renderer {
             dropped_t: None,
             text: String::new(),
             out: String::new(),
+            style,
         }
     }
 
@@ -200,6 +246,7 @@ impl Renderer {
             follow_ups,
             index: &self.index,
             i,
+            style: self.style,
         };
         body(&mut text, &at, &mut notes);
         let t = self.shown;
@@ -211,6 +258,9 @@ impl Renderer {
         out.clear();
         // Writing into a String cannot fail.
         let _ = write!(out, "t{t}  ");
+        if self.style.times {
+            let _ = write!(out, "[{} ms] ", line.at_ms);
+        }
         match line.worker {
             Some(worker) if notes.is_empty() => {
                 let _ = write!(out, "worker {} ", trace.workers[worker]);
@@ -228,6 +278,12 @@ impl Renderer {
         out.push_str(&text);
         self.text = text;
         emit(&self.out);
+    }
+
+    /// The `tN` of line `line` itself, when it is rendered, shown and still indexed (the
+    /// line a violation names as a cause).
+    pub fn t_at(&self, line: usize) -> Option<usize> {
+        self.index.get(line).copied().flatten()
     }
 
     /// The `tN` at which a violation recorded after line `line` shows ([`Timeline::t_of`]),
@@ -261,6 +317,7 @@ struct At<'a> {
     follow_ups: &'a Window<Option<RequestId>>,
     index: &'a Window<Option<usize>>,
     i: usize,
+    style: Style,
 }
 
 /// Marks the violations found after trace lines `lines` (the last one shown): `⚠ I1 violated`.
@@ -337,7 +394,7 @@ fn body(out: &mut String, at: &At, notes: &mut Vec<&'static str>) {
             event(out, *seq);
             out.push_str(" published");
         }
-        LineKind::Fetched { group, result } => fetched(out, trace, *group, result),
+        LineKind::Fetched { group, result } => fetched(out, trace, *group, result, at.style),
         LineKind::Settle | LineKind::Landing => {
             parts(out, at, notes, &mut true, "");
         }
@@ -363,9 +420,27 @@ fn body(out: &mut String, at: &At, notes: &mut Vec<&'static str>) {
             issuance,
             dead_lettered,
             frontier: moved,
+            timer,
         } => {
             let lease = trace.lease(*issuance);
+            match timer {
+                Some(StaleTimer {
+                    issuance: Some(armed_for),
+                    ..
+                }) => {
+                    let _ = write!(out, "{}'s timer fires → ", lease_name(trace, *armed_for));
+                }
+                Some(StaleTimer { lease_id, .. }) => {
+                    let _ = write!(out, "the timer of lease id {} fires → ", lease_id.0);
+                }
+                None => {}
+            }
             let _ = write!(out, "lease {} expires", lease.name);
+            if let Some((end_ms, LeaseEnd::Expired { .. })) = lease.ended {
+                if at.style.times && end_ms < line.at_ms {
+                    let _ = write!(out, " (deadline {end_ms} ms)");
+                }
+            }
             if *dead_lettered {
                 out.push_str(" → ");
                 event(out, lease.lease.seq);
@@ -529,7 +604,34 @@ fn drain_ended(trace: &Trace, kind: &LineKind) -> String {
     }
 }
 
-fn fetched(out: &mut String, trace: &Trace, group: GroupIx, result: &FetchResult) {
+/// The name of `issuance` in the timeline: its recorded name, or its oracle name when the
+/// recording let go of it.
+fn lease_name(trace: &Trace, issuance: Issuance) -> String {
+    trace
+        .leases
+        .get(issuance.0 as usize)
+        .map_or_else(|| issuance.to_string(), |lease| lease.name.clone())
+}
+
+/// What a fetch line says of one lease it issued: its name, the id it shares with an earlier
+/// lease of its record, its deadline (with [`Style::times`]).
+fn issued_lease(out: &mut String, trace: &Trace, issuance: Issuance, style: Style) {
+    let lease = trace.lease(issuance);
+    out.push_str(&lease.name);
+    let mut notes = Vec::new();
+    if let Some(earlier) = lease.id_of {
+        let id = lease.lease.lease_id.0;
+        notes.push(format!("{}'s id {id} again", lease_name(trace, earlier)));
+    }
+    if style.times {
+        notes.push(format!("deadline {} ms", lease.lease.deadline_ms));
+    }
+    if !notes.is_empty() {
+        let _ = write!(out, " ({})", notes.join(", "));
+    }
+}
+
+fn fetched(out: &mut String, trace: &Trace, group: GroupIx, result: &FetchResult, style: Style) {
     let of_group = |out: &mut String| {
         if trace.groups.len() > 1 {
             let _ = write!(out, " of {}", trace.groups[group]);
@@ -561,7 +663,7 @@ fn fetched(out: &mut String, trace: &Trace, group: GroupIx, result: &FetchResult
                 if k > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(&trace.lease(l).name);
+                issued_lease(out, trace, l, style);
             }
             if *reply_lost {
                 out.push_str(" issued, reply lost (ambiguous)");
@@ -583,18 +685,29 @@ fn refused(out: &mut String, error: &SettleError) {
     let _ = write!(out, "rejected ({})", error.name());
 }
 
+/// ` (deadline 30000 ms)` with [`Style::times`]: the deadline of the lease as `request`
+/// names it (the holder's copy).
+fn deadline(out: &mut String, at: &At, request: &Request) {
+    if at.style.times {
+        let _ = write!(out, " (deadline {} ms)", request.lease.deadline_ms);
+    }
+}
+
 /// A request sent on line `at.i`: with its answer when it also landed there, else `sends`.
 fn request_here(out: &mut String, at: &At, id: RequestId) {
     let request = at.trace.request(id);
     let name = &at.trace.lease(request.issuance).name;
     if request.landed_line != Some(at.i) {
         let _ = write!(out, "sends {} {name}", verb(&request.op));
+        deadline(out, at, request);
         return;
     }
     if matches!(request.answer, Some(Err(_))) {
         out.push_str("tries ");
     }
-    let _ = write!(out, "{} {name} → ", verb(&request.op));
+    let _ = write!(out, "{} {name}", verb(&request.op));
+    deadline(out, at, request);
+    out.push_str(" → ");
     result(out, at, id);
 }
 
@@ -605,12 +718,19 @@ fn landing(out: &mut String, at: &At, id: RequestId, duplicate: Option<u32>) {
     let name = &trace.lease(request.issuance).name;
     let sent_t = at.index.get(request.line).copied().flatten().unwrap_or(0);
     let in_flight_ms = trace.lines[at.i].at_ms.saturating_sub(request.sent_ms);
+    let deadline = |out: &mut String| {
+        if at.style.times {
+            let _ = write!(out, ", deadline {} ms", request.lease.deadline_ms);
+        }
+    };
     if let Some(k) = duplicate {
         let _ = write!(
             out,
-            "duplicate of {} {name} (sent at t{sent_t}) → ",
+            "duplicate of {} {name} (sent at t{sent_t}",
             verb(&request.op)
         );
+        deadline(out);
+        out.push_str(") → ");
         duplicate_answer(out, request.duplicate_answers.get(k as usize));
         return;
     }
@@ -622,6 +742,7 @@ fn landing(out: &mut String, at: &At, id: RequestId, duplicate: Option<u32>) {
         out.push_str(", delayed ");
         duration(out, in_flight_ms);
     }
+    deadline(out);
     out.push_str(") → ");
     result(out, at, id);
 }
@@ -753,19 +874,20 @@ fn effect(out: &mut String, trace: &Trace, request: &Request) {
 }
 
 /// `I1 stale-never-counts violated at t31 (step 40): …` — a violation named by the timeline
-/// line it was found on.
+/// line it was found on, and each cause it names by its line (`…, but L1 expired at t3`).
 pub fn violation_text(found: &Found, timeline: &Timeline) -> String {
-    violation_text_at(found, timeline.t_of(found.line))
+    violation_text_at(found, timeline.t_of(found.line), &timeline.told(found))
 }
 
-/// [`violation_text`] for a violation shown at `t` (a streamed timeline's
-/// [`crate::recorder::Streamed::violation_t`]).
-pub fn violation_text_at(found: &Found, t: Option<usize>) -> String {
+/// [`violation_text`] for a violation shown at `t` with its detail `told` (a streamed
+/// timeline's [`crate::recorder::Streamed::violation_t`] and
+/// [`crate::recorder::Streamed::violation_told`]).
+pub fn violation_text_at(found: &Found, t: Option<usize>, told: &str) -> String {
     let mut out = format!("{} violated", found.invariant());
     if let Some(t) = t {
         let _ = write!(out, " at t{t}");
     }
-    let _ = write!(out, " (step {}): {}", found.violation.step, found.told);
+    let _ = write!(out, " (step {}): {told}", found.violation.step);
     out
 }
 

@@ -8,8 +8,8 @@
 //! whole story of one action even when the network delays its parts.
 
 use leasehold_model::{
-    ErrorAction, GroupIx, Invariant, Issuance, Lease, Ms, Seq, SettleError, SettleOp, Status,
-    Violation,
+    ErrorAction, GroupIx, Invariant, Issuance, Lease, LeaseId, Ms, Seq, SettleError, SettleOp,
+    Status, Violation,
 };
 use serde::Serialize;
 
@@ -97,6 +97,53 @@ pub struct LeaseInfo {
     pub fetched_ms: Ms,
     /// When and how it ended, if it did.
     pub ended: Option<(Ms, LeaseEnd)>,
+    /// An earlier lease of the same record that the broker gave the same id (a broker that
+    /// issues an id twice): the timeline shows the id, which renaming would hide.
+    #[serde(skip)]
+    pub id_of: Option<Issuance>,
+    /// The lines that tell its life: what a violation names as its cause points there.
+    #[serde(skip)]
+    pub lines: LeaseLines,
+}
+
+/// The lines (indices in [`Trace::lines`]) that tell a lease's life, as far as it went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeaseLines {
+    /// The fetch that issued it.
+    pub issued: Option<usize>,
+    /// Its latest accepted renew.
+    pub renewed: Option<usize>,
+    /// Its expiry (or its lapse, told before a lazy broker expires it).
+    pub expired: Option<usize>,
+    /// Its first accepted settle.
+    pub settled: Option<usize>,
+    /// The broker restart before it, when it took an id the broker had issued before.
+    pub restart: Option<usize>,
+}
+
+impl LeaseLines {
+    /// The earliest line it names.
+    pub fn first(&self) -> Option<usize> {
+        [
+            self.issued,
+            self.renewed,
+            self.expired,
+            self.settled,
+            self.restart,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+/// A timer that outlived its lease and expired a later lease of the record (`stale-timer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct StaleTimer {
+    /// The broker's id of the lease it was armed for.
+    pub lease_id: LeaseId,
+    /// That lease, when the recorder knows it: a recent lease of the record with that id.
+    pub issuance: Option<Issuance>,
 }
 
 /// What an accepted settle did to the broker.
@@ -275,6 +322,8 @@ pub enum LineKind {
         dead_lettered: bool,
         /// The group's frontier before and after, when it moved.
         frontier: Option<(Seq, Seq)>,
+        /// The timer that fired, when it was armed for another lease.
+        timer: Option<StaleTimer>,
     },
     /// A lease's deadline passed; the broker expires it at its next fetch.
     Lapsed {
@@ -319,8 +368,79 @@ pub struct Found {
     /// The driver's step index at that moment.
     pub step: Option<usize>,
     /// The oracle's detail as the timeline words it: events as `E7` (`E7 of orders` when there
-    /// are several groups) and leases by their timeline names ([`leasehold_model::Detail::named`]).
-    pub told: String,
+    /// are several groups), leases by their timeline names ([`leasehold_model::Detail::named`]),
+    /// and the lines of what it names as causes.
+    pub told: Told,
+}
+
+/// A violation's detail as a timeline words it: its text, and the lines of the causes it
+/// names (`L1 expired at t3`), which get their `tN` once the timeline is rendered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Told {
+    /// The words, and after each piece the cause it names, if any.
+    pieces: Vec<(String, Option<Cause>)>,
+}
+
+/// Where a cause a violation names was told: the trace line, when the recorder knows it, and
+/// its virtual time (what the text says when no line tells it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// The index in [`Trace::lines`] of the line that tells it.
+    pub line: Option<usize>,
+    /// When it happened.
+    pub at_ms: Ms,
+}
+
+impl Told {
+    /// Appends words.
+    pub fn push_text(&mut self, text: &str) {
+        match self.pieces.last_mut() {
+            Some((last, None)) => last.push_str(text),
+            _ => self.pieces.push((text.to_string(), None)),
+        }
+    }
+
+    /// Appends a cause: `t3` once its line has a `tN`, else its time (`30000 ms`).
+    pub fn push_cause(&mut self, cause: Cause) {
+        match self.pieces.last_mut() {
+            Some((_, slot @ None)) => *slot = Some(cause),
+            _ => self.pieces.push((String::new(), Some(cause))),
+        }
+    }
+
+    /// The causes it names, in order.
+    pub fn causes(&self) -> impl Iterator<Item = Cause> + '_ {
+        self.pieces.iter().filter_map(|(_, cause)| *cause)
+    }
+
+    /// The text, each cause named by `t_of(line)`'s `tN` (by its time where there is none).
+    pub fn text(&self, t_of: impl Fn(usize) -> Option<usize>) -> String {
+        let mut out = String::new();
+        for (text, cause) in &self.pieces {
+            out.push_str(text);
+            if let Some(cause) = cause {
+                match cause.line.and_then(&t_of) {
+                    Some(t) => out.push_str(&format!("t{t}")),
+                    None => out.push_str(&format!("{} ms", cause.at_ms)),
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The text with every cause named by its time.
+impl std::fmt::Display for Told {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text(|_| None))
+    }
+}
+
+/// Serialized as its text, each cause named by its time.
+impl Serialize for Told {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 impl Found {

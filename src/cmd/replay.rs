@@ -20,6 +20,14 @@ pub struct Args {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Show each line's virtual time after its `tN`, and each lease's deadline where a fetch
+    /// issues it or a request names it (the deadline its holder knows):
+    /// `t4  [32000 ms] worker A tries ACK L1 (deadline 30000 ms) → rejected (stale_lease)`;
+    /// `t0  [0 ms] worker A fetches event E1 → lease L1 (deadline 30000 ms)`. An expiry told
+    /// after its deadline (a lazy broker's) adds `(deadline N ms)`. Times are the run's
+    /// virtual milliseconds. Without it the timeline is unchanged.
+    #[arg(long)]
+    pub times: bool,
     /// The broker under test: `pure` (the reference state machine), `embedded` (the
     /// in-process thread-safe broker; `fenced` only) or `redis` (a Redis server; the
     /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
@@ -89,12 +97,25 @@ pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
     }
 }
 
-/// The `--json` object.
-pub fn json(replay: &Replay) -> serde_json::Value {
+/// The timeline's style asked for: `--times`.
+pub fn style(times: bool) -> leasehold_sim::timeline::Style {
+    leasehold_sim::timeline::Style { times }
+}
+
+/// Renders `replay`'s timeline again in `style` (it was rendered plain).
+pub fn restyle(replay: &mut Replay, style: leasehold_sim::timeline::Style) {
+    if style != leasehold_sim::timeline::Style::default() {
+        replay.timeline = leasehold_sim::timeline::render_with(&replay.trace, style).lines;
+    }
+}
+
+/// The `--json` object, its timeline and records rendered in `style`.
+pub fn json(replay: &Replay, style: leasehold_sim::timeline::Style) -> serde_json::Value {
+    let rendered = leasehold_sim::timeline::render_with(&replay.trace, style);
     serde_json::json!({
         "header": replay.header,
-        "timeline": replay.timeline,
-        "records": leasehold_sim::timeline::records(&replay.trace, &leasehold_sim::timeline::render(&replay.trace)),
+        "timeline": rendered.lines,
+        "records": leasehold_sim::timeline::records(&replay.trace, &rendered),
         "violations": replay.violations,
         "steps": replay.steps,
         "mismatches": replay.mismatches,
@@ -108,14 +129,18 @@ pub fn json(replay: &Replay) -> serde_json::Value {
 pub fn run(args: Args) -> CmdResult {
     redis::configure(&args.backend, &args.redis)?;
     // A seeded file (a simulator finding) replays through the simulator.
-    if let Some(status) = crate::cmd::sim::replay_if_seeded(&args.file, args.json, &args.backend)? {
+    let style = style(args.times);
+    let seeded =
+        crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &args.backend, style)?;
+    if let Some(status) = seeded {
         return Ok(status);
     }
     let script = load(&args.file)?;
-    let replay = run_on(&script, &args.backend)?;
+    let mut replay = run_on(&script, &args.backend)?;
     if args.json {
-        println!("{}", json(&replay));
+        println!("{}", json(&replay, style));
     } else {
+        restyle(&mut replay, style);
         let command = format!(
             "leasehold replay {}{}",
             replay.file,

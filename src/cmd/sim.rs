@@ -27,6 +27,7 @@ use leasehold_sim::seeded::summary::{parse_shard, FirstFailure, SeedRange, Stopp
 use leasehold_sim::seeded::{
     BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
 };
+use leasehold_sim::timeline::Style;
 use leasehold_sim::{drawing, timeline};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -902,7 +903,7 @@ fn failure_story(campaign: &Campaign, first: &FirstFailure) -> String {
     }
     out.push_str(&format!(
         "  → {}\n",
-        timeline::violation_text_at(&story.found, story.t)
+        timeline::violation_text_at(&story.found, story.t, &story.told)
     ));
     out
 }
@@ -961,17 +962,31 @@ pub fn replay_if_seeded(
     json: bool,
     backend: &str,
 ) -> Result<Option<Status>, UserError> {
+    replay_if_seeded_styled(path, json, backend, Style::default())
+}
+
+/// [`replay_if_seeded`], the timeline rendered in `style` (`--times`).
+pub fn replay_if_seeded_styled(
+    path: &Path,
+    json: bool,
+    backend: &str,
+    style: Style,
+) -> Result<Option<Status>, UserError> {
     if json {
-        replay_seeded_json(path, backend)
+        replay_seeded_json(path, backend, style)
     } else {
-        replay_seeded_text(path, backend)
+        replay_seeded_text(path, backend, style)
     }
 }
 
 /// [`replay_if_seeded`] as one JSON object, streamed: a seeded run is deterministic, so it
 /// runs three times — for its verdict, then its records, then its lines — each streamed,
 /// keeping only what is still open (a large seed's object is written, never held).
-fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, UserError> {
+fn replay_seeded_json(
+    path: &Path,
+    backend: &str,
+    style: Style,
+) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
@@ -983,6 +998,7 @@ fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, User
         let options = RunOptions {
             timeline: Some(timeline),
             records,
+            style,
             ..RunOptions::default()
         };
         progress::run_with_bar(&setup, kind, options, bars, pass)
@@ -1029,7 +1045,11 @@ fn replay_seeded_json(path: &Path, backend: &str) -> Result<Option<Status>, User
 /// [`replay_if_seeded`] in text: the header, then the timeline as the run tells it (streamed:
 /// a large seed's replay keeps only what is still open), then the violations, the bound, the
 /// mismatches and the trace hash.
-fn replay_seeded_text(path: &Path, backend: &str) -> Result<Option<Status>, UserError> {
+fn replay_seeded_text(
+    path: &Path,
+    backend: &str,
+    style: Style,
+) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
@@ -1044,7 +1064,8 @@ fn replay_seeded_text(path: &Path, backend: &str) -> Result<Option<Status>, User
         println!("faults: {}", faults.summary());
     }
     let out = progress::StdoutTimeline::new();
-    let outcome = progress::run_one_seed(&setup, kind, &progress::Story::Streamed(out));
+    let story = progress::Story::Streamed(out);
+    let outcome = progress::run_one_seed_styled(&setup, kind, &story, style);
     let mismatches = check_expect(&scenario, &outcome);
     let status = Status::held(mismatches.is_empty());
     for violation in streamed_violations(&outcome) {
@@ -1069,8 +1090,8 @@ pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
         .trace
         .violations
         .iter()
-        .zip(&streamed.violation_t)
-        .map(|(found, &t)| timeline::violation_text_at(found, t))
+        .zip(streamed.violation_t.iter().zip(&streamed.violation_told))
+        .map(|(found, (&t, told))| timeline::violation_text_at(found, t, told))
         .collect()
 }
 
@@ -1080,11 +1101,12 @@ pub fn record_if_seeded(
     path: &Path,
     backend: &str,
     story: &progress::Story,
+    style: Style,
 ) -> Result<Option<(Scenario, leasehold_sim::seeded::RunOutcome)>, UserError> {
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
     };
-    let outcome = progress::run_one_seed(&setup, kind, story);
+    let outcome = progress::run_one_seed_styled(&setup, kind, story, style);
     Ok(Some((scenario, outcome)))
 }
 

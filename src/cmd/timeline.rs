@@ -42,6 +42,14 @@ pub struct Args {
     /// object `replay --json` prints).
     #[arg(long, conflicts_with_all = ["svg", "lines"])]
     pub json: bool,
+    /// Show each line's virtual time after its `tN`, and each lease's deadline where a fetch
+    /// issues it or a request names it (the deadline its holder knows):
+    /// `t4  [32000 ms] worker A tries ACK L1 (deadline 30000 ms) → rejected (stale_lease)`;
+    /// `t0  [0 ms] worker A fetches event E1 → lease L1 (deadline 30000 ms)`. An expiry told
+    /// after its deadline (a lazy broker's) adds `(deadline N ms)`. Times are the run's
+    /// virtual milliseconds. Without it the timeline is unchanged.
+    #[arg(long, conflicts_with = "svg")]
+    pub times: bool,
     /// The broker under test: `pure`, `embedded` (`fenced` only) or `redis` (the
     /// `redis-streams` variants only).
     #[arg(long, default_value = "pure", value_parser = BACKENDS)]
@@ -57,6 +65,7 @@ pub fn run(args: Args) -> CmdResult {
         return crate::cmd::replay::run(crate::cmd::replay::Args {
             file: args.file,
             json: true,
+            times: args.times,
             backend: args.backend,
             redis: args.redis,
         });
@@ -76,7 +85,9 @@ fn print(args: &Args) -> CmdResult {
         Some(lines) => Story::StreamedLines(out, lines.clone()),
         None => Story::Streamed(out),
     };
-    if let Some((scenario, outcome)) = record_if_seeded(&args.file, &args.backend, &story)? {
+    let style = crate::cmd::replay::style(args.times);
+    let seeded = record_if_seeded(&args.file, &args.backend, &story, style)?;
+    if let Some((scenario, outcome)) = seeded {
         for violation in streamed_violations(&outcome) {
             println!("{violation}");
         }
@@ -86,7 +97,7 @@ fn print(args: &Args) -> CmdResult {
     }
     let script = load(&args.file)?;
     let replay = run_on(&script, &args.backend)?;
-    let rendered = timeline::render(&replay.trace);
+    let rendered = timeline::render_with(&replay.trace, style);
     lines_shown(args, rendered.lines.len())?;
     let lines = args.lines.clone().unwrap_or(0..rendered.lines.len());
     for line in rendered.lines.iter().take(lines.end).skip(lines.start) {

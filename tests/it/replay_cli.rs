@@ -184,6 +184,55 @@ fn a_mismatched_step_expect_exits_1_naming_the_step() {
     );
 }
 
+/// `--times` on `replay` and `timeline` (scripted and seeded files): each line with its
+/// virtual time, each lease with its deadline; the same story without it.
+#[test]
+fn times_show_each_lines_time_and_each_leases_deadline() {
+    let timed = |args: &[&str]| -> Vec<String> {
+        let out = leasehold(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+            .lines()
+            .filter(|l| l.starts_with('t') && l[1..].starts_with(|c: char| c.is_ascii_digit()))
+            .map(str::to_string)
+            .collect()
+    };
+    let file = "scenarios/t0-t5-stale-ack.toml";
+    for command in ["replay", "timeline"] {
+        let lines = timed(&[command, file, "--times"]);
+        assert_eq!(
+            lines[0],
+            "t0  [0 ms] worker A fetches event E1 → lease L1 (deadline 30000 ms)"
+        );
+        assert_eq!(
+            lines[4],
+            "t4  [32000 ms] worker A (restarted, delayed) tries ACK L1 (deadline 30000 ms) → rejected (stale_lease)"
+        );
+        let plain = timed(&[command, file]);
+        assert_eq!(
+            plain[0], "t0  worker A fetches event E1 → lease L1",
+            "{command}"
+        );
+        assert_eq!(plain.len(), lines.len(), "{command}");
+    }
+    let json = stdout(&leasehold(&["replay", file, "--json", "--times"]));
+    assert!(json.contains("t2  [30000 ms] lease L1 expires"), "{json}");
+    // A seeded file streams its timeline in the same style.
+    let seeded = "scenarios/found/lease-id-reuse-seed3-shrunk.toml";
+    let (plain, timed) = (
+        timed(&["timeline", seeded]),
+        timed(&["timeline", seeded, "--times"]),
+    );
+    assert_eq!(plain.len(), timed.len());
+    for (plain, timed) in plain.iter().zip(&timed) {
+        let (t, rest) = timed.split_once("  [").expect("a time");
+        assert!(plain.starts_with(&format!("{t}  ")), "{plain} / {timed}");
+        assert!(rest.split_once(" ms] ").is_some(), "{timed}");
+    }
+    let help = stdout(&leasehold(&["replay", "--help"]));
+    assert!(help.contains("--times"), "{help}");
+}
+
 #[test]
 fn json_is_one_object_with_the_timeline_hash_and_verdict() {
     let out = leasehold(&["replay", "scenarios/t0-t5-stale-ack.toml", "--json"]);
@@ -659,7 +708,9 @@ lease = "first"
         .find(|l| l.starts_with("violated: I2"))
         .unwrap_or_else(|| panic!("no I2 line in:\n{text}"));
     assert!(
-        violation.ends_with("renew of first accepted on E1 of orders while second is unexpired"),
+        violation.ends_with(
+            "renew of first accepted on E1 of orders while second is unexpired (issued at t2, until 61000 ms)"
+        ),
         "{violation}"
     );
     let json = stdout(&leasehold(&[

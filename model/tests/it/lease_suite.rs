@@ -158,7 +158,8 @@ fn expire_due_makes_the_record_available_at_the_deadline() {
             group: 0,
             seq: 1,
             lease_id: lease.lease_id,
-            dead_lettered: false
+            dead_lettered: false,
+            stale_timer: None,
         }]
     );
     assert_eq!(
@@ -253,7 +254,8 @@ fn expiry_at_max_attempts_dead_letters() {
             group: 0,
             seq: 1,
             lease_id: l2.lease_id,
-            dead_lettered: true
+            dead_lettered: true,
+            stale_timer: None,
         }]
     );
     assert_eq!(broker.record(0, 1), Some(&dead(REASON_MAX_ATTEMPTS)));

@@ -176,15 +176,24 @@ impl<B: Backend> Engine<B> {
         self.advanced_ms = None;
         self.note_delivery(lease.group, lease.seq);
         let incarnation = self.workers[worker].incarnation;
-        self.leases.issue(LiveLease {
-            issuance,
-            lease,
-            holder: worker,
-            holder_incarnation: incarnation,
-            first_deadline_ms: lease.deadline_ms,
-            ended: None,
-            refs: u32::from(delivered),
-        });
+        let (oracle, forget) = (&mut self.oracle, !self.names_any_lease);
+        let dropped = |issuance| {
+            if forget {
+                oracle.forget(issuance);
+            }
+        };
+        self.leases.issue_dropping(
+            LiveLease {
+                issuance,
+                lease,
+                holder: worker,
+                holder_incarnation: incarnation,
+                first_deadline_ms: lease.deadline_ms,
+                ended: None,
+                refs: u32::from(delivered),
+            },
+            dropped,
+        );
         if delivered {
             self.workers[worker].held.push(issuance);
         }
@@ -350,6 +359,7 @@ impl<B: Backend> Engine<B> {
         let before: SmallVec<[Seq; 4]> = (0..groups).map(|g| self.backend.frontier(g)).collect();
         self.changed_backend();
         self.backend.restart();
+        self.oracle.broker_restarted(self.now_ms);
         self.after_restart_audit();
         let frontier = (0..groups)
             .filter_map(|g| {

@@ -85,9 +85,20 @@ impl LiveLeases {
     /// Adds a newly issued lease (issuances grow), forgetting the earlier leases of its record
     /// that nothing names: the broker re-leased the record, so it will not expire them.
     pub fn issue(&mut self, lease: LiveLease) {
+        self.issue_dropping(lease, |_| {});
+    }
+
+    /// [`LiveLeases::issue`], handing each lease it lets go of to `dropped` (nothing names it
+    /// any more: the engine tells the oracle).
+    pub fn issue_dropping(&mut self, lease: LiveLease, mut dropped: impl FnMut(Issuance)) {
         let record = (lease.lease.group, lease.lease.seq);
-        self.leases
-            .retain(|l| !left(l) && (l.refs > 0 || (l.lease.group, l.lease.seq) != record));
+        self.leases.retain(|l| {
+            let keep = !left(l) && (l.refs > 0 || (l.lease.group, l.lease.seq) != record);
+            if !keep {
+                dropped(l.issuance);
+            }
+            keep
+        });
         debug_assert!(self
             .leases
             .last()

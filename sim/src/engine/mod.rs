@@ -10,6 +10,9 @@
 //! names ([`live::LiveLeases`]), the requests in flight and the handler runs in progress (slabs
 //! whose slots are freed when their last queued event has run) — and nothing of the past: a
 //! step costs what it changes, and memory follows the live set, whatever the run's length.
+//! The oracle's notes of leases (what a violation names as its cause) follow the same table:
+//! a lease the engine lets go of is forgotten ([`Oracle::forget`]), unless the driver may name
+//! any lease ([`Engine::names_any_lease`]: a scripted scenario).
 //! The story of the run is the recorder's business, and only when one is attached.
 //!
 //! # Time and the event queue
@@ -166,6 +169,8 @@ pub struct Engine<B: Backend> {
     fetch_scratch: Vec<Lease>,
     /// Reused buffer: the leases an expiry ended.
     expired_scratch: Vec<Expired>,
+    /// The driver may name any lease it was handed ([`Engine::names_any_lease`]).
+    names_any_lease: bool,
 }
 
 impl<B: Backend> Engine<B> {
@@ -228,7 +233,19 @@ impl<B: Backend> Engine<B> {
             frontier_scratch: Vec::new(),
             fetch_scratch: Vec::new(),
             expired_scratch: Vec::new(),
+            names_any_lease: false,
             setup,
+        }
+    }
+
+    /// The driver may name any lease it was handed, at any time (a scripted scenario names
+    /// the leases it bound): the oracle keeps its note of every lease, and the recorder tells
+    /// where every lease's life is told, for the violations that name them. A seeded driver
+    /// names only the leases its workers hold: both let go of the others.
+    pub fn names_any_lease(&mut self) {
+        self.names_any_lease = true;
+        if let Some(recorder) = &mut self.recorder {
+            recorder.names_any_lease();
         }
     }
 

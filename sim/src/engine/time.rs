@@ -114,6 +114,7 @@ impl<B: Backend> Engine<B> {
                     at_ms: item.deadline_ms.min(now_ms),
                     dead_lettered: item.dead_lettered,
                     frontier,
+                    stale_timer: item.stale_timer,
                 },
             );
         }

@@ -107,6 +107,8 @@ pub struct RunOptions {
     /// With `timeline`: keep the whole story of this stretch of virtual time, for a drawing of
     /// it ([`Recorder::keeping`]); the timeline then goes to the sink only up to its start.
     pub keep: Option<crate::svg::View>,
+    /// With `timeline`: how its lines are rendered ([`crate::timeline::Style`]).
+    pub style: crate::timeline::Style,
 }
 
 /// A run's progress, published every [`PROGRESS_EVERY_STEPS`] steps (written by the run, read
@@ -399,7 +401,8 @@ impl<'a, B: Backend> Driver<'a, B> {
             Engine::without_trace(backend, engine_setup)
         };
         if let (Some(recorder), Some(sink)) = (engine.recorder_mut(), &options.timeline) {
-            *recorder = Recorder::streaming(&setup.worker_names, &setup.group_names, sink.clone());
+            *recorder = Recorder::streaming(&setup.worker_names, &setup.group_names, sink.clone())
+                .styled(options.style);
             if let Some(records) = &options.records {
                 *recorder = std::mem::take(recorder).with_records(records.clone());
             }

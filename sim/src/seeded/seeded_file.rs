@@ -97,6 +97,8 @@ pub struct FirstViolationStory {
     pub found: Found,
     /// The `tN` of the line it shows at.
     pub t: Option<usize>,
+    /// Its detail, each cause it names by the `tN` of its line.
+    pub told: String,
     /// The timeline lines up to that one (at most the `context` asked for), in order.
     pub lines: Vec<String>,
     /// The `tN` of the first of `lines` (0 when they start the run).
@@ -138,6 +140,7 @@ pub fn first_violation_story(
     let streamed = outcome.streamed?;
     let found = outcome.recorded?.trace.violations.first()?.clone();
     let t = streamed.violation_t.first().copied().flatten();
+    let told = streamed.violation_told.first().cloned().unwrap_or_default();
     let tail = std::mem::take(&mut *tail.lock().unwrap_or_else(|e| e.into_inner()));
     let first_kept = streamed.lines - tail.len();
     let last = t.unwrap_or(0);
@@ -149,6 +152,7 @@ pub fn first_violation_story(
     Some(FirstViolationStory {
         found,
         t,
+        told,
         lines,
         first_t,
         violations: outcome.violations,

@@ -356,3 +356,237 @@ fn an_ack_before_the_timer_at_the_deadline_counts_only_on_the_inclusive_mutant()
     assert!(timer_first.matched, "{}", timer_first.text());
     assert!(timer_first.violations.is_empty());
 }
+
+/// Replays a scenario given as text, on the pure broker.
+fn replay_inline(name: &str, src: &str) -> Replay {
+    let script = parse(src, name).unwrap_or_else(|e| panic!("{e}"));
+    let replay = script::run(&script, Broker::new(script.setup.broker_config()));
+    assert!(replay.matched, "{name}:\n{}", replay.text());
+    replay
+}
+
+/// `unfenced-settle`: A nacks L1, B gets E1 as L2, and A's ack of L1 is accepted by its event
+/// alone. L1 had ended when its nack was accepted.
+const ACK_AFTER_NACK: &str = r#"name = "an ack of a lease already nacked"
+variant = "unfenced-settle"
+
+[config]
+groups = ["g"]
+events = 1
+workers = ["A", "B"]
+lease_ms = 30000
+max_attempts = 3
+
+[[step]]
+at_ms = 0
+worker = "A"
+op = "fetch"
+bind = "L1"
+
+[[step]]
+at_ms = 1000
+worker = "A"
+op = "nack"
+lease = "L1"
+expect = "ok"
+
+[[step]]
+at_ms = 2000
+worker = "B"
+op = "fetch"
+bind = "L2"
+
+[[step]]
+at_ms = 3000
+worker = "A"
+op = "ack"
+lease = "L1"
+expect = "ok"
+
+[expect]
+violated = "I1"
+"#;
+
+/// `renew-revives`: L1 expires, B gets E1 as L2, A's renew brings L1 back over L2 (I2) and
+/// A's ack of L1 is accepted though L2 superseded it (I1).
+const ACK_OF_A_REVIVED_LEASE: &str = r#"name = "an ack of a lease revived behind a later one"
+variant = "renew-revives"
+
+[config]
+groups = ["g"]
+events = 1
+workers = ["A", "B"]
+lease_ms = 30000
+max_attempts = 3
+
+[[step]]
+at_ms = 0
+worker = "A"
+op = "fetch"
+bind = "L1"
+
+[[step]]
+at_ms = 31000
+worker = "B"
+op = "fetch"
+bind = "L2"
+
+[[step]]
+at_ms = 32000
+worker = "A"
+op = "renew"
+lease = "L1"
+expect = "ok"
+
+[[step]]
+at_ms = 33000
+worker = "A"
+op = "ack"
+lease = "L1"
+expect = "ok"
+
+[expect]
+violated = "I1"
+"#;
+
+/// The `tN` of each `at tN` in a violation's detail, in order.
+fn causes_named(detail: &str) -> Vec<usize> {
+    detail
+        .split(" at t")
+        .skip(1)
+        .map(|rest| {
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits
+                .parse()
+                .unwrap_or_else(|_| panic!("no tN in {detail:?}"))
+        })
+        .collect()
+}
+
+/// Every violation names the line that tells its cause beside the line it shows at: an I1 how
+/// the lease it accepted had ended (its expiry, a settle, a later lease, or its id issued to
+/// another lease after a restart), an I2 when the unexpired lease was issued. Each cause's line
+/// is checked to tell that cause; the timelines and violations are pinned.
+#[test]
+fn a_violation_names_the_line_of_its_cause() {
+    let cases: [(&str, Replay, &str, &[&str]); 5] = [
+        (
+            "cause-expired",
+            replay_matched("mutant-unfenced-settle.toml"),
+            "I1",
+            &["  lease L1 expires"],
+        ),
+        (
+            "cause-settled",
+            replay_inline("ack-after-nack.toml", ACK_AFTER_NACK),
+            "I1",
+            &["worker A NACK L1 → E1 available again"],
+        ),
+        (
+            "cause-superseded",
+            replay_inline("ack-of-a-revived-lease.toml", ACK_OF_A_REVIVED_LEASE),
+            "I1",
+            &["worker B fetches event E1 → lease L2"],
+        ),
+        (
+            "cause-id-issued-twice",
+            replay_matched("mutant-lease-id-reuse.toml"),
+            "I1",
+            &[
+                "  lease L1 expires",
+                "worker B fetches event E1 → lease L2 (L1's id 1 again)",
+                "  broker restarts",
+            ],
+        ),
+        (
+            "cause-unexpired",
+            replay_matched("mutant-stale-timer.toml"),
+            "I2",
+            &["worker B fetches event E1 → lease L2"],
+        ),
+    ];
+    for (name, replay, id, told) in cases {
+        let violation = replay
+            .violations
+            .iter()
+            .find(|v| v.id == id)
+            .unwrap_or_else(|| panic!("{name}: no {id}:\n{}", replay.text()));
+        let named = causes_named(&violation.detail);
+        assert_eq!(named.len(), told.len(), "{name}: {}", violation.detail);
+        for (&t, what) in named.iter().zip(told) {
+            assert!(
+                Some(t) < violation.t && replay.timeline[t].contains(what),
+                "{name}: t{t} should tell {what:?}: {}\n{}",
+                violation.detail,
+                replay.text()
+            );
+        }
+        let mut text = format!("{}\n", replay.header);
+        for line in &replay.timeline {
+            text.push_str(line);
+            text.push('\n');
+        }
+        for v in &replay.violations {
+            text.push_str(&format!("{v}\n"));
+        }
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+/// A timer armed for L1 that outlived it (`stale-timer`) expires B's L2: its line says whose
+/// timer fired. A lease expired by its own timer keeps the plain line.
+#[test]
+fn a_stale_timer_that_fires_has_a_line_naming_whose_timer_it_was() {
+    let stale = replay_matched("mutant-stale-timer.toml");
+    assert_eq!(stale.timeline[3], "t3  L1's timer fires → lease L2 expires");
+    let own = replay_matched("t0-t5-stale-ack.toml");
+    assert_eq!(own.timeline[2], "t2  lease L1 expires");
+}
+
+/// `--times`: each line shows its virtual time after its `tN`, each lease its deadline where
+/// it is issued or a request names it; without it the timeline is the plain one. Dropping the
+/// additions gives the plain line back, and each line's time is its trace line's.
+#[test]
+fn a_timeline_with_times_shows_each_lines_time_and_each_leases_deadline() {
+    use leasehold_sim::timeline::{render, render_with, Style};
+    for (file, name) in [
+        ("t0-t5-stale-ack.toml", "times-t0-t5-stale-ack"),
+        (
+            "inclusive-deadline-before-timer.toml",
+            "times-inclusive-deadline-before-timer",
+        ),
+    ] {
+        let replay = replay_matched(file);
+        assert_eq!(render(&replay.trace).lines, replay.timeline, "{file}");
+        let timed = render_with(&replay.trace, Style { times: true });
+        assert_eq!(timed.lines.len(), replay.timeline.len(), "{file}");
+        // A shown line's time: its trace line's, the last that shows as it (a restart folded
+        // into a worker's next line maps to that line too).
+        let times: Vec<u64> = (0..timed.lines.len())
+            .map(|t| {
+                let i = (0..replay.trace.lines.len())
+                    .rfind(|&i| timed.index[i] == Some(t))
+                    .expect("a trace line");
+                replay.trace.lines[i].at_ms
+            })
+            .collect();
+        for ((timed, plain), at_ms) in timed.lines.iter().zip(&replay.timeline).zip(&times) {
+            let (t, rest) = timed.split_once("  ").expect("tN first");
+            let rest = rest
+                .strip_prefix(&format!("[{at_ms} ms] "))
+                .unwrap_or_else(|| panic!("{file}: {timed:?} at {at_ms} ms"));
+            let mut stripped = format!("{t}  {rest}");
+            while let Some(at) = stripped.find(" (deadline ") {
+                let end = at + stripped[at..].find(" ms)").expect("closed") + 4;
+                stripped.replace_range(at..end, "");
+            }
+            assert_eq!(&stripped, plain, "{file}");
+        }
+        let mut text = format!("{}\n", replay.header);
+        for line in &timed.lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        insta::assert_snapshot!(name, text);
+    }
+}

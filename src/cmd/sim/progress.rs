@@ -9,7 +9,7 @@ use leasehold_sim::seeded::campaign::{Campaign, Ran};
 use leasehold_sim::seeded::run::{Progress, RunOptions};
 use leasehold_sim::seeded::seeded_file::run_setup_with;
 use leasehold_sim::seeded::{BackendKind, RunOutcome, Setup};
-use leasehold_sim::timeline::Record;
+use leasehold_sim::timeline::{Record, Style};
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -123,7 +123,20 @@ pub enum Story {
 /// Runs one seed, telling its story as `story` says, with a progress bar on a terminal (not
 /// when the story streams to one).
 pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story) -> RunOutcome {
-    let mut options = RunOptions::default();
+    run_one_seed_styled(setup, backend, story, Style::default())
+}
+
+/// [`run_one_seed`], its timeline rendered in `style`.
+pub fn run_one_seed_styled(
+    setup: &Setup,
+    backend: BackendKind,
+    story: &Story,
+    style: Style,
+) -> RunOutcome {
+    let mut options = RunOptions {
+        style,
+        ..RunOptions::default()
+    };
     let out = match story {
         Story::None => None,
         Story::Streamed(out) => {
