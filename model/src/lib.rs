@@ -28,6 +28,7 @@ pub mod variant;
 
 pub use backend::Backend;
 pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest, Timer};
+pub use check::CheckedBroker;
 pub use detail::Detail;
 pub use invariant::Invariant;
 pub use oracle::{Issuance, Oracle, OracleConfig, Violation};
