@@ -68,10 +68,12 @@ pub trait CheckedBroker: Backend + Clone + Eq + Hash + Debug + Send + Sync + 'st
     fn with_config(config: &BrokerConfig) -> Self;
 
     /// Calls `f` with every pending expiry timer: for each lease the broker will expire when
-    /// its clock reaches `deadline_ms`, the deadline, the record and the lease id. In a fixed
-    /// order (the firing order: deadline, group, seq). A record may have more than one timer
-    /// (a broker that keeps the timer of a lease that ended); the `Expire` action takes the
-    /// first one whose deadline is still ahead.
+    /// its clock reaches `deadline_ms`, the deadline, the record and the lease id. In an order
+    /// that is a function of the state (the reference broker's is the firing order: deadline,
+    /// group, seq); it orders the `Expire` actions, so it decides only which of equally short
+    /// counterexamples is found. A record may have more than one timer (a broker that keeps
+    /// the timer of a lease that ended); the `Expire` action takes the first one whose
+    /// deadline is still ahead.
     fn for_each_timer(&self, f: impl FnMut(&Timer));
 
     /// Time reaches the deadline of the first timer on (group, seq) whose deadline is after
