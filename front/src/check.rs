@@ -10,11 +10,14 @@ use crate::defaults::{COUNTEREXAMPLE_STATES_MAX, STATES_MAX};
 use crate::failure::{program, Failure};
 use crate::files;
 use crate::Error;
+use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
-    CheckConfig, CheckedBroker, Engine, Interrupt, LeaseModel, Limits, Options, Outcome, Report,
+    run_on, CheckConfig, CheckedBroker, Counterexample, Engine, Interrupt, LeaseModel, Limits,
+    Options, Outcome, Report,
 };
 use leasehold_model::{Backend, Broker, BrokerConfig, Invariant};
 use leasehold_sim::counterexample;
+use leasehold_sim::script::Replay;
 use leasehold_sim::seeded::BackendKind;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
@@ -100,6 +103,73 @@ fn boxed<B: CheckedBroker>(config: &BrokerConfig) -> Result<Box<dyn Backend + Se
     Ok(Box::new(B::with_config(config)))
 }
 
+/// A user's broker registered for every engine: the model checker (`leasehold check
+/// --backend NAME` of a command line built with `leasehold::cli::main_with_checked`) as well
+/// as campaigns and replays ([`CheckedBackend::kind`]). Built by [`checked_backend`].
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedBackend {
+    name: &'static str,
+    kind: BackendKind,
+    run: RunFn,
+    replay: ReplayFn,
+}
+
+/// [`leasehold_model::check::run_on`] for one broker.
+type RunFn = for<'a> fn(&CheckConfig, &Options, Option<Progress<'a>>) -> Report;
+
+/// [`leasehold_sim::counterexample::replay`] for one broker: the scenario's text and replay.
+type ReplayFn = fn(&CheckConfig, &Counterexample) -> Result<(String, Replay), String>;
+
+/// `B` registered as `name` for the model checker and the simulator (see
+/// [`CheckedBackend`]).
+pub const fn checked_backend<B: CheckedBroker>(name: &'static str) -> CheckedBackend {
+    CheckedBackend {
+        name,
+        kind: backend::<B>(name),
+        run: run_on::<B>,
+        replay: replay_on::<B>,
+    }
+}
+
+fn replay_on<B: CheckedBroker>(
+    config: &CheckConfig,
+    cx: &Counterexample,
+) -> Result<(String, Replay), String> {
+    counterexample::replay(&LeaseModel::<B>::for_broker(config.clone()), cx)
+}
+
+impl CheckedBackend {
+    /// The name it is registered by.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The same broker for campaigns, replays and `--backend NAME` of `sim` and `replay`.
+    pub const fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    /// Checks `config` on this broker (as [`leasehold_model::check::run_on`]).
+    pub fn run(
+        &self,
+        config: &CheckConfig,
+        options: &Options,
+        progress: Option<Progress<'_>>,
+    ) -> Report {
+        (self.run)(config, options, progress)
+    }
+
+    /// The scenario of `cx` and its replay on this broker (as
+    /// [`leasehold_sim::counterexample::replay`]).
+    pub fn replay(
+        &self,
+        config: &CheckConfig,
+        cx: &Counterexample,
+    ) -> Result<(String, Replay), String> {
+        (self.replay)(config, cx)
+    }
+}
+
 /// One counterexample: its invariant, its length, and its scenario's replay.
 #[derive(Clone, Debug)]
 pub struct Found {
@@ -125,9 +195,9 @@ pub struct Checked {
     pub backend: Option<String>,
     /// The model checker's report (verdicts, counts, outcome).
     pub report: Report,
-    /// The command that runs the same check: `leasehold check --variant … …` (on the
-    /// reference broker: for a user's broker, [`Checked::failure`] gives the command that
-    /// replays a counterexample on it).
+    /// The command that runs the same check: `leasehold check --variant … …`, with
+    /// `--backend NAME` for a user's broker (which a command line built with
+    /// `leasehold::cli::main_with_checked` checks).
     pub command: String,
     /// One per violated invariant, as replayed scenarios.
     pub counterexamples: Vec<Found>,
@@ -138,8 +208,9 @@ pub struct Checked {
 
 impl<B: CheckedBroker> Check<B> {
     /// The same check on the broker `Q` (any [`CheckedBroker`]: a queue of one's own),
-    /// registered as `name` — the name its [`BackendKind`] has (see [`backend`]), which the
-    /// failure's command gives to `replay --backend`. Counterexamples are replayed on `Q`.
+    /// registered as `name` — the name a command line built with
+    /// `leasehold::cli::main_with_checked` knows it by ([`checked_backend`]), which the
+    /// failure's command gives to `check --backend`. Counterexamples are replayed on `Q`.
     pub fn broker<Q: CheckedBroker>(self, name: &'static str) -> Check<Q> {
         Check {
             config: self.config,
@@ -222,6 +293,9 @@ impl<B: CheckedBroker> Check<B> {
             ));
         }
         let mut command = format!("{} check {}", program(), self.config);
+        if let Some(backend) = self.backend {
+            command.push_str(&format!(" --backend {backend}"));
+        }
         if self.options.engine != Engine::Leasehold {
             command.push_str(&format!(" --engine {}", self.options.engine.name()));
         }
@@ -296,18 +370,8 @@ impl Checked {
         }
     }
 
-    /// The failure to print for `found`. Its command reruns the check on the reference
-    /// broker; on a user's broker (which the stock command line cannot check), it replays
-    /// the counterexample's scenario on that broker.
+    /// The failure to print for `found`: its command reruns the check.
     pub fn failure(&self, found: &Found) -> Failure {
-        let command = match &self.backend {
-            None => self.command.clone(),
-            Some(backend) => format!(
-                "{} replay {} --backend {backend}",
-                program(),
-                found.scenario.display()
-            ),
-        };
         Failure {
             verdict: format!(
                 "check of {}: VIOLATED {} {} ({} model steps)",
@@ -319,7 +383,7 @@ impl Checked {
             violations: found.violations.clone(),
             timeline: found.timeline.clone(),
             file: Some(found.scenario.display().to_string()),
-            command,
+            command: self.command.clone(),
         }
     }
 

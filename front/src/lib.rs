@@ -22,8 +22,9 @@
 //! ```
 //!
 //! * [`check()`] — exhaustive model checking of one bounded configuration, on the reference
-//!   broker or on a broker of one's own ([`Check::broker`], [`CheckedBroker`]); [`backend()`]
-//!   registers that broker for campaigns, replays and the command line.
+//!   broker or on a broker of one's own ([`Check::broker`], [`CheckedBroker`]);
+//!   [`checked_backend()`] registers that broker for the command line's `check`, and
+//!   [`backend()`] for campaigns and replays.
 //! * [`campaign()`] — a seeded simulator campaign, on the pure broker or a backend of yours.
 //! * [`replay()`] — a scenario file on a backend: its timeline (for `insta::assert_snapshot!`)
 //!   and its verdict.
@@ -45,7 +46,7 @@ pub mod matrix;
 pub mod replay;
 
 pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
-pub use check::{backend, check, Check, Checked, Found};
+pub use check::{backend, check, checked_backend, Check, Checked, CheckedBackend, Found};
 pub use error::Error;
 pub use failure::{reproduce_with, Failure};
 pub use replay::{replay, Replayed};

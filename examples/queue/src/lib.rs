@@ -15,14 +15,15 @@
 //! * its `CheckedBroker` implementation — what the model checker needs beyond the two
 //!   traits every engine drives: the leases time could end, letting time reach one of them,
 //!   and a renaming of lease ids for the checker's canonical form.
-//! * [`FIXED`], [`ACKS_BY_ID`] — the two builds, registered for campaigns, replays and the
-//!   command line.
+//! * [`CHECKED_FIXED`], [`CHECKED_ACKS_BY_ID`] — the two builds, registered for the model
+//!   checker and the command line (`check --backend in-memory`); [`FIXED`], [`ACKS_BY_ID`]
+//!   for campaigns and replays.
 
 use leasehold::model::{
     BrokerConfig, BrokerView, Expired, GroupIx, Lease, LeaseId, Ms, Reason, Seq, SettleError,
     SettleOp, SettleRequest, Status, Timer,
 };
-use leasehold::{Backend, BackendKind, CheckedBroker};
+use leasehold::{Backend, BackendKind, CheckedBackend, CheckedBroker};
 
 /// The queue with the planted bug: a settle applies to its event, whatever lease it names.
 pub type AcksByIdQueue = InMemoryQueue<true>;
@@ -30,11 +31,18 @@ pub type AcksByIdQueue = InMemoryQueue<true>;
 /// The fixed queue: a settle applies to the lease it names, or is refused as stale.
 pub type FixedQueue = InMemoryQueue<false>;
 
-/// [`AcksByIdQueue`], registered as `acks-by-id`.
-pub const ACKS_BY_ID: BackendKind = leasehold::backend::<AcksByIdQueue>("acks-by-id");
+/// [`AcksByIdQueue`], registered as `acks-by-id` for the model checker and the simulator.
+pub const CHECKED_ACKS_BY_ID: CheckedBackend =
+    leasehold::checked_backend::<AcksByIdQueue>("acks-by-id");
 
-/// [`FixedQueue`], registered as `in-memory`.
-pub const FIXED: BackendKind = leasehold::backend::<FixedQueue>("in-memory");
+/// [`FixedQueue`], registered as `in-memory` for the model checker and the simulator.
+pub const CHECKED_FIXED: CheckedBackend = leasehold::checked_backend::<FixedQueue>("in-memory");
+
+/// [`AcksByIdQueue`] for campaigns and replays.
+pub const ACKS_BY_ID: BackendKind = CHECKED_ACKS_BY_ID.kind();
+
+/// [`FixedQueue`] for campaigns and replays.
+pub const FIXED: BackendKind = CHECKED_FIXED.kind();
 
 /// One event of one group, as the queue keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -6,7 +6,9 @@
 
 use leasehold::model::check::Verdict;
 use leasehold::{CheckConfig, Invariant, Setup, Variant};
-use leasehold_example_queue::{AcksByIdQueue, FixedQueue, ACKS_BY_ID, FIXED};
+use leasehold_example_queue::{
+    AcksByIdQueue, FixedQueue, ACKS_BY_ID, CHECKED_ACKS_BY_ID, CHECKED_FIXED, FIXED,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -225,7 +227,7 @@ fn small() -> CheckConfig {
 fn assert_proves(config: CheckConfig, test: &str) {
     leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(config)
-        .broker::<FixedQueue>("in-memory")
+        .broker::<FixedQueue>(CHECKED_FIXED.name())
         .out(out(test))
         .run()
         .expect("checks");
@@ -246,7 +248,7 @@ fn assert_proves(config: CheckConfig, test: &str) {
 fn check_proves_the_fixed_queue_in_a_small_configuration() {
     assert_proves(small(), "check-queue-small");
     let queue = leasehold::check(small())
-        .broker::<FixedQueue>("in-memory")
+        .broker::<FixedQueue>(CHECKED_FIXED.name())
         .out(out("check-queue-small"))
         .run()
         .expect("checks");
@@ -272,7 +274,7 @@ fn check_proves_the_fixed_queue_in_the_default_configuration() {
 fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
     leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(small())
-        .broker::<AcksByIdQueue>("acks-by-id")
+        .broker::<AcksByIdQueue>(CHECKED_ACKS_BY_ID.name())
         .out(out("check-queue-buggy"))
         .run()
         .expect("checks");
@@ -300,13 +302,13 @@ fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
     assert!(fixed.violations.is_empty(), "{fixed:?}");
 }
 
-/// The command a failing check of the queue prints replays its counterexample on the queue,
-/// through this crate's command line, as is.
+/// The command a failing check of the queue prints checks the queue again, through this
+/// crate's command line, as is.
 #[test]
-fn the_printed_command_of_a_check_replays_on_the_queue() {
+fn the_printed_command_of_a_check_checks_the_queue() {
     leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(small())
-        .broker::<AcksByIdQueue>("acks-by-id")
+        .broker::<AcksByIdQueue>(CHECKED_ACKS_BY_ID.name())
         .out(out("check-queue-command"))
         .run()
         .expect("checks");
@@ -320,20 +322,36 @@ fn the_printed_command_of_a_check_replays_on_the_queue() {
         .lines()
         .find_map(|line| line.strip_prefix("reproduce: "))
         .expect("a reproduce line");
-    assert!(command.ends_with("--backend acks-by-id"), "{command}");
+    assert!(command.contains(" check --variant fenced "), "{command}");
+    assert!(command.ends_with(" --backend acks-by-id"), "{command}");
     let args = command
         .strip_prefix(PROGRAM)
         .expect("our program")
         .split_whitespace();
+    // It writes its scenario under ./scenarios/found: run it in the test's own folder.
+    let folder = out("check-queue-command");
+    std::fs::create_dir_all(&folder).expect("a folder");
     let output = Command::new(env!("CARGO_BIN_EXE_leasehold-example-queue"))
         .args(args)
+        .current_dir(&folder)
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("I1 violated"),
+    let seen = format!(
         "{command}:\n{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert_eq!(output.status.code(), Some(0), "the file's [expect] is met");
+    let i1 = stdout
+        .lines()
+        .find(|line| line.contains("I1 stale-never-counts"))
+        .unwrap_or_else(|| panic!("{seen}"));
+    assert!(i1.trim_end().ends_with("violated"), "{seen}");
+    assert!(
+        stdout.contains(&format!(
+            "I1 stale-never-counts ({} model steps)",
+            found.steps
+        )),
+        "the same shortest counterexample: {seen}"
+    );
+    assert_eq!(output.status.code(), Some(1), "an invariant is violated");
 }
