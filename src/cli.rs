@@ -159,6 +159,20 @@ fn closed_output_ends_quietly() {
 /// suite's own binary — `fn main() -> ExitCode { leasehold::cli::main_with(&[MY_QUEUE]) }` —
 /// runs the commands its failing tests print, on its own backend.
 pub fn main_with(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode {
+    main_registered(backends)
+}
+
+/// [`main_with`] for brokers the model checker can explore too ([`leasehold_front::CheckedBroker`],
+/// registered with [`leasehold_front::checked_backend`]): `check --backend NAME` checks them,
+/// and `sim` and `replay` run them as `--backend NAME` — `fn main() -> ExitCode {
+/// leasehold::cli::main_with_checked(&[MY_QUEUE]) }`.
+pub fn main_with_checked(brokers: &[leasehold_front::CheckedBackend]) -> ExitCode {
+    crate::cmd::backends::register_checked(brokers);
+    let kinds: Vec<_> = brokers.iter().map(|broker| broker.kind()).collect();
+    main_registered(&kinds)
+}
+
+fn main_registered(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode {
     use crate::cmd;
     cmd::backends::register(backends);
     let cli = match Cli::try_parse() {

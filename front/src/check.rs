@@ -1,16 +1,25 @@
 //! `leasehold::check`: the model checker as a test call. Each counterexample is written as a
 //! scripted scenario and replayed through the scenario executor, so a failed assertion prints
 //! the timeline `leasehold replay FILE` prints, the file and the `leasehold check …` command.
+//!
+//! The check explores leasehold's reference broker, or a broker of one's own
+//! ([`Check::broker`]): anything that implements [`CheckedBroker`]. Its counterexamples are
+//! replayed on that same broker.
 
 use crate::defaults::{COUNTEREXAMPLE_STATES_MAX, STATES_MAX};
 use crate::failure::{program, Failure};
 use crate::files;
 use crate::Error;
+use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
-    CheckConfig, Engine, Interrupt, LeaseModel, Limits, Options, Outcome, Report,
+    run_on, CheckConfig, CheckedBroker, Counterexample, Engine, Interrupt, LeaseModel, Limits,
+    Options, Outcome, Report,
 };
-use leasehold_model::Invariant;
+use leasehold_model::{Backend, Broker, BrokerConfig, Invariant};
 use leasehold_sim::counterexample;
+use leasehold_sim::script::Replay;
+use leasehold_sim::seeded::BackendKind;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -20,14 +29,33 @@ use std::time::Duration;
 /// working folder: a package's root under `cargo test`).
 pub const OUT_DEFAULT: &str = "target/leasehold";
 
-/// A model check to run: a configuration and the search's options. Built by [`check`].
-#[derive(Clone, Debug)]
-pub struct Check {
+/// A model check to run: a configuration, the search's options and the broker under test
+/// (`B`, the reference [`Broker`] unless [`Check::broker`] names another). Built by
+/// [`check`].
+#[derive(Debug)]
+pub struct Check<B = Broker> {
     config: CheckConfig,
     options: Options,
     out: PathBuf,
     budget: Option<Duration>,
     memory_bytes: Option<u64>,
+    /// The name a user's broker is registered by (`None`: the reference broker).
+    backend: Option<&'static str>,
+    broker: PhantomData<fn() -> B>,
+}
+
+impl<B> Clone for Check<B> {
+    fn clone(&self) -> Check<B> {
+        Check {
+            config: self.config.clone(),
+            options: self.options.clone(),
+            out: self.out.clone(),
+            budget: self.budget,
+            memory_bytes: self.memory_bytes,
+            backend: self.backend,
+            broker: PhantomData,
+        }
+    }
 }
 
 /// A model check of `config` (e.g. `CheckConfig::default_for(Variant::Fenced)`): symmetry
@@ -49,6 +77,96 @@ pub fn check(config: CheckConfig) -> Check {
         out: PathBuf::from(OUT_DEFAULT),
         budget: None,
         memory_bytes: None,
+        backend: None,
+        broker: PhantomData,
+    }
+}
+
+/// A [`BackendKind`] that builds `B` as [`CheckedBroker::with_config`] does, registered as
+/// `name`: the same broker for campaigns, replays and the command line
+/// (`leasehold::cli::main_with`) as for [`Check::broker`].
+///
+/// ```
+/// use leasehold_front::{backend, model::Broker, BackendKind};
+///
+/// const PURE_AGAIN: BackendKind = backend::<Broker>("pure-again");
+/// assert_eq!(PURE_AGAIN.name(), "pure-again");
+/// ```
+pub const fn backend<B: CheckedBroker>(name: &'static str) -> BackendKind {
+    BackendKind::Other {
+        name,
+        make: boxed::<B>,
+    }
+}
+
+fn boxed<B: CheckedBroker>(config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
+    Ok(Box::new(B::with_config(config)))
+}
+
+/// A user's broker registered for every engine: the model checker (`leasehold check
+/// --backend NAME` of a command line built with `leasehold::cli::main_with_checked`) as well
+/// as campaigns and replays ([`CheckedBackend::kind`]). Built by [`checked_backend`].
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedBackend {
+    name: &'static str,
+    kind: BackendKind,
+    run: RunFn,
+    replay: ReplayFn,
+}
+
+/// [`leasehold_model::check::run_on`] for one broker.
+type RunFn = for<'a> fn(&CheckConfig, &Options, Option<Progress<'a>>) -> Report;
+
+/// [`leasehold_sim::counterexample::replay`] for one broker: the scenario's text and replay.
+type ReplayFn = fn(&CheckConfig, &Counterexample) -> Result<(String, Replay), String>;
+
+/// `B` registered as `name` for the model checker and the simulator (see
+/// [`CheckedBackend`]).
+pub const fn checked_backend<B: CheckedBroker>(name: &'static str) -> CheckedBackend {
+    CheckedBackend {
+        name,
+        kind: backend::<B>(name),
+        run: run_on::<B>,
+        replay: replay_on::<B>,
+    }
+}
+
+fn replay_on<B: CheckedBroker>(
+    config: &CheckConfig,
+    cx: &Counterexample,
+) -> Result<(String, Replay), String> {
+    counterexample::replay(&LeaseModel::<B>::for_broker(config.clone()), cx)
+}
+
+impl CheckedBackend {
+    /// The name it is registered by.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The same broker for campaigns, replays and `--backend NAME` of `sim` and `replay`.
+    pub const fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    /// Checks `config` on this broker (as [`leasehold_model::check::run_on`]).
+    pub fn run(
+        &self,
+        config: &CheckConfig,
+        options: &Options,
+        progress: Option<Progress<'_>>,
+    ) -> Report {
+        (self.run)(config, options, progress)
+    }
+
+    /// The scenario of `cx` and its replay on this broker (as
+    /// [`leasehold_sim::counterexample::replay`]).
+    pub fn replay(
+        &self,
+        config: &CheckConfig,
+        cx: &Counterexample,
+    ) -> Result<(String, Replay), String> {
+        (self.replay)(config, cx)
     }
 }
 
@@ -72,9 +190,14 @@ pub struct Found {
 /// What a model check found.
 #[derive(Clone, Debug)]
 pub struct Checked {
+    /// The broker explored: `None` for the reference broker, else the name a user's broker
+    /// was registered by ([`Check::broker`]).
+    pub backend: Option<String>,
     /// The model checker's report (verdicts, counts, outcome).
     pub report: Report,
-    /// The command that runs the same check: `leasehold check --variant … …`.
+    /// The command that runs the same check: `leasehold check --variant … …`, with
+    /// `--backend NAME` for a user's broker (which a command line built with
+    /// `leasehold::cli::main_with_checked` checks).
     pub command: String,
     /// One per violated invariant, as replayed scenarios.
     pub counterexamples: Vec<Found>,
@@ -83,15 +206,31 @@ pub struct Checked {
     pub budget_spent: bool,
 }
 
-impl Check {
+impl<B: CheckedBroker> Check<B> {
+    /// The same check on the broker `Q` (any [`CheckedBroker`]: a queue of one's own),
+    /// registered as `name` — the name a command line built with
+    /// `leasehold::cli::main_with_checked` knows it by ([`checked_backend`]), which the
+    /// failure's command gives to `check --backend`. Counterexamples are replayed on `Q`.
+    pub fn broker<Q: CheckedBroker>(self, name: &'static str) -> Check<Q> {
+        Check {
+            config: self.config,
+            options: self.options,
+            out: self.out,
+            budget: self.budget,
+            memory_bytes: self.memory_bytes,
+            backend: Some(name),
+            broker: PhantomData,
+        }
+    }
+
     /// Search threads (the verdicts do not depend on it).
-    pub fn threads(mut self, threads: usize) -> Check {
+    pub fn threads(mut self, threads: usize) -> Check<B> {
         self.options.limits.threads = threads;
         self
     }
 
     /// Stop with "bounded" after about this many generated states.
-    pub fn max_states(mut self, states: u64) -> Check {
+    pub fn max_states(mut self, states: u64) -> Check<B> {
         self.options.limits.states_max = states;
         self.options.counterexample_states_max = states.min(COUNTEREXAMPLE_STATES_MAX);
         self
@@ -99,7 +238,7 @@ impl Check {
 
     /// Stops the search after `budget` of wall-clock time, as at `max_states`: the report is
     /// then bounded (never holds), and what the search found by then stands.
-    pub fn for_at_most(mut self, budget: Duration) -> Check {
+    pub fn for_at_most(mut self, budget: Duration) -> Check<B> {
         self.budget = Some(budget);
         self
     }
@@ -107,7 +246,7 @@ impl Check {
     /// Stops the search when the process's resident memory passes `bytes`, as at
     /// `max_states` (`leasehold check --max-memory`): a search that would run out of memory
     /// reports what it found instead of being killed.
-    pub fn memory_at_most(mut self, bytes: u64) -> Check {
+    pub fn memory_at_most(mut self, bytes: u64) -> Check<B> {
         self.memory_bytes = Some(bytes);
         self
     }
@@ -116,19 +255,19 @@ impl Check {
     /// [`Engine::Stateright`] runs the same model through stateright's checker, a cross-check
     /// of the state counts and verdicts. It cannot be stopped by [`Check::for_at_most`] or
     /// [`Check::memory_at_most`] (refused beside it), only by [`Check::max_states`].
-    pub fn engine(mut self, engine: Engine) -> Check {
+    pub fn engine(mut self, engine: Engine) -> Check<B> {
         self.options.engine = engine;
         self
     }
 
     /// Search past the first violation, for every invariant the configuration can break.
-    pub fn all_violations(mut self) -> Check {
+    pub fn all_violations(mut self) -> Check<B> {
         self.options.beyond_first_violation = true;
         self
     }
 
     /// Where counterexample scenarios go (default [`OUT_DEFAULT`]).
-    pub fn out(mut self, dir: impl AsRef<Path>) -> Check {
+    pub fn out(mut self, dir: impl AsRef<Path>) -> Check<B> {
         self.out = dir.as_ref().to_path_buf();
         self
     }
@@ -154,6 +293,9 @@ impl Check {
             ));
         }
         let mut command = format!("{} check {}", program(), self.config);
+        if let Some(backend) = self.backend {
+            command.push_str(&format!(" --backend {backend}"));
+        }
         if self.options.engine != Engine::Leasehold {
             command.push_str(&format!(" --engine {}", self.options.engine.name()));
         }
@@ -176,17 +318,22 @@ impl Check {
         }
         let (report, spent) =
             crate::budget::within_limits(self.budget, self.memory_bytes, &stop, || {
-                leasehold_model::check::run(&self.config, &options, None)
+                leasehold_model::check::run_on::<B>(&self.config, &options, None)
             });
         let budget_spent = spent.is_some() && report.interrupted;
-        let model = LeaseModel::new(self.config.clone());
+        let model = LeaseModel::<B>::for_broker(self.config.clone());
+        let prefix = self.backend.map(|b| format!("{b}-")).unwrap_or_default();
         let counterexamples = report
             .counterexamples
             .iter()
             .map(|cx| {
                 let (body, replay) = counterexample::replay(&model, cx)
                     .map_err(|e| Error(format!("the counterexample for {}: {e}", cx.invariant)))?;
-                let name = format!("{}-check-{}.toml", self.config.variant, cx.invariant.id());
+                let name = format!(
+                    "{prefix}{}-check-{}.toml",
+                    self.config.variant,
+                    cx.invariant.id()
+                );
                 let scenario = self.out.join(name);
                 files::write_atomic(&scenario, body.as_bytes())?;
                 Ok(Found {
@@ -200,6 +347,7 @@ impl Check {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Checked {
+            backend: self.backend.map(str::to_string),
             report,
             command,
             counterexamples,
@@ -214,12 +362,20 @@ impl Checked {
         self.report.outcome == Outcome::Holds
     }
 
-    /// The failure to print for `found`.
+    /// What was checked: the variant, and the user's broker if one was.
+    fn subject(&self) -> String {
+        match &self.backend {
+            None => self.report.config.variant.to_string(),
+            Some(backend) => format!("{} on {backend}", self.report.config.variant),
+        }
+    }
+
+    /// The failure to print for `found`: its command reruns the check.
     pub fn failure(&self, found: &Found) -> Failure {
         Failure {
             verdict: format!(
                 "check of {}: VIOLATED {} {} ({} model steps)",
-                self.report.config.variant,
+                self.subject(),
                 found.invariant.id(),
                 found.invariant.name(),
                 found.steps
@@ -241,11 +397,11 @@ impl Checked {
             Failure {
                 verdict: if self.budget_spent {
                     format!(
-                        "check: {:?}, not proven: its time or memory budget stopped the search after {} generated states",
-                        self.report.outcome, self.report.counts.generated
+                        "check of {}: {:?}, not proven: its time or memory budget stopped the search after {} generated states",
+                        self.subject(), self.report.outcome, self.report.counts.generated
                     )
                 } else {
-                    format!("check: {:?}, not proven", self.report.outcome)
+                    format!("check of {}: {:?}, not proven", self.subject(), self.report.outcome)
                 },
                 violations: Vec::new(),
                 timeline: String::new(),
@@ -269,7 +425,7 @@ impl Checked {
             None => Failure {
                 verdict: format!(
                     "check of {}: {} {} was expected to be violated, and was not ({:?})",
-                    self.report.config.variant,
+                    self.subject(),
                     invariant.id(),
                     invariant.name(),
                     self.report.outcome

@@ -21,7 +21,10 @@
 //! # Ok::<(), leasehold_front::Error>(())
 //! ```
 //!
-//! * [`check()`] — exhaustive model checking of one bounded configuration.
+//! * [`check()`] — exhaustive model checking of one bounded configuration, on the reference
+//!   broker or on a broker of one's own ([`Check::broker`], [`CheckedBroker`]);
+//!   [`checked_backend()`] registers that broker for the command line's `check`, and
+//!   [`backend()`] for campaigns and replays.
 //! * [`campaign()`] — a seeded simulator campaign, on the pure broker or a backend of yours.
 //! * [`replay()`] — a scenario file on a backend: its timeline (for `insta::assert_snapshot!`)
 //!   and its verdict; [`replay_styled`] renders the timeline with times and deadlines.
@@ -45,14 +48,14 @@ pub mod matrix;
 pub mod replay;
 
 pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
-pub use check::{check, Check, Checked, Found};
+pub use check::{backend, check, checked_backend, Check, Checked, CheckedBackend, Found};
 pub use error::Error;
 pub use failure::{reproduce_with, Failure};
 pub use replay::{replay, replay_styled, Replayed, Style};
 
 pub use leasehold_conformance as conformance;
 pub use leasehold_model as model;
-pub use leasehold_model::check::CheckConfig;
+pub use leasehold_model::check::{CheckConfig, CheckedBroker};
 pub use leasehold_model::{Backend, BrokerConfig, BrokerView, Invariant, Variant};
 pub use leasehold_sim as sim;
 pub use leasehold_sim::seeded::seeded_file::MakeBackend;

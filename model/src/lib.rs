@@ -10,9 +10,9 @@
 //! * [`invariant`] — the invariants I1–I7 and their stable names.
 //! * [`oracle`] — ghost bookkeeping that checks the invariants after every step.
 //! * [`mod@detail`] — what a violation saw: its words and the events and leases it names.
-//! * [`check`] — exhaustive model checking of a bounded configuration: the history-free
-//!   state, the proof search, liveness (ranking function or fair cycles), shortest
-//!   counterexamples, `check` as a library call.
+//! * [`check`] — exhaustive model checking of a bounded configuration, on the reference
+//!   broker or any [`CheckedBroker`]: the history-free state, the proof search, liveness
+//!   (ranking function or fair cycles), shortest counterexamples, `check` as a library call.
 #![deny(missing_docs)]
 
 pub mod backend;
@@ -28,6 +28,7 @@ pub mod variant;
 
 pub use backend::Backend;
 pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest, Timer};
+pub use check::CheckedBroker;
 pub use detail::Detail;
 pub use invariant::Invariant;
 pub use oracle::{Issuance, Oracle, OracleConfig, Violation};

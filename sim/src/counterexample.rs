@@ -31,8 +31,8 @@ use crate::parse;
 use crate::scenario::{Config, Expect, Scenario, Step};
 use crate::script::{self, Replay};
 use leasehold_model::check::path::{self, Heard, Step as Told};
-use leasehold_model::check::{CheckConfig, Counterexample, LeaseModel};
-use leasehold_model::{Broker, GroupIx, Invariant, Issuance, SettleError, SettleOp, Variant};
+use leasehold_model::check::{CheckConfig, CheckedBroker, Counterexample, LeaseModel};
+use leasehold_model::{GroupIx, Invariant, Issuance, SettleError, SettleOp, Variant};
 use std::collections::BTreeMap;
 
 /// Virtual time between two model steps.
@@ -75,7 +75,7 @@ struct Unrolled {
     loop_start: Option<usize>,
 }
 
-fn unroll(model: &LeaseModel, cx: &Counterexample) -> Unrolled {
+fn unroll<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample) -> Unrolled {
     let mut actions = cx.actions.clone();
     if let Some(start) = cx.loop_start {
         actions.extend_from_slice(&cx.actions[start..]);
@@ -160,7 +160,7 @@ fn durations(unrolled: &Unrolled) -> BTreeMap<usize, u64> {
 }
 
 /// The scenario replaying `cx`.
-pub fn scenario(model: &LeaseModel, cx: &Counterexample) -> Scenario {
+pub fn scenario<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample) -> Scenario {
     let config = model.config();
     let unrolled = unroll(model, cx);
     let durations = durations(&unrolled);
@@ -381,13 +381,17 @@ fn follow_up_deliveries(told: &[Told]) -> std::collections::BTreeSet<usize> {
     out
 }
 
-/// The scenario of `cx` as TOML text, parsed back and replayed on the pure broker: the
-/// timeline the checker prints. An error names what did not round-trip (a bug).
-pub fn replay(model: &LeaseModel, cx: &Counterexample) -> Result<(String, Replay), String> {
+/// The scenario of `cx` as TOML text, parsed back and replayed on the model's broker (the
+/// pure broker, or the user's broker the check explored): the timeline the checker prints.
+/// An error names what did not round-trip (a bug).
+pub fn replay<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    cx: &Counterexample,
+) -> Result<(String, Replay), String> {
     let scenario = scenario(model, cx);
     let text = toml::to_string(&scenario).map_err(|e| format!("cannot write the scenario: {e}"))?;
     let file = format!("{}-{}.toml", model.config().variant, cx.invariant.id());
     let script = parse::parse(&text, &file).map_err(|e| e.to_string())?;
-    let replay = script::run(&script, Broker::new(script.setup.broker_config()));
+    let replay = script::run(&script, B::with_config(&script.setup.broker_config()));
     Ok((text, replay))
 }

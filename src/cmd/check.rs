@@ -9,6 +9,8 @@ use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
 use leasehold_front::budget::Spent;
+use leasehold_front::CheckedBackend;
+use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
     run as check, Budgets, CheckConfig, Counterexample, Counts, Engine, ExplorerModel, Fairness,
     Interrupt, LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
@@ -137,6 +139,10 @@ pub struct Args {
     /// Where counterexample scenarios are written.
     #[arg(long, default_value = "scenarios/found")]
     pub out: PathBuf,
+    /// The broker to check: leasehold's reference broker (the default), or one a build of
+    /// the command line registers for the model checker (`leasehold::cli::main_with_checked`).
+    #[arg(long, value_name = "NAME", conflicts_with = "explore")]
+    pub backend: Option<String>,
 }
 
 fn user(message: String) -> UserError {
@@ -289,6 +295,9 @@ pub struct CounterexampleReport {
 pub struct Printed {
     /// The replay recipe: `leasehold check --variant … …`.
     pub command: String,
+    /// The broker checked, when it is not the reference one (`--backend NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<&'static str>,
     /// The library's report.
     #[serde(flatten)]
     pub report: Report,
@@ -349,12 +358,22 @@ impl Spinner {
     }
 }
 
-/// Runs the library check with a spinner; returns the report and the wall-clock seconds.
-pub fn run_check(config: &CheckConfig, options: &Options, progress: bool) -> (Report, f64) {
+/// Runs the library check with a spinner, on the reference broker or on `broker`; returns the
+/// report and the wall-clock seconds.
+pub fn run_check(
+    config: &CheckConfig,
+    options: &Options,
+    broker: Option<CheckedBackend>,
+    progress: bool,
+) -> (Report, f64) {
     let spinner = Spinner::new(progress);
     let started = Instant::now();
     let update = |counts: Counts| spinner.update(counts);
-    let report = check(config, options, progress.then_some(&update));
+    let progress = progress.then_some(&update as Progress<'_>);
+    let report = match broker {
+        Some(broker) => broker.run(config, options, progress),
+        None => check(config, options, progress),
+    };
     let seconds = started.elapsed().as_secs_f64();
     spinner.finish();
     (report, seconds)
@@ -417,7 +436,11 @@ pub fn run(args: Args) -> CmdResult {
         ));
     }
     let explore = args.explore.as_deref().map(loopback).transpose()?;
+    let broker = args.backend.as_deref().map(checked_broker).transpose()?;
     let mut command = format!("leasehold check {config}");
+    if let Some(broker) = broker {
+        command.push_str(&format!(" --backend {}", broker.name()));
+    }
     if options.engine != Engine::Leasehold {
         command.push_str(&format!(" --engine {}", options.engine.name()));
     }
@@ -452,7 +475,7 @@ pub fn run(args: Args) -> CmdResult {
     catch_interrupts("the search ends as at a bound, then the report", false);
     let ((report, seconds), spent) =
         leasehold_front::budget::within_limits(budget, memory, &INTERRUPTED, || {
-            run_check(&config, &options, progress)
+            run_check(&config, &options, broker, progress)
         });
     let stopped = report.interrupted.then(|| match (spent, memory) {
         (Some(Spent::Memory), Some(bytes)) => {
@@ -465,16 +488,16 @@ pub fn run(args: Args) -> CmdResult {
             symmetry: false,
             ..options
         };
-        run_check(&config, &plain, progress).0.counts
+        run_check(&config, &plain, broker, progress).0.counts
     });
-    let model = LeaseModel::new(config.clone());
     let counterexamples = report
         .counterexamples
         .iter()
-        .map(|cx| counterexample_report(&model, cx, &args))
+        .map(|cx| counterexample_report(&config, broker, cx, &args))
         .collect::<Result<Vec<_>, _>>()?;
     let printed = Printed {
         command,
+        backend: broker.map(|b| b.name()),
         unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
         collision_estimate: report.collision_estimate(),
         seconds,
@@ -542,18 +565,42 @@ fn serve(config: &CheckConfig, options: &Options, addr: SocketAddr, command: &st
     Ok(Status::Ok)
 }
 
+/// The broker registered for `check` as `name`.
+fn checked_broker(name: &str) -> Result<CheckedBackend, UserError> {
+    crate::cmd::backends::find_checked(name).ok_or_else(|| {
+        let names = crate::cmd::backends::checked_names();
+        user(if names.is_empty() {
+            format!(
+                "--backend {name}: this build of the command line checks no broker but the \
+                 reference one (a suite registers its own with leasehold::cli::main_with_checked)"
+            )
+        } else {
+            format!(
+                "--backend {name}: unknown broker (expected one of: {})",
+                names.join(", ")
+            )
+        })
+    })
+}
+
 fn counterexample_report(
-    model: &LeaseModel,
+    config: &CheckConfig,
+    broker: Option<CheckedBackend>,
     cx: &Counterexample,
     args: &Args,
 ) -> Result<CounterexampleReport, UserError> {
-    let (body, replay) = counterexample::replay(model, cx).map_err(|e| {
+    let replayed = match broker {
+        Some(broker) => broker.replay(config, cx),
+        None => counterexample::replay(&LeaseModel::new(config.clone()), cx),
+    };
+    let (body, replay) = replayed.map_err(|e| {
         user(format!(
             "the counterexample for {} does not make a scenario: {e}",
             cx.invariant
         ))
     })?;
-    let stem = format!("{}-{}", model.config().variant, cx.invariant.id());
+    let prefix = broker.map(|b| format!("{}-", b.name())).unwrap_or_default();
+    let stem = format!("{prefix}{}-{}", config.variant, cx.invariant.id());
     let path = files::write_new(&args.out, &stem, "toml", body.as_bytes())?;
     Ok(CounterexampleReport {
         invariant: cx.invariant.id(),
@@ -668,8 +715,12 @@ fn counterexamples_text(printed: &Printed) -> String {
         }
         if let Some(path) = &cx.scenario {
             let drawing = path.strip_suffix(".toml").unwrap_or(path);
+            let on = printed
+                .backend
+                .map(|b| format!(" --backend {b}"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "scenario written to {path} (replay: leasehold replay {path}; draw: leasehold timeline {path} --svg {drawing}.svg)\n"
+                "scenario written to {path} (replay: leasehold replay {path}{on}; draw: leasehold timeline {path} --svg {drawing}.svg)\n"
             ));
         }
     }

@@ -246,6 +246,7 @@ fn bad_input_exits_2_with_one_line() {
         &["check", "--outcomes", "some"],
         &["check", "--compare-symmetry", "--no-symmetry"],
         &["check", "--compare-symmetry", "--renews", "unbounded"],
+        &["check", "--backend", "in-memory"],
     ] {
         let output = leasehold(args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
@@ -261,6 +262,7 @@ fn bad_input_exits_2_with_one_line() {
         &["--compare-symmetry"],
         &["--max-states", "10"],
         &["--out", "elsewhere"],
+        &["--backend", "in-memory"],
     ] {
         let args = [&["check", "--explore", "127.0.0.1:1"][..], flag].concat();
         let output = leasehold(&args);

@@ -1,9 +1,14 @@
 //! The queue's test suite: every front-door call catches the planted bug of [`ACKS_BY_ID`]
 //! (each `#[should_panic]` test checks the panic names the verdict and the reproducing
-//! command) and passes on [`FIXED`]. The last test runs a failure's printed command as is.
+//! command) and passes on [`FIXED`] — the model checker too, exploring the queue itself
+//! ([`FixedQueue`], [`AcksByIdQueue`]). The tests that run a failure's printed command run
+//! it as is.
 
+use leasehold::model::check::Verdict;
 use leasehold::{CheckConfig, Invariant, Setup, Variant};
-use leasehold_example_queue::{ACKS_BY_ID, FIXED};
+use leasehold_example_queue::{
+    AcksByIdQueue, FixedQueue, ACKS_BY_ID, CHECKED_ACKS_BY_ID, CHECKED_FIXED, FIXED,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -205,4 +210,149 @@ fn a_template_of_ones_own() {
         .run()
         .expect("runs")
         .assert_clean();
+}
+
+/// Events 2, workers 2, max attempts 2, with the reference protocol's default faults.
+fn small() -> CheckConfig {
+    CheckConfig {
+        event_count: 2,
+        worker_count: 2,
+        max_attempts: 2,
+        ..CheckConfig::default_for(Variant::Fenced)
+    }
+}
+
+/// The model checker explores the queue itself (not the reference broker): every safety
+/// invariant and I6 hold, and every `sometimes` property is reached, so the proof is not
+/// vacuous.
+fn assert_proves(config: CheckConfig, test: &str) {
+    leasehold::reproduce_with(PROGRAM);
+    let checked = leasehold::check(config)
+        .broker::<FixedQueue>(CHECKED_FIXED.name())
+        .out(out(test))
+        .run()
+        .expect("checks");
+    checked.assert_holds();
+    for invariant in &Invariant::ALL[..6] {
+        assert_eq!(
+            checked.report.verdict(*invariant),
+            Some(Verdict::Holds),
+            "{invariant}"
+        );
+    }
+    assert_eq!(checked.backend.as_deref(), Some("in-memory"));
+}
+
+/// The queue implements the reference protocol with data structures of its own: the checker
+/// finds exactly as many distinct states in it as in the reference broker.
+#[test]
+fn check_proves_the_fixed_queue_in_a_small_configuration() {
+    assert_proves(small(), "check-queue-small");
+    let queue = leasehold::check(small())
+        .broker::<FixedQueue>(CHECKED_FIXED.name())
+        .out(out("check-queue-small"))
+        .run()
+        .expect("checks");
+    let reference = leasehold::check(small())
+        .out(out("check-reference-small"))
+        .run()
+        .expect("checks");
+    assert_eq!(queue.report.counts, reference.report.counts);
+}
+
+/// The configuration `leasehold check` runs with no flags.
+#[test]
+fn check_proves_the_fixed_queue_in_the_default_configuration() {
+    assert_proves(
+        CheckConfig::default_for(Variant::Fenced),
+        "check-queue-default",
+    );
+}
+
+/// The model checker finds the planted bug in the queue itself, in a handful of steps, and
+/// the scenario it writes replays on that queue to the same violation.
+#[test]
+fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
+    leasehold::reproduce_with(PROGRAM);
+    let checked = leasehold::check(small())
+        .broker::<AcksByIdQueue>(CHECKED_ACKS_BY_ID.name())
+        .out(out("check-queue-buggy"))
+        .run()
+        .expect("checks");
+    let found = checked.assert_violates(Invariant::I1);
+    assert!(
+        found.steps <= 6,
+        "{} steps:\n{}",
+        found.steps,
+        found.timeline
+    );
+    assert!(found.replays, "{found:?}");
+    let text = std::fs::read_to_string(&found.scenario).expect("written");
+    assert!(text.contains("variant = \"fenced\""), "{text}");
+    let replayed = leasehold::replay(&found.scenario, ACKS_BY_ID).expect("replays");
+    assert!(
+        replayed
+            .violations
+            .iter()
+            .any(|v| v.contains("I1 stale-never-counts")),
+        "{replayed:?}"
+    );
+    replayed.assert_matches();
+    // The same schedule on the fixed queue: the stale settle is refused.
+    let fixed = leasehold::replay(&found.scenario, FIXED).expect("replays");
+    assert!(fixed.violations.is_empty(), "{fixed:?}");
+}
+
+/// The command a failing check of the queue prints checks the queue again, through this
+/// crate's command line, as is.
+#[test]
+fn the_printed_command_of_a_check_checks_the_queue() {
+    leasehold::reproduce_with(PROGRAM);
+    let checked = leasehold::check(small())
+        .broker::<AcksByIdQueue>(CHECKED_ACKS_BY_ID.name())
+        .out(out("check-queue-command"))
+        .run()
+        .expect("checks");
+    let found = checked.assert_violates(Invariant::I1);
+    let message = checked.failure(found).to_string();
+    assert!(
+        message.contains("check of fenced on acks-by-id: VIOLATED I1"),
+        "{message}"
+    );
+    let command = message
+        .lines()
+        .find_map(|line| line.strip_prefix("reproduce: "))
+        .expect("a reproduce line");
+    assert!(command.contains(" check --variant fenced "), "{command}");
+    assert!(command.ends_with(" --backend acks-by-id"), "{command}");
+    let args = command
+        .strip_prefix(PROGRAM)
+        .expect("our program")
+        .split_whitespace();
+    // It writes its scenario under ./scenarios/found: run it in the test's own folder.
+    let folder = out("check-queue-command");
+    std::fs::create_dir_all(&folder).expect("a folder");
+    let output = Command::new(env!("CARGO_BIN_EXE_leasehold-example-queue"))
+        .args(args)
+        .current_dir(&folder)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let seen = format!(
+        "{command}:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let i1 = stdout
+        .lines()
+        .find(|line| line.contains("I1 stale-never-counts"))
+        .unwrap_or_else(|| panic!("{seen}"));
+    assert!(i1.trim_end().ends_with("violated"), "{seen}");
+    assert!(
+        stdout.contains(&format!(
+            "I1 stale-never-counts ({} model steps)",
+            found.steps
+        )),
+        "the same shortest counterexample: {seen}"
+    );
+    assert_eq!(output.status.code(), Some(1), "an invariant is violated");
 }

@@ -19,6 +19,7 @@
 //! report's counterexamples come from leasehold's breadth-first shortest-path search, run for
 //! the invariants stateright found violated.
 
+use crate::check::checked::CheckedBroker;
 use crate::check::model::{LeaseModel, SAFETY};
 use crate::check::rank::rank;
 use crate::check::search::{Counts, Exploration, Limits, Progress, RankFailure};
@@ -78,26 +79,26 @@ const NEVER: &str = "(search every reachable state)";
 
 /// The model as stateright's checker sees it: [`LeaseModel`]'s states and transitions, with
 /// the transitions' witnesses and the ranking function read on the side.
-struct Observed {
-    model: LeaseModel,
+struct Observed<B> {
+    model: LeaseModel<B>,
     check_rank: bool,
     witnessed: Arc<AtomicU8>,
-    rank_failure: Arc<Mutex<Option<Box<RankFailure>>>>,
+    rank_failure: Arc<Mutex<Option<Box<RankFailure<B>>>>>,
 }
 
-impl Model for Observed {
-    type State = State;
+impl<B: CheckedBroker> Model for Observed<B> {
+    type State = State<B>;
     type Action = Action;
 
-    fn init_states(&self) -> Vec<State> {
+    fn init_states(&self) -> Vec<State<B>> {
         vec![self.model.init_state(true)]
     }
 
-    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+    fn actions(&self, state: &State<B>, actions: &mut Vec<Action>) {
         Model::actions(&self.model, state, actions);
     }
 
-    fn next_state(&self, state: &State, action: Action) -> Option<State> {
+    fn next_state(&self, state: &State<B>, action: Action) -> Option<State<B>> {
         let (next, witness) = self.model.successor(state, action);
         if witness != 0 {
             self.witnessed.fetch_or(witness, Ordering::Relaxed);
@@ -121,25 +122,28 @@ impl Model for Observed {
 
     fn properties(&self) -> Vec<Property<Self>> {
         let mut properties = vec![
-            Property::always(SAFETY_NAMES[0], |_, s: &State| {
+            Property::always(SAFETY_NAMES[0], |_, s: &State<B>| {
                 !s.oracle.violated(Invariant::I1)
             }),
-            Property::always(SAFETY_NAMES[1], |_, s: &State| {
+            Property::always(SAFETY_NAMES[1], |_, s: &State<B>| {
                 !s.oracle.violated(Invariant::I2)
             }),
-            Property::always(SAFETY_NAMES[2], |_, s: &State| {
+            Property::always(SAFETY_NAMES[2], |_, s: &State<B>| {
                 !s.oracle.violated(Invariant::I3)
             }),
-            Property::always(SAFETY_NAMES[3], |_, s: &State| {
+            Property::always(SAFETY_NAMES[3], |_, s: &State<B>| {
                 !s.oracle.violated(Invariant::I4)
             }),
-            Property::always(SAFETY_NAMES[4], |_, s: &State| {
+            Property::always(SAFETY_NAMES[4], |_, s: &State<B>| {
                 !s.oracle.violated(Invariant::I5)
             }),
         ];
-        properties.push(Property::always(I6_TERMINAL, |m: &Observed, s: &State| {
-            LeaseModel::violating(s) || m.model.has_action(s) || LeaseModel::settled(s)
-        }));
+        properties.push(Property::always(
+            I6_TERMINAL,
+            |m: &Observed<B>, s: &State<B>| {
+                LeaseModel::violating(s) || m.model.has_action(s) || LeaseModel::settled(s)
+            },
+        ));
         properties
     }
 }
@@ -159,13 +163,13 @@ const _: () = assert!(SAFETY.len() == SAFETY_NAMES.len());
 /// not its interrupt, see the module documentation); `symmetry` picks stateright's
 /// depth-first search with its symmetry reduction, else its breadth-first search. `progress`
 /// is called with the counts while it runs.
-pub fn explore(
-    model: &LeaseModel,
+pub fn explore<B: CheckedBroker>(
+    model: &LeaseModel<B>,
     limits: &Limits,
     symmetry: bool,
     check_rank: bool,
     progress: Option<Progress<'_>>,
-) -> Exploration {
+) -> Exploration<B> {
     let witnessed = Arc::new(AtomicU8::new(0));
     let rank_failure = Arc::new(Mutex::new(None));
     let observed = Observed {
@@ -210,7 +214,7 @@ pub fn explore(
 
 /// Waits for `checker` (calling `progress` meanwhile); returns its counts, its depth and the
 /// names of the properties it discovered.
-fn run<C: Checker<Observed>>(
+fn run<B: CheckedBroker, C: Checker<Observed<B>>>(
     checker: C,
     progress: Option<Progress<'_>>,
 ) -> (Counts, u32, BTreeSet<&'static str>) {

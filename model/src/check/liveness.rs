@@ -20,6 +20,8 @@
 //!    a cycle from there that takes an edge of every group enabled throughout the component
 //!    and visits a state where each other enabled group is disabled, and returns.
 
+use crate::broker::Broker;
+use crate::check::checked::CheckedBroker;
 use crate::check::config::Fairness;
 use crate::check::fingerprint::fingerprint;
 use crate::check::model::SAFETY;
@@ -43,7 +45,7 @@ pub enum Group {
 }
 
 /// The fairness group of `action` in `state`, `None` for a fault.
-pub fn group_of(state: &State, action: Action) -> Option<Group> {
+pub fn group_of<B>(state: &State<B>, action: Action) -> Option<Group> {
     match action {
         Action::Fetch { worker, .. } | Action::Handle { worker, .. } | Action::Renew { worker } => {
             Some(Group::Worker(worker))
@@ -95,10 +97,10 @@ impl Graph {
 }
 
 /// What the liveness search found.
-#[derive(Clone, Debug, Default)]
-pub struct GraphSearch {
+#[derive(Clone, Debug)]
+pub struct GraphSearch<B = Broker> {
     /// Counts and what was found, as the proof search reports them.
-    pub exploration: Exploration,
+    pub exploration: Exploration<B>,
     /// A shortest counterexample per violated invariant (safety: the shallowest violating
     /// state; I6: a terminal unsettled state, else a lasso).
     pub found: Vec<Counterexample>,
@@ -112,12 +114,12 @@ pub struct GraphSearch {
 
 /// Explores `model` as a graph and checks I6 on its cycles under `fairness` (see the module
 /// documentation).
-pub fn check(
-    model: &LeaseModel,
+pub fn check<B: CheckedBroker>(
+    model: &LeaseModel<B>,
     limits: &Limits,
     fairness: Fairness,
     progress: Option<Progress<'_>>,
-) -> GraphSearch {
+) -> GraphSearch<B> {
     let model = model.clone().with_symmetry(false);
     let (graph, mut out, first) = explore(&model, limits, progress);
     out.edges = graph.edges.len() as u64;
@@ -162,23 +164,23 @@ pub fn check(
 type Firsts = Vec<(Invariant, u32)>;
 
 /// The breadth-first construction of the graph.
-struct Builder<'a> {
-    model: &'a LeaseModel,
+struct Builder<'a, B> {
+    model: &'a LeaseModel<B>,
     graph: Graph,
-    out: GraphSearch,
+    out: GraphSearch<B>,
     first: Firsts,
     ids: FingerprintMap,
     groups: BTreeMap<Group, u32>,
-    queue: VecDeque<State>,
+    queue: VecDeque<State<B>>,
     actions: Actions,
     enabled: Vec<u32>,
 }
 
-fn explore(
-    model: &LeaseModel,
+fn explore<B: CheckedBroker>(
+    model: &LeaseModel<B>,
     limits: &Limits,
     progress: Option<Progress<'_>>,
-) -> (Graph, GraphSearch, Firsts) {
+) -> (Graph, GraphSearch<B>, Firsts) {
     let mut b = Builder {
         model,
         graph: Graph {
@@ -189,7 +191,13 @@ fn explore(
             enabled_start: vec![0],
             enabled: Vec::new(),
         },
-        out: GraphSearch::default(),
+        out: GraphSearch {
+            exploration: Exploration::default(),
+            found: Vec::new(),
+            cycles: 0,
+            fair_cycles: 0,
+            edges: 0,
+        },
         first: Vec::new(),
         ids: FingerprintMap::default(),
         groups: BTreeMap::new(),
@@ -238,9 +246,9 @@ fn explore(
     (graph, out, b.first)
 }
 
-impl Builder<'_> {
+impl<B: CheckedBroker> Builder<'_, B> {
     /// Adds `node`'s edges, its enabled groups and its new successors.
-    fn expand(&mut self, node: u32, state: &State) {
+    fn expand(&mut self, node: u32, state: &State<B>) {
         let model = self.model;
         model.actions(state, &mut self.actions);
         let flag = self.graph.flags[node as usize];
@@ -282,7 +290,7 @@ impl Builder<'_> {
     }
 
     /// A state seen for the first time, as node `to`, by `action` from `from`.
-    fn discovered(&mut self, from: u32, action: Action, to: u32, next: State) {
+    fn discovered(&mut self, from: u32, action: Action, to: u32, next: State<B>) {
         self.graph.tree.push((from, Some(action)));
         let flag = flags(&next);
         self.graph.flags.push(flag);
@@ -300,7 +308,7 @@ impl Builder<'_> {
     }
 }
 
-fn flags(state: &State) -> u8 {
+fn flags<B: CheckedBroker>(state: &State<B>) -> u8 {
     let mut flags = 0;
     if LeaseModel::settled(state) {
         flags |= SETTLED;

@@ -1,5 +1,7 @@
 //! Exhaustive model checking of a bounded configuration.
 //!
+//! * [`checked`] — the broker under test as the checker sees it: [`CheckedBroker`], the
+//!   reference broker's implementation of it.
 //! * [`config`] — the bounded configuration (sizes, budgets, renews, fairness) and each
 //!   variant's defaults.
 //! * [`state`] — the history-free state (broker, lean oracle, workers, requests in flight,
@@ -25,6 +27,7 @@
 //! `now == deadline` before the broker's timer fires, which it does at its next fetch (as a
 //! Redis claim does).
 
+pub mod checked;
 pub mod config;
 pub mod engine;
 pub mod explorer;
@@ -39,11 +42,12 @@ pub mod shortest;
 pub mod state;
 pub mod table;
 
+pub use checked::CheckedBroker;
 pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
 pub use engine::Engine;
 pub use explorer::ExplorerModel;
 pub use model::{LeaseModel, SAFETY, SOMETIMES};
-pub use run::{run, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
+pub use run::{run, run_on, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
 pub use search::{Counts, Interrupt, Limits};
 pub use shortest::{shortest_counterexamples, Counterexample, Search};
 pub use state::{Action, LeaseRef, Msg, State, Worker};

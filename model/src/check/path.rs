@@ -7,13 +7,14 @@
 //! The replay is exact: the search's canonical states differ from these only by the
 //! canonical form (tested: canonicalising a replayed state gives the search's state).
 
-use crate::broker::SettleRequest;
+use crate::broker::{SettleRequest, Timer};
+use crate::check::checked::{is_settled, CheckedBroker};
 use crate::check::model::{LeaseModel, MODEL_NOW_MS};
 use crate::check::shortest::Counterexample;
 use crate::check::state::{Action, Msg, State, Worker};
 use crate::invariant::Invariant;
 use crate::oracle::Issuance;
-use crate::types::{GroupIx, Record, Seq, SettleError, SettleOp};
+use crate::types::{GroupIx, Seq, SettleError, SettleOp};
 use std::collections::BTreeMap;
 
 /// What the sender of a request learnt about it.
@@ -128,7 +129,7 @@ pub enum Step {
 /// The states along `actions` from the initial state, with a full oracle and without
 /// canonical renumbering: `states[0]` is the initial state, `states[i + 1]` the state after
 /// `actions[i]`.
-pub fn replay(model: &LeaseModel, actions: &[Action]) -> Vec<State> {
+pub fn replay<B: CheckedBroker>(model: &LeaseModel<B>, actions: &[Action]) -> Vec<State<B>> {
     let model = model.clone().with_symmetry(false);
     let mut states = vec![model.init_state(false)];
     for &action in actions {
@@ -150,7 +151,11 @@ struct Seen {
 }
 
 /// What each step of `actions` did, over `states` = [`replay`]`(model, actions)`.
-pub fn steps(model: &LeaseModel, actions: &[Action], states: &[State]) -> Vec<Step> {
+pub fn steps<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    actions: &[Action],
+    states: &[State<B>],
+) -> Vec<Step> {
     let mut seen = Seen::default();
     let mut out = Vec::new();
     for (index, &action) in actions.iter().enumerate() {
@@ -166,8 +171,9 @@ pub fn steps(model: &LeaseModel, actions: &[Action], states: &[State]) -> Vec<St
                 seen.owner.insert(*lease, *worker);
                 seen.crashed_since.insert(*worker, false);
                 seen.current.insert((*group, *seq), *lease);
-                if let Some(Record::Leased { lease_id, .. }) = after.broker.record(*group, *seq) {
-                    seen.by_id.insert(lease_id.0, *lease);
+                // The replay's states are not renumbered: the worker holds the broker's id.
+                if let Worker::Holding(held) = after.workers[*worker] {
+                    seen.by_id.insert(u64::from(held.lease_id), *lease);
                 }
             }
             Step::Deliver {
@@ -203,10 +209,10 @@ fn lease_of(worker: &Worker) -> Option<Issuance> {
     }
 }
 
-fn describe(
-    model: &LeaseModel,
-    before: &State,
-    after: &State,
+fn describe<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    before: &State<B>,
+    after: &State<B>,
     action: Action,
     seen: &Seen,
 ) -> Step {
@@ -242,28 +248,30 @@ fn describe(
             let (group, seq) = (group as usize, Seq::from(seq));
             // The lease whose timer time reaches: the record's latest, or an earlier one whose
             // timer outlived it (`stale-timer`).
-            let timer = before.broker.timers().iter().find(|t| {
-                t.group as usize == group && t.seq == seq && t.deadline_ms > MODEL_NOW_MS
+            let mut timer: Option<Timer> = None;
+            before.broker.for_each_timer(|t| {
+                if timer.is_none()
+                    && t.group as usize == group
+                    && t.seq == seq
+                    && t.deadline_ms > MODEL_NOW_MS
+                {
+                    timer = Some(*t);
+                }
             });
-            let held = matches!(before.broker.record(group, seq),
-                Some(Record::Leased { lease_id, .. }) if timer.is_some_and(|t| t.lease_id == *lease_id));
+            // Whether the timer's lease held the record: the broker says so when time
+            // reaches it (asked of a copy).
+            let held = before.broker.clone().lapse(group, seq, MODEL_NOW_MS) == Some(true);
             let lease = if held {
                 seen.current.get(&(group, seq)).copied()
             } else {
                 timer.and_then(|t| seen.by_id.get(&t.lease_id.0).copied())
             };
+            let settled = |state: &State<B>| is_settled(state.broker.status_kind(group, seq));
             Step::Expire {
                 group,
                 seq,
                 lease,
-                dead_lettered: !before
-                    .broker
-                    .record(group, seq)
-                    .is_some_and(|r| r.is_settled())
-                    && after
-                        .broker
-                        .record(group, seq)
-                        .is_some_and(|r| r.is_settled()),
+                dead_lettered: !settled(before) && settled(after),
             }
         }
         Action::Crash { worker } => Step::Crash {
@@ -299,15 +307,20 @@ fn describe(
 }
 
 /// Whether `worker`, after the reply to `msg`, waits on the runtime's follow-up nack.
-fn sent_nack(model: &LeaseModel, after: &State, msg: &Msg, worker: usize) -> bool {
+fn sent_nack<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    after: &State<B>,
+    msg: &Msg,
+    worker: usize,
+) -> bool {
     matches!(&after.workers[worker], Worker::Waiting(lease, op)
         if lease.issuance == msg.lease.issuance && *op != msg.op && model.is_follow_up_nack(*op))
 }
 
-fn describe_delivery(
-    model: &LeaseModel,
-    before: &State,
-    after: &State,
+fn describe_delivery<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    before: &State<B>,
+    after: &State<B>,
     message: u8,
     reply_lost: bool,
     seen: &Seen,
@@ -338,7 +351,7 @@ fn describe_delivery(
 
 /// One line saying what the counterexample's last state (or loop) breaks, from the full
 /// oracle's detail or the broker's records.
-pub fn detail(cx: &Counterexample, states: &[State]) -> String {
+pub fn detail<B: CheckedBroker>(cx: &Counterexample, states: &[State<B>]) -> String {
     let last = states.last().expect("non-empty");
     if let Some(v) = last
         .oracle
@@ -360,16 +373,13 @@ pub fn detail(cx: &Counterexample, states: &[State]) -> String {
 }
 
 /// The first unsettled record of `state`, or the first group whose frontier lags.
-fn unsettled(state: &State) -> String {
+fn unsettled<B: CheckedBroker>(state: &State<B>) -> String {
     let broker = &state.broker;
-    for group in 0..broker.config().group_count {
-        for (index, record) in broker.records(group).iter().enumerate() {
-            if !record.is_settled() {
-                return format!(
-                    "event {} of group {group} is still {:?}",
-                    index + 1,
-                    record.status()
-                );
+    for group in 0..broker.group_count() {
+        for seq in 1..=broker.event_count() {
+            let status = broker.status_kind(group, seq);
+            if !is_settled(status) {
+                return format!("event {seq} of group {group} is still {status:?}");
             }
         }
         let frontier = broker.frontier(group);

@@ -21,6 +21,7 @@
 //!    expiry timer and one per timer that has not lapsed (an expiry or a fetch that fires a
 //!    lapsed timer removes one).
 
+use crate::check::checked::CheckedBroker;
 use crate::check::config::Renews;
 use crate::check::model::{LeaseModel, MODEL_NOW_MS};
 use crate::check::state::{State, Worker};
@@ -42,7 +43,7 @@ const _: () = assert!(WAITING_SETTLE + MSG_SETTLE < HOLDING);
 const _: () = assert!(WAITING_NACK + MSG_NACK < WAITING_SETTLE + MSG_SETTLE);
 
 /// The rank of `state` in `model` (see the module documentation).
-pub fn rank(model: &LeaseModel, state: &State) -> Rank {
+pub fn rank<B: CheckedBroker>(model: &LeaseModel<B>, state: &State<B>) -> Rank {
     let config = model.config();
     let mut budgets = config.budgets;
     let mut used = state.used;
@@ -74,8 +75,8 @@ pub fn rank(model: &LeaseModel, state: &State) -> Rank {
             MSG_SETTLE
         };
     }
-    for timer in state.broker.timers() {
+    state.broker.for_each_timer(|timer| {
         work += 1 + i64::from(timer.deadline_ms > MODEL_NOW_MS);
-    }
+    });
     [budget_left, deliveries_left, work]
 }

@@ -17,6 +17,8 @@
 //!   short or I6 is unproven; else **vacuous** if an applicable `sometimes` property was not
 //!   reached; else **holds**.
 
+use crate::broker::Broker;
+use crate::check::checked::CheckedBroker;
 use crate::check::config::{CheckConfig, Fairness};
 use crate::check::engine::{self, Engine};
 use crate::check::liveness;
@@ -287,23 +289,37 @@ impl Report {
 }
 
 /// What one of the searches found.
-struct Found {
-    exploration: Exploration,
+struct Found<B> {
+    exploration: Exploration<B>,
     liveness: Liveness,
     counterexamples: Vec<Counterexample>,
     counterexample_search_bounded: Option<u64>,
     symmetry: bool,
 }
 
-/// Checks `config` (validated) under `options`; `progress` sees the counts now and then.
+/// Checks `config` (validated) under `options` on the reference broker; `progress` sees the
+/// counts now and then.
 ///
 /// # Panics
 /// When [`Options::unsupported`] says why `config` cannot be checked: callers ask it first.
 pub fn run(config: &CheckConfig, options: &Options, progress: Option<Progress<'_>>) -> Report {
+    run_on::<Broker>(config, options, progress)
+}
+
+/// [`run`] on the broker `B` (see [`CheckedBroker`]): the same search, verdict rule and
+/// report.
+///
+/// # Panics
+/// As [`run`].
+pub fn run_on<B: CheckedBroker>(
+    config: &CheckConfig,
+    options: &Options,
+    progress: Option<Progress<'_>>,
+) -> Report {
     if let Some(why) = options.unsupported(config) {
         panic!("check::run called with unsupported options: {why}");
     }
-    let model = LeaseModel::new(config.clone());
+    let model = LeaseModel::<B>::for_broker(config.clone());
     let cycles = match options.method {
         Method::Auto => config.cyclic(),
         Method::Ranking => false,
@@ -350,12 +366,12 @@ pub fn run(config: &CheckConfig, options: &Options, progress: Option<Progress<'_
     }
 }
 
-fn by_cycles(
-    model: &LeaseModel,
+fn by_cycles<B: CheckedBroker>(
+    model: &LeaseModel<B>,
     config: &CheckConfig,
     options: &Options,
     progress: Option<Progress<'_>>,
-) -> Found {
+) -> Found<B> {
     let found = liveness::check(model, &options.limits, config.fairness, progress);
     Found {
         exploration: found.exploration,
@@ -372,7 +388,11 @@ fn by_cycles(
     }
 }
 
-fn by_ranking(model: &LeaseModel, options: &Options, progress: Option<Progress<'_>>) -> Found {
+fn by_ranking<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    options: &Options,
+    progress: Option<Progress<'_>>,
+) -> Found<B> {
     let exploration = match options.engine {
         Engine::Leasehold => explore(model, &options.limits, true, progress),
         Engine::Stateright => {
@@ -420,7 +440,11 @@ fn targets(bits: u8) -> Vec<Invariant> {
 
 /// The second search, past the first violation: adds what it finds to `found`; returns its
 /// counts.
-fn past_first_violation(model: &LeaseModel, options: &Options, found: &mut Found) -> Counts {
+fn past_first_violation<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    options: &Options,
+    found: &mut Found<B>,
+) -> Counts {
     let model = model.clone().beyond_first_violation();
     let model = model.with_symmetry(options.symmetry && !found.liveness.method.eq("cycles"));
     let second = explore(&model, &options.limits, false, None);
@@ -443,9 +467,9 @@ fn past_first_violation(model: &LeaseModel, options: &Options, found: &mut Found
     second.counts
 }
 
-fn properties(
-    model: &LeaseModel,
-    exploration: &Exploration,
+fn properties<B: CheckedBroker>(
+    model: &LeaseModel<B>,
+    exploration: &Exploration<B>,
     liveness: &Liveness,
     cycles: bool,
 ) -> Vec<PropertyVerdict> {

@@ -11,6 +11,7 @@
 //! [`crate::check::path`]). The canonical state carries no depth, so a state reached again at a
 //! deeper level is a duplicate: the seen-set spans every level.
 
+use crate::check::checked::CheckedBroker;
 use crate::check::fingerprint::fingerprint;
 use crate::check::model::{Actions, LeaseModel};
 use crate::check::state::{Action, State};
@@ -56,8 +57,8 @@ pub struct Search {
 /// breadth-first search without symmetry, generating at most about `states_max` states. I6
 /// is "a terminal state that is not settled" (the finite-budget reading; lassos come from
 /// [`crate::check::liveness`]).
-pub fn shortest_counterexamples(
-    model: &LeaseModel,
+pub fn shortest_counterexamples<B: CheckedBroker>(
+    model: &LeaseModel<B>,
     targets: &[Invariant],
     states_max: u64,
 ) -> Search {
@@ -72,7 +73,7 @@ pub fn shortest_counterexamples(
     let mut seen = seen.inserter();
     let init = model.init_state(true);
     seen.insert(fingerprint(&init));
-    let mut level: Vec<(State, u32)> = vec![(init, 0)];
+    let mut level: Vec<(State<B>, u32)> = vec![(init, 0)];
     let mut generated = 0u64;
     let mut bounded = None;
     let mut actions = Actions::new();

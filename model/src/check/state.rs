@@ -7,8 +7,9 @@
 //!   state is a leaf anyway), not when or why; the detail is rebuilt by replaying the
 //!   counterexample with a full oracle.
 //! * A worker holds a [`LeaseRef`], not a whole [`crate::Lease`]: the broker reads a request's
-//!   lease id, group and seq, its receipt (a function of the seq: [`crate::Broker::receipt`])
-//!   and, only for a broker that accepts an unfenced nack on a settled record, its attempt.
+//!   lease id, group and seq, its receipt (a function of the record:
+//!   [`CheckedBroker::receipt_of`]) and, only for a broker that may read it
+//!   ([`CheckedBroker::reads_request_attempt`]), its attempt.
 //! * A crash of a holding or waiting worker makes it idle at once: a crashed worker that has
 //!   not restarted can do nothing an idle worker that does not act cannot. Idle workers do not
 //!   crash (nothing to lose).
@@ -23,6 +24,7 @@
 //! every list, so action indices mean the same in a state and its canonical form.
 
 use crate::broker::Broker;
+use crate::check::checked::CheckedBroker;
 use crate::check::config::Budgets;
 use crate::inline::InlineVec;
 use crate::oracle::{Issuance, Oracle};
@@ -68,14 +70,15 @@ impl LeaseRef {
     }
 
     /// The lease as the worker sends it to `broker`.
-    pub fn lease(&self, broker: &Broker) -> Lease {
+    pub fn lease<B: CheckedBroker>(&self, broker: &B) -> Lease {
+        let (group, seq) = (self.group as GroupIx, Seq::from(self.seq));
         Lease {
             lease_id: LeaseId(u64::from(self.lease_id)),
-            group: self.group as GroupIx,
-            seq: Seq::from(self.seq),
+            group,
+            seq,
             attempt: u32::from(self.attempt),
             deadline_ms: 0,
-            receipt: broker.receipt(Seq::from(self.seq)),
+            receipt: broker.receipt_of(group, seq),
         }
     }
 }
@@ -109,11 +112,11 @@ pub const WORKERS_INLINE: usize = 6;
 /// Requests kept inline.
 pub const IN_FLIGHT_INLINE: usize = 6;
 
-/// The whole model state.
+/// The whole model state, over the broker under test (the reference [`Broker`] by default).
 #[derive(Debug, PartialEq, Eq)]
-pub struct State {
-    /// The broker (the model crate's state machine, not a copy).
-    pub broker: Broker,
+pub struct State<B = Broker> {
+    /// The broker under test (the state machine itself, not a copy).
+    pub broker: B,
     /// The oracle's ghost bookkeeping (lean in the checker's states).
     pub oracle: Oracle,
     /// Worker `i`'s state (sorted when symmetry reduction is on).
@@ -162,7 +165,7 @@ impl Hash for Msg {
     }
 }
 
-impl Hash for State {
+impl<B: Hash> Hash for State<B> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.broker.hash(state);
         self.oracle.hash(state);
@@ -190,8 +193,8 @@ impl Hash for State {
 
 /// Copies the lists at once (their items are `Copy`): the search clones a state per
 /// transition.
-impl Clone for State {
-    fn clone(&self) -> State {
+impl<B: Clone> Clone for State<B> {
+    fn clone(&self) -> State<B> {
         State {
             broker: self.broker.clone(),
             oracle: self.oracle.clone(),
@@ -201,7 +204,7 @@ impl Clone for State {
         }
     }
 
-    fn clone_from(&mut self, source: &State) {
+    fn clone_from(&mut self, source: &State<B>) {
         self.broker.clone_from(&source.broker);
         self.oracle.clone_from(&source.oracle);
         self.workers.clone_from(&source.workers);
@@ -237,7 +240,7 @@ impl Mask {
     }
 }
 
-impl State {
+impl<B: CheckedBroker> State<B> {
     /// Adds a request to the in-flight multiset, keeping it sorted.
     pub fn send(&mut self, msg: Msg) {
         let position = self.in_flight.partition_point(|m| *m <= msg);
@@ -281,14 +284,21 @@ impl State {
     /// Puts the state in its canonical form (see the module documentation).
     /// `absolute_lease_ids`: the broker may still reset its lease-id counter (a volatile
     /// counter and a broker restart left in the budget), so the ids' distances from 1 matter
-    /// and they are kept as they are. `symmetry`: sort the workers.
+    /// and they are kept as they are (as they are too for a broker that does not rename its
+    /// ids, see [`CheckedBroker::lease_id_counter`]). `symmetry`: sort the workers.
     ///
     /// One pass gathers the ids below 64 as bit masks (the search's configurations stay
     /// there; wider ids take sorted lists); a second pass renames, only when
     /// some id set is not already dense.
     pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool) {
         self.broker.release_delays(0);
-        let counter = u32::try_from(self.broker.next_lease_id().0).expect("checker bounds");
+        let (absolute_lease_ids, counter) = match self.broker.lease_id_counter() {
+            Some(counter) => (
+                absolute_lease_ids,
+                u32::try_from(counter.0).expect("lease ids fit the checker's bounds"),
+            ),
+            None => (true, 0),
+        };
         let mut lease_ids = Mask::default();
         let mut issuances = Mask::default();
         if !absolute_lease_ids {
@@ -380,7 +390,7 @@ impl State {
     }
 }
 
-impl stateright::Representative for State {
+impl<B: CheckedBroker> stateright::Representative for State<B> {
     /// Workers sorted: the canonical form of the state's symmetry class (the checker's states
     /// are already renumbered).
     fn representative(&self) -> Self {

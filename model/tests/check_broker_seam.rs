@@ -1,0 +1,181 @@
+//! The checker's seam for a user's broker against its built-in path: the reference broker,
+//! wrapped in a newtype that implements `CheckedBroker` as a user's broker would (through the
+//! public `Backend` and `BrokerView` methods and the hooks, with none of the reference
+//! broker's allocation-free shortcuts), explores exactly the states the built-in path
+//! explores and gets the same verdicts, on every variant, with symmetry on and off.
+
+use leasehold_model::check::{run, run_on, CheckConfig, CheckedBroker, Options, Report};
+use leasehold_model::variant::Fence;
+use leasehold_model::{
+    Backend, Broker, BrokerConfig, BrokerView, Expired, GroupIx, Lease, LeaseId, Ms, Receipt, Seq,
+    SettleError, SettleOp, SettleRequest, Status, Timer, Variant,
+};
+
+/// The reference broker as a user's broker: see the module documentation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct AsUser(Broker);
+
+impl BrokerView for AsUser {
+    fn group_count(&self) -> usize {
+        BrokerView::group_count(&self.0)
+    }
+    fn event_count(&self) -> Seq {
+        BrokerView::event_count(&self.0)
+    }
+    fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
+        BrokerView::status(&self.0, group, seq)
+    }
+    fn frontier(&self, group: GroupIx) -> Seq {
+        BrokerView::frontier(&self.0, group)
+    }
+    fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
+        BrokerView::status_kind(&self.0, group, seq)
+    }
+    fn unsettled_count(&self) -> u64 {
+        BrokerView::unsettled_count(&self.0)
+    }
+}
+
+impl Backend for AsUser {
+    fn publish(&mut self) -> Seq {
+        Backend::publish(&mut self.0)
+    }
+    fn fetch(
+        &mut self,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        Backend::fetch(&mut self.0, group, limit, now_ms, lease_ms)
+    }
+    fn settle(
+        &mut self,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        Backend::settle(&mut self.0, request, now_ms)
+    }
+    fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
+        Backend::expire_due(&mut self.0, now_ms)
+    }
+    fn next_deadline(&self) -> Option<Ms> {
+        Backend::next_deadline(&self.0)
+    }
+    fn restart(&mut self) {
+        Backend::restart(&mut self.0)
+    }
+}
+
+/// The hooks, from the reference broker's public methods; `expire_due_each`, `fetch_one` and
+/// `has_available` keep the trait's defaults (through `Backend` and `BrokerView`).
+impl CheckedBroker for AsUser {
+    fn with_config(config: &BrokerConfig) -> AsUser {
+        AsUser(Broker::new(*config))
+    }
+    fn for_each_timer(&self, f: impl FnMut(&Timer)) {
+        self.0.timers().iter().for_each(f);
+    }
+    fn lapse(&mut self, group: GroupIx, seq: Seq, now_ms: Ms) -> Option<bool> {
+        self.0.lapse(group, seq, now_ms)
+    }
+    fn release_delays(&mut self, now_ms: Ms) {
+        self.0.release_delays(now_ms);
+    }
+    fn receipt_of(&self, _group: GroupIx, seq: Seq) -> Option<Receipt> {
+        self.0.receipt(seq)
+    }
+    fn reads_request_attempt(&self) -> bool {
+        let nack = SettleOp::Nack {
+            delay_ms: 0,
+            reason: None,
+        };
+        self.0.variant().fence(&nack) == Fence::None
+    }
+    fn lease_id_counter(&self) -> Option<LeaseId> {
+        Some(self.0.next_lease_id())
+    }
+    fn for_each_lease_id(&self, f: impl FnMut(LeaseId)) {
+        self.0.for_each_lease_id(f);
+    }
+    fn rename_lease_ids(&mut self, rename: impl FnMut(LeaseId) -> LeaseId) {
+        self.0.rename_lease_ids(rename);
+    }
+    fn lease_ids_survive_restart(&self) -> bool {
+        self.0.variant().lease_ids_durable()
+    }
+}
+
+/// Events 2, workers 2, max attempts 2, the variant's default budgets.
+fn small(variant: Variant) -> CheckConfig {
+    CheckConfig {
+        event_count: 2,
+        worker_count: 2,
+        max_attempts: 2,
+        ..CheckConfig::default_for(variant)
+    }
+}
+
+fn same(built_in: &Report, seam: &Report, what: &str) {
+    assert_eq!(built_in.counts, seam.counts, "{what}: states");
+    assert_eq!(built_in.max_depth, seam.max_depth, "{what}: depth");
+    assert_eq!(built_in.terminal, seam.terminal, "{what}: terminal states");
+    assert_eq!(built_in.properties, seam.properties, "{what}: verdicts");
+    assert_eq!(built_in.outcome, seam.outcome, "{what}: outcome");
+    assert_eq!(
+        built_in.liveness.rank_failure, seam.liveness.rank_failure,
+        "{what}: ranking"
+    );
+    assert_eq!(
+        built_in.counterexamples, seam.counterexamples,
+        "{what}: counterexamples"
+    );
+}
+
+#[test]
+fn a_broker_through_the_seam_explores_the_states_of_the_built_in_path() {
+    for &variant in Variant::ALL {
+        for symmetry in [true, false] {
+            let config = small(variant);
+            let options = Options {
+                symmetry,
+                ..Options::default()
+            };
+            let built_in = run(&config, &options, None);
+            let seam = run_on::<AsUser>(&config, &options, None);
+            same(&built_in, &seam, &format!("{config} symmetry {symmetry}"));
+        }
+    }
+}
+
+/// The seam with every search: past the first violation, and the cycle search of unbounded
+/// renews.
+#[test]
+fn the_seam_gives_the_built_in_verdicts_past_the_first_violation_and_with_cycles() {
+    for variant in [
+        Variant::UnfencedSettle,
+        Variant::RenewRevives,
+        Variant::Fenced,
+    ] {
+        let config = small(variant);
+        let options = Options {
+            beyond_first_violation: true,
+            ..Options::default()
+        };
+        let built_in = run(&config, &options, None);
+        let seam = run_on::<AsUser>(&config, &options, None);
+        same(&built_in, &seam, &format!("{config} --all-violations"));
+        assert_eq!(
+            built_in.beyond_first_violation, seam.beyond_first_violation,
+            "{config}"
+        );
+    }
+    let cyclic = CheckConfig {
+        event_count: 1,
+        renews: leasehold_model::check::Renews::Unbounded,
+        ..small(Variant::Fenced)
+    };
+    let built_in = run(&cyclic, &Options::default(), None);
+    let seam = run_on::<AsUser>(&cyclic, &Options::default(), None);
+    same(&built_in, &seam, &format!("{cyclic}"));
+}
