@@ -202,6 +202,7 @@ impl<const ACKS_BY_EVENT_ID: bool> InMemoryQueue<ACKS_BY_EVENT_ID> {
             seq,
             lease_id: LeaseId(lease_id),
             dead_lettered,
+            stale_timer: None,
         })
     }
 
