@@ -351,6 +351,11 @@ impl<const ACKS_BY_EVENT_ID: bool> Backend for InMemoryQueue<ACKS_BY_EVENT_ID> {
         if !Self::accepts(slot, request, now_ms) {
             return Err(SettleError::StaleLease);
         }
+        if lease.receipt.is_some() {
+            // The queue hands out no receipts: a request that carries one was not built from
+            // a lease of this queue.
+            return Err(SettleError::ReceiptMismatch);
+        }
         let (group, seq) = (lease.group, lease.seq);
         let deliveries = slot.deliveries().unwrap_or(lease.attempt);
         match request.op {

@@ -4,6 +4,8 @@
 //! ([`FixedQueue`], [`AcksByIdQueue`]). The tests that run a failure's printed command run
 //! it as is.
 
+mod conformance;
+
 use leasehold::model::check::Verdict;
 use leasehold::{CheckConfig, Invariant, Setup, Variant};
 use leasehold_example_queue::{
