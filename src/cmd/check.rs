@@ -680,6 +680,18 @@ pub fn text(printed: &Printed) -> String {
         out.push_str(&line);
         out.push('\n');
     }
+    let (reached, supported) = report.coverage.reached_of_supported();
+    out.push_str(&format!(
+        "coverage: {reached} of {supported} cells of the protocol's surface this variant supports were reached\n"
+    ));
+    for row in &report.coverage.rows {
+        let verdict = match (row.supported, row.reached) {
+            (_, true) => "reached".to_string(),
+            (true, false) => format!("NOT COVERED  (needs {})", row.needs.unwrap_or("?")),
+            (false, false) => "not supported by this variant".to_string(),
+        };
+        out.push_str(&format!("  {:<10} {:<52} {verdict}\n", row.area, row.cell));
+    }
     if let Some(failure) = &report.liveness.rank_failure {
         out.push_str(&format!(
             "I6 unproven: the ranking function did not decrease on a transition: {failure}\n"
@@ -736,8 +748,12 @@ fn result_text(printed: &Printed) -> String {
     let report = &printed.report;
     match report.outcome {
         Outcome::Holds => {
-            "result: every invariant holds and every applicable sometimes property is reached\n"
-                .to_string()
+            let gaps = report
+                .coverage
+                .not_covered_text()
+                .map(|text| format!(" ({text})"))
+                .unwrap_or_default();
+            format!("result: every invariant holds and every applicable sometimes property is reached{gaps}\n")
         }
         Outcome::Violated => {
             let names: Vec<String> = report
