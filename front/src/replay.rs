@@ -175,9 +175,9 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../scenarios/t0-t5-stale-ack.toml"
         );
-        let plain = replay(file, BackendKind::Pure).expect("replayed");
+        let plain = replay(file, &BackendKind::Pure).expect("replayed");
         let timed =
-            replay_styled(file, BackendKind::Pure, Style { times: true }).expect("replayed");
+            replay_styled(file, &BackendKind::Pure, Style { times: true }).expect("replayed");
         let first = |r: &Replayed| r.timeline().lines().next().unwrap_or_default().to_string();
         assert_eq!(first(&plain), "t0  worker A fetches event E1 → lease L1");
         assert_eq!(

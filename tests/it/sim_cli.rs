@@ -1163,7 +1163,7 @@ fn a_seeded_replay_streams_the_timeline_its_json_renders_whole() {
         use leasehold_sim::seeded::seeded_file::{load_seeded, run_setup, BackendKind};
         use leasehold_sim::timeline;
         let setup = load_seeded(&std::fs::read_to_string(&saved).unwrap(), file).unwrap();
-        let outcome = run_setup(&setup, BackendKind::Pure, true);
+        let outcome = run_setup(&setup, &BackendKind::Pure, true);
         let trace = &outcome.recorded.as_ref().expect("recorded").trace;
         let render = timeline::render(trace);
         assert_eq!(rendered, render.lines);

@@ -90,7 +90,7 @@ fn replays_seeded(path: &Path, invariant: Invariant) -> bool {
     let Ok(scenario) = parse_toml(&text) else {
         return false;
     };
-    leasehold_sim::run_seeded(&scenario, BackendKind::Pure).is_ok_and(|outcome| {
+    leasehold_sim::run_seeded(&scenario, &BackendKind::Pure).is_ok_and(|outcome| {
         check_expect(&scenario, &outcome).is_empty()
             && outcome.violations.iter().any(|v| v.invariant == invariant)
     })

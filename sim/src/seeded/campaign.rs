@@ -276,7 +276,7 @@ impl Campaign {
                         } else {
                             setup.seed = seed;
                         }
-                        let outcome = run_setup_with(&setup, self.backend, &options);
+                        let outcome = run_setup_with(&setup, &self.backend, &options);
                         let target = self.template.variant.expected_violation();
                         let stops = outcome
                             .violations

@@ -34,7 +34,7 @@ fn is_story(path: &std::path::Path) -> bool {
 fn converted(path: &PathBuf) -> (leasehold_sim::scenario::Scenario, Invariant) {
     let text = std::fs::read_to_string(path).expect("readable");
     let setup = load_seeded(&text, &path.display().to_string()).expect("a seeded finding");
-    let outcome = run_setup(&setup, BackendKind::Pure, true);
+    let outcome = run_setup(&setup, &BackendKind::Pure, true);
     let first = outcome
         .violations
         .first()
