@@ -4,7 +4,7 @@
 //! replays it.
 
 use crate::check::OUT_DEFAULT;
-use crate::failure::{program, Failure};
+use crate::failure::{Failure, PROGRAM};
 use crate::files;
 use crate::Error;
 use leasehold_model::Invariant;
@@ -29,6 +29,7 @@ pub struct CampaignRun {
     campaign: Campaign,
     out: PathBuf,
     budget: Option<Duration>,
+    program: String,
 }
 
 /// A campaign of `template` (e.g. `Setup::default_for(Variant::Fenced)`, or
@@ -39,6 +40,7 @@ pub fn campaign(template: Setup) -> CampaignRun {
         campaign: Campaign::new(template, 0..100),
         out: PathBuf::from(OUT_DEFAULT),
         budget: None,
+        program: PROGRAM.to_string(),
     }
 }
 
@@ -69,7 +71,11 @@ pub struct Campaigned {
     /// The campaign's counts, failures per invariant and campaign hash.
     pub summary: Summary,
     /// The backend it ran on.
-    pub backend: &'static str,
+    pub backend: String,
+    /// How a replay command starts: `leasehold replay`, or the suite's own program's.
+    pub replay_with: String,
+    /// The flags that select the backend again (` --backend NAME`; empty for `pure`).
+    pub backend_flags: String,
     /// The command that runs the same campaign (on the pure broker, or the same backend): with
     /// a time budget, the seeds it ran.
     pub command: String,
@@ -110,10 +116,18 @@ impl CampaignRun {
         self
     }
 
-    /// The broker under test: `BackendKind::Other { name, make }`, where `make` builds one
-    /// from a run's `BrokerConfig` (a function, or a closure capturing nothing).
+    /// The broker under test: a registered backend value ([`crate::backend()`] for a broker of
+    /// one's own, or any [`leasehold_model::BackendFactory`] as
+    /// `BackendKind::new(factory)`), which builds one broker per seed.
     pub fn backend(mut self, backend: BackendKind) -> CampaignRun {
         self.campaign.backend = backend;
+        self
+    }
+
+    /// How the printed commands start (default `leasehold`): a suite's own build of the
+    /// command line, which knows its backend (`cargo run -q -p my-queue --`).
+    pub fn reproduce_with(mut self, program: impl Into<String>) -> CampaignRun {
+        self.program = program.into();
         self
     }
 
@@ -134,16 +148,13 @@ impl CampaignRun {
     }
 
     fn command(&self) -> String {
-        let mut command = format!(
-            "{} sim --seeds {} {}",
-            program(),
+        format!(
+            "{} sim --seeds {} {}{}",
+            self.program,
             self.campaign.seeds_text(),
-            self.campaign.recipe()
-        );
-        if !matches!(self.campaign.backend, BackendKind::Pure) {
-            command.push_str(&format!(" --backend {}", self.campaign.backend));
-        }
-        command
+            self.campaign.recipe(),
+            self.campaign.backend.flags()
+        )
     }
 
     /// Runs the campaign; saves and re-runs its smallest failing seed. A template the
@@ -171,7 +182,9 @@ impl CampaignRun {
         };
         let failure = ran_all.smallest_failure(&ran.summary)?;
         Ok(Campaigned {
-            backend: ran_all.campaign.backend.name(),
+            backend: ran_all.campaign.backend.name().to_string(),
+            replay_with: format!("{} replay", ran_all.program),
+            backend_flags: ran_all.campaign.backend.flags(),
             command: ran_all.command(),
             summary: ran.summary,
             budget_spent,
@@ -186,7 +199,7 @@ impl CampaignRun {
         };
         let seed = first.seed;
         let setup = self.campaign.setup(seed);
-        let story = first_violation_story(&setup, self.campaign.backend, TIMELINE_LINES_MAX);
+        let story = first_violation_story(&setup, &self.campaign.backend, TIMELINE_LINES_MAX);
         let Some(story) = story else {
             return Err(Error(format!(
                 "seed {seed} did not fail again when re-run: the backend is not deterministic"
@@ -233,11 +246,12 @@ pub fn run_within(
 impl Campaigned {
     /// The command that replays the smallest failing seed's file on the same backend.
     pub fn replay_command(&self, failure: &SeedFailure) -> String {
-        let mut command = format!("{} replay {}", program(), failure.file.display());
-        if self.backend != "pure" {
-            command.push_str(&format!(" --backend {}", self.backend));
-        }
-        command
+        format!(
+            "{} {}{}",
+            self.replay_with,
+            failure.file.display(),
+            self.backend_flags
+        )
     }
 
     /// The failure to print for the smallest failing seed.
