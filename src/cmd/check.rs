@@ -297,7 +297,7 @@ pub struct Printed {
     pub command: String,
     /// The broker checked, when it is not the reference one (`--backend NAME`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<&'static str>,
+    pub backend: Option<String>,
     /// The library's report.
     #[serde(flatten)]
     pub report: Report,
@@ -363,7 +363,7 @@ impl Spinner {
 pub fn run_check(
     config: &CheckConfig,
     options: &Options,
-    broker: Option<CheckedBackend>,
+    broker: Option<&CheckedBackend>,
     progress: bool,
 ) -> (Report, f64) {
     let spinner = Spinner::new(progress);
@@ -419,7 +419,7 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
     if let Some(path) = &args.report {
         files::check_report_path("--report", path)?;
     }
@@ -436,9 +436,13 @@ pub fn run(args: Args) -> CmdResult {
         ));
     }
     let explore = args.explore.as_deref().map(loopback).transpose()?;
-    let broker = args.backend.as_deref().map(checked_broker).transpose()?;
+    let broker = args
+        .backend
+        .as_deref()
+        .map(|name| context.checked(name))
+        .transpose()?;
     let mut command = format!("leasehold check {config}");
-    if let Some(broker) = broker {
+    if let Some(broker) = &broker {
         command.push_str(&format!(" --backend {}", broker.name()));
     }
     if options.engine != Engine::Leasehold {
@@ -475,7 +479,7 @@ pub fn run(args: Args) -> CmdResult {
     catch_interrupts("the search ends as at a bound, then the report", false);
     let ((report, seconds), spent) =
         leasehold_front::budget::within_limits(budget, memory, &INTERRUPTED, || {
-            run_check(&config, &options, broker, progress)
+            run_check(&config, &options, broker.as_ref(), progress)
         });
     let stopped = report.interrupted.then(|| match (spent, memory) {
         (Some(Spent::Memory), Some(bytes)) => {
@@ -488,16 +492,16 @@ pub fn run(args: Args) -> CmdResult {
             symmetry: false,
             ..options
         };
-        run_check(&config, &plain, broker, progress).0.counts
+        run_check(&config, &plain, broker.as_ref(), progress).0.counts
     });
     let counterexamples = report
         .counterexamples
         .iter()
-        .map(|cx| counterexample_report(&config, broker, cx, &args))
+        .map(|cx| counterexample_report(&config, broker.as_ref(), cx, &args))
         .collect::<Result<Vec<_>, _>>()?;
     let printed = Printed {
         command,
-        backend: broker.map(|b| b.name()),
+        backend: broker.as_ref().map(|b| b.name().to_string()),
         unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
         collision_estimate: report.collision_estimate(),
         seconds,
@@ -565,27 +569,9 @@ fn serve(config: &CheckConfig, options: &Options, addr: SocketAddr, command: &st
     Ok(Status::Ok)
 }
 
-/// The broker registered for `check` as `name`.
-fn checked_broker(name: &str) -> Result<CheckedBackend, UserError> {
-    crate::cmd::backends::find_checked(name).ok_or_else(|| {
-        let names = crate::cmd::backends::checked_names();
-        user(if names.is_empty() {
-            format!(
-                "--backend {name}: this build of the command line checks no broker but the \
-                 reference one (a suite registers its own with leasehold::cli::main_with_checked)"
-            )
-        } else {
-            format!(
-                "--backend {name}: unknown broker (expected one of: {})",
-                names.join(", ")
-            )
-        })
-    })
-}
-
 fn counterexample_report(
     config: &CheckConfig,
-    broker: Option<CheckedBackend>,
+    broker: Option<&CheckedBackend>,
     cx: &Counterexample,
     args: &Args,
 ) -> Result<CounterexampleReport, UserError> {
@@ -717,6 +703,7 @@ fn counterexamples_text(printed: &Printed) -> String {
             let drawing = path.strip_suffix(".toml").unwrap_or(path);
             let on = printed
                 .backend
+                .as_ref()
                 .map(|b| format!(" --backend {b}"))
                 .unwrap_or_default();
             out.push_str(&format!(

@@ -87,6 +87,15 @@ impl BackendKind {
         }
     }
 
+    /// [`BackendKind::flags`], `--backend pure` included: for commands that always name
+    /// their backend.
+    pub fn flags_named(&self) -> String {
+        match self {
+            BackendKind::Pure => format!(" --backend {}", BackendKind::PURE),
+            BackendKind::Other(factory) => factory.flags(),
+        }
+    }
+
     /// One line about the resources the runs used ([`BackendFactory::describe`]).
     pub fn describe(&self) -> Option<String> {
         match self {
