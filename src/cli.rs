@@ -16,6 +16,8 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Model-check a variant and configuration exhaustively (by default leasehold's own

@@ -128,8 +128,12 @@ impl<B: CheckedBroker> BackendFactory for Native<B> {
 /// What the model checker does with a registered broker type: explore it, and replay a
 /// counterexample's scenario on it.
 trait ModelChecked: Send + Sync {
-    fn run(&self, config: &CheckConfig, options: &Options, progress: Option<Progress<'_>>)
-        -> Report;
+    fn run(
+        &self,
+        config: &CheckConfig,
+        options: &Options,
+        progress: Option<Progress<'_>>,
+    ) -> Report;
     fn replay(&self, config: &CheckConfig, cx: &Counterexample)
         -> Result<(String, Replay), String>;
 }

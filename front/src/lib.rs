@@ -60,14 +60,12 @@ pub use check::{backend, check, checked_backend, Check, Checked, CheckedBackend,
 pub use error::Error;
 pub use failure::Failure;
 pub use registry::Backends;
-pub use shrink::{shrink, Shrink, Shrinking};
 pub use replay::{replay, replay_styled, Replayed, Style};
+pub use shrink::{shrink, Shrink, Shrinking};
 
 pub use leasehold_conformance as conformance;
 pub use leasehold_model as model;
 pub use leasehold_model::check::{CheckConfig, CheckedBroker};
-pub use leasehold_model::{
-    Backend, BackendFactory, BrokerConfig, BrokerView, Invariant, Variant,
-};
+pub use leasehold_model::{Backend, BackendFactory, BrokerConfig, BrokerView, Invariant, Variant};
 pub use leasehold_sim as sim;
 pub use leasehold_sim::seeded::{BackendKind, Setup};

@@ -123,7 +123,10 @@ pub fn replay_styled(
 impl Replayed {
     /// The command that replays the file again on the same backend.
     pub fn command(&self) -> String {
-        format!("{} replay {}{}", self.program, self.file, self.backend_flags)
+        format!(
+            "{} replay {}{}",
+            self.program, self.file, self.backend_flags
+        )
     }
 
     /// How the printed command starts (default `leasehold`): a suite's own build of the

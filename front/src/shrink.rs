@@ -194,8 +194,7 @@ impl Shrink {
     /// whose result does not replay, is a [`Shrinking`] with nothing written.
     pub fn run(self) -> Result<Shrinking, Error> {
         let stop = Arc::clone(&self.stop);
-        let (result, spent) =
-            crate::budget::within(self.budget, &stop, || self.shrink_file());
+        let (result, spent) = crate::budget::within(self.budget, &stop, || self.shrink_file());
         let mut done = result?;
         if done.stopped.is_some() {
             let reason = match self.budget {
@@ -300,8 +299,9 @@ impl Shrink {
     /// the same one: the invariant its `[expect]` names, else the first it breaks.
     fn shrink_script(&self, done: &mut Shrinking, scenario: Scenario) -> Result<(), Error> {
         let name = done.file.clone();
+        // Replayed once as it is: a backend that cannot run it is the one-line error.
+        let replay = ddmin::replay(&scenario, &name, &self.backend).map_err(Error)?;
         let first_broken = || {
-            let replay = ddmin::replay(&scenario, &name, &self.backend).map_err(Error)?;
             Ok(replay
                 .violations
                 .first()
@@ -476,9 +476,10 @@ fn target(
 ) -> Result<Option<Invariant>, Error> {
     let wanted = scenario.expect.as_ref().and_then(|e| e.violated.as_deref());
     let target = match wanted {
-        Some(id) => Some(Invariant::parse(id).ok_or_else(|| {
-            Error(format!("{}: expect.violated: unknown '{id}'", done.file))
-        })?),
+        Some(id) => Some(
+            Invariant::parse(id)
+                .ok_or_else(|| Error(format!("{}: expect.violated: unknown '{id}'", done.file)))?,
+        ),
         None => first_broken()?,
     };
     done.invariant = target;

@@ -24,7 +24,7 @@ use crate::broker::BrokerConfig;
 ///         "again"
 ///     }
 ///     fn make(&self, config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
-///         Ok(Box::new(Broker::new(config.clone())))
+///         Ok(Box::new(Broker::new(*config)))
 ///     }
 /// }
 ///

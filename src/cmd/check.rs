@@ -492,7 +492,9 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
             symmetry: false,
             ..options
         };
-        run_check(&config, &plain, broker.as_ref(), progress).0.counts
+        run_check(&config, &plain, broker.as_ref(), progress)
+            .0
+            .counts
     });
     let counterexamples = report
         .counterexamples

@@ -76,4 +76,3 @@ pub fn lost_server_is_an_error(context: Context) {
         }
     }));
 }
-

@@ -478,7 +478,10 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     );
     let scripted =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t0-t5-stale-ack.toml");
-    assert_eq!(replay_if_seeded(&scripted, true, &leasehold::BackendKind::Pure).unwrap(), None);
+    assert_eq!(
+        replay_if_seeded(&scripted, true, &leasehold::BackendKind::Pure).unwrap(),
+        None
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

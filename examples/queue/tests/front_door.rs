@@ -6,9 +6,7 @@
 
 use leasehold::model::check::Verdict;
 use leasehold::{CheckConfig, Invariant, Setup, Variant};
-use leasehold_example_queue::{
-    acks_by_id, fixed, AcksByIdQueue, FixedQueue, ACKS_BY_ID, FIXED,
-};
+use leasehold_example_queue::{acks_by_id, fixed, AcksByIdQueue, FixedQueue, ACKS_BY_ID, FIXED};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -41,7 +41,7 @@ impl BackendKind {
     /// A fresh broker of this kind for `config`, boxed (an error: it cannot run `config`).
     pub fn make(&self, config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
         match self {
-            BackendKind::Pure => Ok(Box::new(Broker::new(config.clone()))),
+            BackendKind::Pure => Ok(Box::new(Broker::new(*config))),
             BackendKind::Other(factory) => factory
                 .make(config)
                 .map_err(|e| format!("backend {}: {e}", factory.name())),

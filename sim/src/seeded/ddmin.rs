@@ -5,9 +5,9 @@
 //! the backend the finding was made on (the reference broker, or a registered one); the search
 //! is deterministic (same input, same result) when that backend is.
 
+use super::backend_kind::BackendKind;
 use crate::parse;
 use crate::scenario::Scenario;
-use super::backend_kind::BackendKind;
 use crate::script::Replay;
 use leasehold_model::Invariant;
 use std::collections::BTreeMap;
@@ -31,8 +31,7 @@ pub struct Minimized {
 pub fn replay(scenario: &Scenario, file: &str, kind: &BackendKind) -> Result<Replay, String> {
     let text = toml::to_string(scenario).map_err(|e| format!("{file}: {e}"))?;
     let script = parse::parse(&text, file).map_err(|e| e.to_string())?;
-    kind.run_script(&script)
-        .map_err(|e| format!("{file}: {e}"))
+    kind.run_script(&script).map_err(|e| format!("{file}: {e}"))
 }
 
 /// Whether `scenario` is valid and its replay on `kind` breaks `target`.

@@ -32,12 +32,12 @@ pub mod summary;
 pub mod to_script;
 pub mod workload;
 
+pub use backend_kind::BackendKind;
 pub use campaign::{Campaign, Ran, Tally};
 pub use faults::{Fault, FaultPlan};
 pub use prng::Prng;
 pub use ratio::Ratio;
 pub use run::{RunOptions, RunOutcome};
-pub use backend_kind::BackendKind;
 pub use seeded_file::run_seeded;
 pub use setup::{Setup, SetupError};
 pub use summary::{CampaignReport, Summary};

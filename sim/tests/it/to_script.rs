@@ -81,7 +81,8 @@ fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_wr
                 script.steps.len()
             ));
         }
-        let replay = ddmin::replay(&shrunk.scenario, "shrunk.toml", &BackendKind::Pure).expect("valid");
+        let replay =
+            ddmin::replay(&shrunk.scenario, "shrunk.toml", &BackendKind::Pure).expect("valid");
         if !replay.violated(target) || !replay.matched {
             failures.push(format!(
                 "{}: shrunk to {steps} steps, breaks {target}: {}, matched: {} {:?}",
@@ -120,7 +121,8 @@ fn the_committed_renew_revives_story_replays_and_reads_in_under_a_dozen_lines() 
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../reports/renew-revives-story.toml");
     let text = std::fs::read_to_string(&path).expect("reports/renew-revives-story.toml");
     let scenario: leasehold_sim::scenario::Scenario = toml::from_str(&text).expect("a scenario");
-    let replay = ddmin::replay(&scenario, "renew-revives-story.toml", &BackendKind::Pure).expect("valid");
+    let replay =
+        ddmin::replay(&scenario, "renew-revives-story.toml", &BackendKind::Pure).expect("valid");
     assert!(replay.matched, "{:?}", replay.mismatches);
     assert!(replay.violated(Invariant::I2));
     assert!(replay.timeline.len() < 12, "{:#?}", replay.timeline);

@@ -43,7 +43,13 @@ fn folder(test: &str) -> PathBuf {
 fn campaign_finding(dir: &Path) -> PathBuf {
     let dir_text = dir.display().to_string();
     let output = queue_cli(&[
-        "sim", "--seeds", "0..40", "--backend", ACKS_BY_ID, "--out", &dir_text,
+        "sim",
+        "--seeds",
+        "0..40",
+        "--backend",
+        ACKS_BY_ID,
+        "--out",
+        &dir_text,
     ]);
     let text = said(&output);
     assert_eq!(output.status.code(), Some(1), "the campaign fails: {text}");
@@ -69,7 +75,9 @@ fn campaign_finding(dir: &Path) -> PathBuf {
 
 /// Counts a scenario file's `[[step]]` tables.
 fn steps_of(text: &str) -> usize {
-    text.lines().filter(|line| line.trim() == "[[step]]").count()
+    text.lines()
+        .filter(|line| line.trim() == "[[step]]")
+        .count()
 }
 
 /// Whether `svg` is well-formed as XML goes for a drawing: every tag closed in order, every
@@ -94,7 +102,7 @@ fn well_formed(svg: &str) -> Result<(), String> {
                 top => return Err(format!("</{name}> closes {top:?}")),
             }
         }
-        if tag.matches('"').count() % 2 != 0 {
+        if !tag.matches('"').count().is_multiple_of(2) {
             return Err(format!("an unbalanced quote in <{tag}>"));
         }
         let name = tag.split_whitespace().next().unwrap_or_default();
@@ -163,10 +171,13 @@ fn the_campaigns_finding_shrinks_on_the_queue_and_draws() {
     let text = said(&replayed);
     assert_eq!(replayed.status.code(), Some(0), "matches its file: {text}");
     assert!(text.contains("violated: I1 stale-never-counts"), "{text}");
-    let library = leasehold::replay(&shrunk_path, &leasehold_example_queue::acks_by_id())
-        .expect("replays");
+    let library =
+        leasehold::replay(&shrunk_path, &leasehold_example_queue::acks_by_id()).expect("replays");
     assert!(
-        library.violations.iter().any(|v| v.contains("I1 stale-never-counts")),
+        library
+            .violations
+            .iter()
+            .any(|v| v.contains("I1 stale-never-counts")),
         "{library:?}"
     );
 
@@ -233,7 +244,12 @@ fn an_unknown_backend_is_one_line_naming_the_registered_ones() {
         args.extend(["--backend", "nope"]);
         let output = queue_cli(&args);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{command}: {}", said(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{command}: {}",
+            said(&output)
+        );
         assert_eq!(stderr.lines().count(), 1, "{command}: {stderr}");
         for name in ["pure", "embedded", "redis", ACKS_BY_ID, FIXED] {
             assert!(stderr.contains(name), "{command} names {name}: {stderr}");
