@@ -202,7 +202,7 @@ fn run_with(context: Context) -> ExitCode {
         Command::Shrink(args) => cmd::shrink::run(args, context),
         Command::Timeline(args) => cmd::timeline::run(args, context),
         Command::Protocols(args) => cmd::protocols::run(args),
-        Command::Report(args) => cmd::report::run(args),
+        Command::Report(args) => cmd::report::run(args, context),
     };
     match result {
         Ok(status) => status.into(),

@@ -26,6 +26,16 @@ pub struct RedisArgs {
     pub redis_spawn: bool,
 }
 
+impl Default for RedisArgs {
+    /// No Redis flag given: the default server.
+    fn default() -> RedisArgs {
+        RedisArgs {
+            redis_url: DEFAULT_URL.to_string(),
+            redis_spawn: false,
+        }
+    }
+}
+
 /// The Redis backend `--backend redis` and the Redis flags configure: `None` for another
 /// backend, whose name must then come without Redis flags (given, they are refused by name).
 pub fn configured(backend: &str, args: &RedisArgs) -> Result<Option<BackendKind>, UserError> {

@@ -233,9 +233,9 @@ fn an_unknown_backend_is_one_line_naming_the_registered_ones() {
         .join("../../scenarios/t0-t5-stale-ack.toml")
         .display()
         .to_string();
-    for command in ["sim", "replay", "timeline", "shrink"] {
+    for command in ["sim", "report", "replay", "timeline", "shrink"] {
         let mut args = vec![command];
-        if command != "sim" {
+        if !["sim", "report"].contains(&command) {
             args.push(&scenario);
         }
         args.extend(["--backend", "nope"]);
