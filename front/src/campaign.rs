@@ -4,6 +4,7 @@
 //! replays it.
 
 use crate::check::OUT_DEFAULT;
+use crate::defaults;
 use crate::failure::{Failure, PROGRAM};
 use crate::files;
 use crate::Error;
@@ -36,8 +37,11 @@ pub struct CampaignRun {
 /// [`crate::defaults::sim_template`]): seeds `0..100`, the template's faults for every seed,
 /// the pure broker, one thread, findings under [`OUT_DEFAULT`].
 pub fn campaign(template: Setup) -> CampaignRun {
+    let mut campaign = Campaign::new(template, 0..100);
+    campaign.threads = defaults::sim_threads();
+    campaign.expiry_mixed = defaults::sim_expiry_mixed();
     CampaignRun {
-        campaign: Campaign::new(template, 0..100),
+        campaign,
         out: PathBuf::from(OUT_DEFAULT),
         budget: None,
         program: PROGRAM.to_string(),
@@ -104,9 +108,16 @@ impl CampaignRun {
     }
 
     /// Each seed draws whether the broker expires leases at their deadline or on the next
-    /// fetch.
+    /// fetch (the default, as `leasehold sim --expiry mixed`).
     pub fn expiry_mixed(mut self) -> CampaignRun {
         self.campaign.expiry_mixed = true;
+        self
+    }
+
+    /// Every seed expires leases as the template says (`setup.expiry`), as `leasehold sim
+    /// --expiry at_deadline` or `on_fetch`.
+    pub fn expiry_of_template(mut self) -> CampaignRun {
+        self.campaign.expiry_mixed = false;
         self
     }
 

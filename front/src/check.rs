@@ -62,7 +62,7 @@ impl<B> Clone for Check<B> {
 }
 
 /// A model check of `config` (e.g. `CheckConfig::default_for(Variant::Fenced)`): symmetry
-/// reduction on, one thread, at most [`STATES_MAX`] states, scenarios under
+/// reduction on, [`crate::defaults::CHECK_THREADS`] threads, at most [`STATES_MAX`] states, scenarios under
 /// [`OUT_DEFAULT`].
 pub fn check(config: CheckConfig) -> Check {
     Check {
@@ -70,7 +70,7 @@ pub fn check(config: CheckConfig) -> Check {
         options: Options {
             limits: Limits {
                 states_max: STATES_MAX,
-                threads: 1,
+                threads: crate::defaults::CHECK_THREADS,
                 ..Limits::default()
             },
             symmetry: true,

@@ -88,7 +88,7 @@ pub struct Args {
     #[arg(long, default_value = "leasehold", value_name = "ENGINE")]
     pub engine: String,
     /// Search threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = leasehold_front::defaults::CHECK_THREADS as u32)]
     pub threads: u32,
     /// Turn symmetry reduction over workers off.
     #[arg(long)]

@@ -12,6 +12,7 @@ use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::backends::Context;
 use crate::cmd::redis::RedisArgs;
 use crate::files;
+use leasehold_front::defaults;
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::engine::Expiry;
 use leasehold_sim::parse::scenario_of_toml;
@@ -145,22 +146,22 @@ pub struct Options {
     #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub slow_handler_ms_max: Option<u64>,
     /// Events published at time 0.
-    #[arg(long, default_value_t = 20, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_EVENTS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub events: u32,
     /// Consumer groups.
-    #[arg(long, default_value_t = 2, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_GROUPS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub groups: u32,
     /// Workers.
-    #[arg(long, default_value_t = 3, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_WORKERS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub workers: u32,
     /// Ack policy: nack_on_error, ack_always, ack_first, manual.
     #[arg(long, default_value = "nack_on_error", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub policy: String,
     /// Deliveries per (group, event) before dead-lettering.
-    #[arg(long, default_value_t = 3, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_MAX_ATTEMPTS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub max_attempts: u32,
     /// Lease duration (Redis variants: the claim idle time).
-    #[arg(long, default_value_t = 30_000, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_LEASE_MS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub lease_ms: u64,
     /// Bound on the safety (faulty) phase, simulated ms (default: sixty leases, or two per
     /// record a worker handles when more).
@@ -172,14 +173,14 @@ pub struct Options {
     pub steps_max: Option<u64>,
     /// When the broker expires leases: `at_deadline`, `on_fetch` (lazily, as Redis claims), or
     /// `mixed` (each seed draws one).
-    #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value = defaults::SIM_EXPIRY, value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub expiry: String,
     /// How random words become numbers in a range: `uniform` (rand's `Uniform`), or
     /// `gen_range` (rand's `gen_range`: the seeded files written before `draws` existed).
     #[arg(long, default_value = "uniform", value_parser = Draws::ALL.map(Draws::name), conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub draws: String,
     /// Threads (the results do not depend on it), at most 256; by default, one per core.
-    #[arg(long, default_value_t = default_threads())]
+    #[arg(long, default_value_t = defaults::sim_threads())]
     pub threads: usize,
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
@@ -242,11 +243,6 @@ pub struct Options {
     /// `--json` prints), else the text printed.
     #[arg(long)]
     pub report: Option<PathBuf>,
-}
-
-/// One campaign thread per core the process may use (at most [`THREADS_MAX`]).
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(THREADS_MAX))
 }
 
 /// Runs the command.

@@ -1581,3 +1581,30 @@ fn draws_are_chosen_recorded_and_an_old_file_replays_as_gen_range() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The library's campaign with no option set is the command line's `sim` with no flag: the
+/// same defaults (sizes, expiry mode, threads), defined once in `leasehold::defaults`, so
+/// both run the same seeds to the same campaign hash, and the library prints the command the
+/// binary runs.
+#[test]
+fn the_library_campaign_and_sim_share_their_defaults() {
+    let template = leasehold::defaults::sim_template(leasehold::Variant::Fenced).unwrap();
+    let dir = scratch_dir("library-defaults");
+    let library = leasehold::campaign(template)
+        .seeds(0..30)
+        .out(&dir)
+        .run()
+        .expect("runs");
+    let out = leasehold(&["sim", "--seeds", "0..30", "--json", "--no-save"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one object");
+    assert_eq!(
+        value["campaign_hash"].as_str(),
+        Some(format!("{:016x}", library.summary.campaign_hash).as_str()),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        value["recipe"].as_str(),
+        Some(&library.command["leasehold sim --seeds 0..30 ".len()..])
+    );
+}
