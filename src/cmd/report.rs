@@ -7,7 +7,6 @@
 //!
 //! * [`render`] — the Markdown (byte-stable) and JSON (with timings) renderings.
 
-pub mod render;
 
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
@@ -297,14 +296,14 @@ fn write_reports(
         "cargo run --release -- report{} --check-diff",
         if args.quick { " --quick" } else { "" }
     );
-    let header = render::Header {
+    let header = matrix::render::Header {
         command: &command,
         depth: args.depth(),
         check_diff: &check_diff,
         bounds: &bounds,
     };
-    let markdown = render::markdown(&header, rows);
-    let json = render::json(&header, rows, started.elapsed().as_secs_f64());
+    let markdown = matrix::render::markdown(&header, rows);
+    let json = matrix::render::json(&header, rows, started.elapsed().as_secs_f64());
     let json_text = format!(
         "{}\n",
         serde_json::to_string_pretty(&json).expect("the report serialises")
