@@ -37,6 +37,7 @@
 //!   expectation docs/variants.md states.
 //! * [`conformance`] — the conformance suite of the `Backend` contract: your backend against
 //!   the reference broker, operation sequence by operation sequence.
+//! * [`check_report`] — a model check's printed report: its text and its JSON.
 //! * [`defaults`] — the defaults the command line and these calls share.
 //! * [`files`] — atomic writes, never-overwriting writes.
 //! * [`failure`] — what a failed assertion prints, and how reproducing commands start by
@@ -46,6 +47,7 @@
 pub mod budget;
 pub mod campaign;
 pub mod check;
+pub mod check_report;
 pub mod defaults;
 mod error;
 pub mod failure;

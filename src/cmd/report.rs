@@ -7,7 +7,6 @@
 //!
 //! * [`render`] — the Markdown (byte-stable) and JSON (with timings) renderings.
 
-
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_front::matrix::{
