@@ -30,7 +30,7 @@ use leasehold_sim::seeded::{BackendKind, Setup};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The default bound on the seeded runs a shrink tries (`leasehold shrink --runs-max`); the
 /// scripted phase may replay ten times as many.
@@ -49,6 +49,8 @@ pub struct Shrink {
     stop: Arc<AtomicBool>,
     progress: Option<ShrinkProgress>,
     program: String,
+    /// When [`Shrink::run`] started: a stop after `budget` from it was the budget's.
+    started: Option<Instant>,
 }
 
 /// A shrink of the failing scenario at `path` on the reference broker, at most [`RUNS_MAX`]
@@ -63,6 +65,7 @@ pub fn shrink(path: impl AsRef<Path>) -> Shrink {
         stop: Arc::default(),
         progress: None,
         program: PROGRAM.to_string(),
+        started: None,
     }
 }
 
@@ -192,25 +195,11 @@ impl Shrink {
     /// Runs the shrink. An unreadable or malformed file, a backend that cannot run it, or a
     /// result that cannot be written, is an [`Error`]; a scenario that breaks nothing, or
     /// whose result does not replay, is a [`Shrinking`] with nothing written.
-    pub fn run(self) -> Result<Shrinking, Error> {
+    pub fn run(mut self) -> Result<Shrinking, Error> {
+        self.started = Some(Instant::now());
         let stop = Arc::clone(&self.stop);
-        let (result, spent) = crate::budget::within(self.budget, &stop, || self.shrink_file());
+        let (result, _) = crate::budget::within(self.budget, &stop, || self.shrink_file());
         let mut done = result?;
-        if done.stopped.is_some() {
-            let reason = match self.budget {
-                Some(budget) if spent => {
-                    format!("time budget {} spent", humantime::format_duration(budget))
-                }
-                _ => "interrupted".to_string(),
-            };
-            for line in &mut done.lines {
-                *line = line.replace(STOPPED, &reason);
-            }
-            if let Some(scenario) = &mut done.scenario {
-                scenario.note = scenario.note.as_ref().map(|n| n.replace(STOPPED, &reason));
-            }
-            done.stopped = Some(reason);
-        }
         if let Some(scenario) = &done.scenario {
             let path = self.write(scenario)?;
             done.say(format!("wrote {}", path.display()));
@@ -265,7 +254,7 @@ impl Shrink {
             setup.seed, shrunk.runs
         ));
         if shrunk.stopped {
-            stopped(&mut done, shrunk.runs);
+            self.stopped(&mut done, shrunk.runs);
         }
         for change in &shrunk.changes {
             done.say(format!("  {change}"));
@@ -321,7 +310,7 @@ impl Shrink {
         let minimized =
             ddmin::minimize_until(&scenario, &self.backend, target, runs_max, &self.stop);
         if minimized.stopped {
-            stopped(done, minimized.runs);
+            self.stopped(done, minimized.runs);
         }
         let mut story = minimized.scenario;
         story.expect = Some(Expect {
@@ -333,7 +322,7 @@ impl Shrink {
             story.steps.len(),
             minimized.steps_before,
             minimized.runs,
-            stopped_note(minimized.stopped)
+            self.stopped_note(minimized.stopped)
         ));
         if self.replays_as_written(done, &story, minimized.steps_before, minimized.runs)? {
             done.scenario = Some(story);
@@ -373,7 +362,7 @@ impl Shrink {
         let runs_max = self.runs_max.saturating_mul(10);
         let minimized = ddmin::minimize_until(&script, &self.backend, target, runs_max, &self.stop);
         if minimized.stopped && !shrunk.stopped {
-            stopped(done, shrunk.runs + minimized.runs);
+            self.stopped(done, shrunk.runs + minimized.runs);
         }
         let mut story = minimized.scenario;
         story.name = format!(
@@ -386,7 +375,7 @@ impl Shrink {
             minimized.steps_before,
             story.steps.len(),
             minimized.runs,
-            stopped_note(shrunk.stopped || minimized.stopped)
+            self.stopped_note(shrunk.stopped || minimized.stopped)
         ));
         if !self.replays_as_written(done, &story, minimized.steps_before, minimized.runs)? {
             return Ok(None);
@@ -419,6 +408,40 @@ impl Shrink {
         Ok(replay.matched)
     }
 
+    /// Why the search stopped early: `time budget 90s spent` once the budget has passed since
+    /// [`Shrink::run`] started, else `interrupted` (the stop flag was raised).
+    fn stop_reason(&self) -> String {
+        let spent = |budget: Duration| self.started.is_some_and(|s| s.elapsed() >= budget);
+        match self.budget {
+            Some(budget) if spent(budget) => {
+                format!("time budget {} spent", humantime::format_duration(budget))
+            }
+            _ => "interrupted".to_string(),
+        }
+    }
+
+    /// The end of a written file's note when the search stopped early: `; stopped early
+    /// (interrupted): smaller may exist`.
+    fn stopped_note(&self, stopped: bool) -> String {
+        if stopped {
+            format!(
+                "; stopped early ({}): smaller may exist",
+                self.stop_reason()
+            )
+        } else {
+            String::new()
+        }
+    }
+
+    /// Says that the search stopped early, after `runs` runs.
+    fn stopped(&self, done: &mut Shrinking, runs: u64) {
+        let reason = self.stop_reason();
+        done.say(format!(
+            "stopped early ({reason}) after {runs} runs: the smallest failing scenario found by then follows"
+        ));
+        done.stopped = Some(reason);
+    }
+
     /// Writes `story` as `<stem>-shrunk.toml` beside the input, under `out` when it is a
     /// folder, or as `out` when it names a `.toml` file; never over an existing file.
     fn write(&self, story: &Scenario) -> Result<PathBuf, Error> {
@@ -444,27 +467,6 @@ impl Shrink {
         };
         files::write_new(&dir, &stem, "toml", to_toml(story).as_bytes())
     }
-}
-
-/// Stands for the reason a search stopped until [`Shrink::run`] knows it.
-const STOPPED: &str = "\u{0}stopped\u{0}";
-
-/// The end of a written file's note when the search stopped early: `; stopped early
-/// (interrupted): smaller may exist`.
-fn stopped_note(stopped: bool) -> String {
-    if stopped {
-        format!("; stopped early ({STOPPED}): smaller may exist")
-    } else {
-        String::new()
-    }
-}
-
-/// Says that the search stopped early, after `runs` runs.
-fn stopped(done: &mut Shrinking, runs: u64) {
-    done.say(format!(
-        "stopped early ({STOPPED}) after {runs} runs: the smallest failing scenario found by then follows"
-    ));
-    done.stopped = Some(STOPPED.to_string());
 }
 
 /// The invariant to shrink for: the one the file's `[expect]` names, else the first the run
