@@ -40,7 +40,9 @@ pub struct Check<B = Broker> {
     budget: Option<Duration>,
     memory_bytes: Option<u64>,
     /// The name a user's broker is registered by (`None`: the reference broker).
-    backend: Option<&'static str>,
+    backend: Option<String>,
+    /// A registered broker to explore instead of `B` ([`Check::on`]).
+    registered: Option<CheckedBackend>,
     /// How the printed command starts.
     program: String,
     broker: PhantomData<fn() -> B>,
@@ -54,7 +56,8 @@ impl<B> Clone for Check<B> {
             out: self.out.clone(),
             budget: self.budget,
             memory_bytes: self.memory_bytes,
-            backend: self.backend,
+            backend: self.backend.clone(),
+            registered: self.registered.clone(),
             program: self.program.clone(),
             broker: PhantomData,
         }
@@ -81,6 +84,7 @@ pub fn check(config: CheckConfig) -> Check {
         budget: None,
         memory_bytes: None,
         backend: None,
+        registered: None,
         program: PROGRAM.to_string(),
         broker: PhantomData,
     }
@@ -263,10 +267,20 @@ impl<B: CheckedBroker> Check<B> {
             out: self.out,
             budget: self.budget,
             memory_bytes: self.memory_bytes,
-            backend: Some(name),
+            backend: Some(name.to_string()),
+            registered: None,
             program: self.program,
             broker: PhantomData,
         }
+    }
+
+    /// The same check on a registered broker ([`checked_backend`]): the value a command line
+    /// built with `leasehold::cli::main_with_checked` holds, explored and replayed as
+    /// [`Check::broker`] does with its type.
+    pub fn on(mut self, broker: &CheckedBackend) -> Check<B> {
+        self.backend = Some(broker.name().to_string());
+        self.registered = Some(broker.clone());
+        self
     }
 
     /// How the printed command starts (default `leasehold`): a suite's own build of the
@@ -346,7 +360,7 @@ impl<B: CheckedBroker> Check<B> {
             ));
         }
         let mut command = format!("{} check {}", self.program, self.config);
-        if let Some(backend) = self.backend {
+        if let Some(backend) = &self.backend {
             command.push_str(&format!(" --backend {backend}"));
         }
         if self.options.engine != Engine::Leasehold {
@@ -371,16 +385,27 @@ impl<B: CheckedBroker> Check<B> {
         }
         let (report, spent) =
             crate::budget::within_limits(self.budget, self.memory_bytes, &stop, || {
-                leasehold_model::check::run_on::<B>(&self.config, &options, None)
+                match &self.registered {
+                    Some(broker) => broker.run(&self.config, &options, None),
+                    None => leasehold_model::check::run_on::<B>(&self.config, &options, None),
+                }
             });
         let budget_spent = spent.is_some() && report.interrupted;
         let model = LeaseModel::<B>::for_broker(self.config.clone());
-        let prefix = self.backend.map(|b| format!("{b}-")).unwrap_or_default();
+        let prefix = self
+            .backend
+            .as_ref()
+            .map(|b| format!("{b}-"))
+            .unwrap_or_default();
         let counterexamples = report
             .counterexamples
             .iter()
             .map(|cx| {
-                let (body, replay) = counterexample::replay(&model, cx)
+                let replayed = match &self.registered {
+                    Some(broker) => broker.replay(&self.config, cx),
+                    None => counterexample::replay(&model, cx),
+                };
+                let (body, replay) = replayed
                     .map_err(|e| Error(format!("the counterexample for {}: {e}", cx.invariant)))?;
                 let name = format!(
                     "{prefix}{}-check-{}.toml",
@@ -400,7 +425,7 @@ impl<B: CheckedBroker> Check<B> {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Checked {
-            backend: self.backend.map(str::to_string),
+            backend: self.backend.clone(),
             report,
             command,
             counterexamples,

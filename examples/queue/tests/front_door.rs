@@ -358,3 +358,37 @@ fn the_printed_command_of_a_check_checks_the_queue() {
     );
     assert_eq!(output.status.code(), Some(1), "an invariant is violated");
 }
+
+/// The model checker on the registered values the example's command line holds: the same
+/// exploration, counts and verdicts as on the queue types, the bug found on the buggy one and
+/// replayed there.
+#[test]
+fn check_on_the_registered_queues() {
+    use leasehold_example_queue::{checked_acks_by_id, checked_fixed};
+    let on_value = leasehold::check(small())
+        .on(&checked_acks_by_id())
+        .reproduce_with(PROGRAM)
+        .out(out("check-on-value-buggy"))
+        .run()
+        .expect("checks");
+    let found = on_value.assert_violates(Invariant::I1);
+    assert!(found.steps <= 6 && found.replays, "{found:?}");
+    assert_eq!(on_value.backend.as_deref(), Some(ACKS_BY_ID));
+    let on_type = leasehold::check(small())
+        .broker::<AcksByIdQueue>(ACKS_BY_ID)
+        .out(out("check-on-type-buggy"))
+        .run()
+        .expect("checks");
+    assert_eq!(on_value.report.counts, on_type.report.counts);
+    let fixed = leasehold::check(small())
+        .on(&checked_fixed())
+        .out(out("check-on-value-fixed"))
+        .run()
+        .expect("checks");
+    fixed.assert_holds();
+    assert!(
+        fixed.command.ends_with(&format!(" --backend {FIXED}")),
+        "{}",
+        fixed.command
+    );
+}
