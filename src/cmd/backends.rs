@@ -1,55 +1,82 @@
-//! Backends a suite registers with its own build of the command line
-//! ([`crate::cli::main_with`], [`crate::cli::main_with_checked`]): `--backend NAME` of `sim`
-//! and `replay` finds them by name, and `--backend NAME` of `check` the brokers registered
-//! for the model checker.
+//! The backends a command can run on, passed down from [`crate::cli::main_with`] as a value:
+//! the stock ones (`pure`, `embedded`, `redis`) and those a suite registers with its own build
+//! of the command line. `--backend NAME` of every command selects one of them.
 
-use leasehold_front::CheckedBackend;
+use crate::cli::UserError;
+use crate::cmd::redis::RedisArgs;
+use leasehold_front::{Backends, CheckedBackend};
+use leasehold_model::{Backend, BackendFactory, BrokerConfig};
 use leasehold_sim::seeded::BackendKind;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
-static REGISTERED: OnceLock<Vec<BackendKind>> = OnceLock::new();
-static CHECKED: OnceLock<Vec<CheckedBackend>> = OnceLock::new();
+/// The in-process thread-safe broker, registered as `embedded` (`fenced` only).
+struct Embedded;
 
-/// Registers `brokers` for `check --backend` (the first registration stands).
-pub fn register_checked(brokers: &[CheckedBackend]) {
-    let _ = CHECKED.set(brokers.to_vec());
+impl BackendFactory for Embedded {
+    fn name(&self) -> &str {
+        "embedded"
+    }
+
+    fn make(&self, config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
+        Ok(Box::new(leasehold_embedded::EmbeddedBackend::new(config)?))
+    }
 }
 
-/// The broker registered for `check` as `name`.
-pub fn find_checked(name: &str) -> Option<CheckedBackend> {
-    CHECKED
-        .get()?
-        .iter()
-        .copied()
-        .find(|broker| broker.name() == name)
+/// What every command is given: the registered backends, and those a command selected (whose
+/// resources — private Redis servers — are released when the command ends, also on a panic).
+#[derive(Clone)]
+pub struct Context {
+    backends: Backends,
+    selected: Arc<Mutex<Vec<BackendKind>>>,
 }
 
-/// The names registered for `check`, for error messages.
-pub fn checked_names() -> Vec<&'static str> {
-    CHECKED
-        .get()
-        .map(|brokers| brokers.iter().map(|broker| broker.name()).collect())
-        .unwrap_or_default()
-}
+impl Context {
+    /// The stock backends (`pure`, `embedded`, `redis` at its default server), then
+    /// `kinds` and `checked` (which may replace a stock one by name).
+    pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
+        let mut backends = Backends::new()
+            .with(BackendKind::new(Embedded))
+            .with(BackendKind::new(leasehold_redis::Redis::url(
+                leasehold_redis::DEFAULT_URL,
+            )));
+        for kind in kinds {
+            backends = backends.with(kind.clone());
+        }
+        for broker in checked {
+            backends = backends.with_checked(broker.clone());
+        }
+        Context {
+            backends,
+            selected: Arc::default(),
+        }
+    }
 
-/// Registers `kinds` for this process (the first registration stands).
-pub fn register(kinds: &[BackendKind]) {
-    let _ = REGISTERED.set(kinds.to_vec());
-}
+    /// The backend `--backend name` selects, configured by the Redis flags and ready to run
+    /// ([`BackendKind::prepare`]: a Redis server answers). The Redis flags beside another
+    /// backend would go unused: given, they are refused by name. Errors are one line (exit 2).
+    pub fn select(&self, name: &str, redis: &RedisArgs) -> Result<BackendKind, UserError> {
+        let kind = match crate::cmd::redis::configured(name, redis)? {
+            Some(redis) => redis,
+            None => self.backends.find(name)?,
+        };
+        kind.prepare().map_err(UserError)?;
+        self.selected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(kind.clone());
+        Ok(kind)
+    }
 
-/// The registered backend named `name`.
-pub fn find(name: &str) -> Option<BackendKind> {
-    REGISTERED
-        .get()?
-        .iter()
-        .copied()
-        .find(|kind| kind.name() == name)
-}
+    /// The broker registered for `check --backend name`.
+    pub fn checked(&self, name: &str) -> Result<CheckedBackend, UserError> {
+        self.backends.find_checked(name)
+    }
 
-/// The registered names, for error messages.
-pub fn names() -> Vec<&'static str> {
-    REGISTERED
-        .get()
-        .map(|kinds| kinds.iter().map(|kind| kind.name()).collect())
-        .unwrap_or_default()
+    /// Releases what the selected backends hold (stops private Redis servers).
+    pub fn shutdown(&self) {
+        let selected = self.selected.lock().unwrap_or_else(|e| e.into_inner());
+        for kind in selected.iter() {
+            kind.shutdown();
+        }
+    }
 }
