@@ -34,11 +34,13 @@ impl Context {
     /// The stock backends (`pure`, `embedded`, `redis` at its default server), then
     /// `kinds` and `checked` (which may replace a stock one by name).
     pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
-        let mut backends = Backends::new()
-            .with(BackendKind::new(Embedded))
-            .with(BackendKind::new(leasehold_redis::Redis::url(
+        let mut backends = Backends::new().with(BackendKind::new(Embedded));
+        #[cfg(feature = "redis")]
+        {
+            backends = backends.with(BackendKind::new(leasehold_redis::Redis::url(
                 leasehold_redis::DEFAULT_URL,
             )));
+        }
         for kind in kinds {
             backends = backends.with(kind.clone());
         }

@@ -10,8 +10,14 @@
 
 use crate::cli::UserError;
 use crate::cmd::backends::Context;
-use leasehold_redis::{Redis, DEFAULT_URL};
+#[cfg(feature = "redis")]
+use leasehold_redis::DEFAULT_URL;
 use leasehold_sim::seeded::BackendKind;
+
+/// The Redis backend's default server: this build has no Redis backend (feature `redis`
+/// off), so `--backend redis` is an unknown backend.
+#[cfg(not(feature = "redis"))]
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// The Redis flags of `replay`, `timeline`, `sim` and `shrink`.
 #[derive(clap::Args, Debug, Clone)]
@@ -52,11 +58,24 @@ pub fn configured(backend: &str, args: &RedisArgs) -> Result<Option<BackendKind>
             None => Ok(None),
         };
     }
-    Ok(Some(BackendKind::new(if args.redis_spawn {
+    Ok(redis(args))
+}
+
+/// The Redis backend the flags configure.
+#[cfg(feature = "redis")]
+fn redis(args: &RedisArgs) -> Option<BackendKind> {
+    use leasehold_redis::Redis;
+    Some(BackendKind::new(if args.redis_spawn {
         Redis::spawn()
     } else {
         Redis::url(args.redis_url.clone())
-    })))
+    }))
+}
+
+/// None: this build has no Redis backend.
+#[cfg(not(feature = "redis"))]
+fn redis(_: &RedisArgs) -> Option<BackendKind> {
+    None
 }
 
 /// A Redis server that stops answering in the middle of a run (it died, was stopped, or its
