@@ -7,6 +7,7 @@
 //!
 //! * `cli` — (feature `cli`) the argument grammar, exit statuses, one-line usage errors,
 //!   `main_with`.
+//! * `status` — (feature `cli`) what a command returns: its exit status or a user error.
 //! * `cmd` — (feature `cli`) one module per command: `check`, `sim`, `replay`, `shrink`,
 //!   `timeline`, `protocols`, `report`.
 //! * `redis` — (feature `redis`) the Redis backend, `leasehold_redis`.
@@ -16,6 +17,8 @@
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod cmd;
+#[cfg(feature = "cli")]
+pub mod status;
 
 pub use leasehold_front::*;
 

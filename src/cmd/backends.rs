@@ -1,9 +1,9 @@
-//! The backends a command can run on, passed down from [`crate::cli::main_with`] as a value:
+//! The backends a command can run on, passed down from `cli::main_with` as a value:
 //! the stock ones (`pure`, `embedded`, `redis`) and those a suite registers with its own build
 //! of the command line. `--backend NAME` of every command selects one of them.
 
-use crate::cli::UserError;
 use crate::cmd::redis::RedisArgs;
+use crate::status::UserError;
 use leasehold_front::{Backends, CheckedBackend};
 use leasehold_model::{Backend, BackendFactory, BrokerConfig};
 use leasehold_sim::seeded::BackendKind;

@@ -6,7 +6,7 @@
 //! ([`leasehold_front::matrix::report`]); this module turns flags into a [`MatrixConfig`] and
 //! prints.
 
-use crate::cli::{CmdResult, Status, UserError};
+use crate::status::{CmdResult, Status, UserError};
 use leasehold_front::matrix::report::{self, ReportFiles};
 use leasehold_front::matrix::{self, engines, Depth, Engine, EngineRun, MatrixConfig};
 use leasehold_model::Variant;
