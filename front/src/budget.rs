@@ -171,3 +171,14 @@ pub fn format_bytes(bytes: u64) -> String {
     }
     format!("{value:.1} {}", units[unit])
 }
+
+/// Why long work stopped before its end, for a report: `time budget 10m spent` when it had a
+/// `budget` and no signal stopped it, else `interrupted`.
+pub fn stop_reason(budget: Option<Duration>, signalled: bool) -> String {
+    match budget {
+        Some(budget) if !signalled => {
+            format!("time budget {} spent", humantime::format_duration(budget))
+        }
+        _ => "interrupted".to_string(),
+    }
+}

@@ -291,3 +291,48 @@ pub fn counterexample_report(
         scenario: Some(path.display().to_string()),
     })
 }
+
+/// The command that checks `config` again: on `broker` (when not the reference one), with
+/// the engine of `options` and, when asked, every violation.
+pub fn command(
+    config: &CheckConfig,
+    broker: Option<&CheckedBackend>,
+    options: &Options,
+    all_violations: bool,
+) -> String {
+    let mut command = format!("leasehold check {config}");
+    if let Some(broker) = broker {
+        command.push_str(&format!(" --backend {}", broker.name()));
+    }
+    if options.engine != Engine::Leasehold {
+        command.push_str(&format!(" --engine {}", options.engine.name()));
+    }
+    if all_violations {
+        command.push_str(" --all-violations");
+    }
+    command
+}
+
+impl Printed {
+    /// The printed report of `report`, a search of `seconds` on `broker` (`None`: the
+    /// reference broker) reproduced by `command`: no comparison without symmetry, no
+    /// counterexample written yet, not stopped.
+    pub fn new(
+        command: String,
+        broker: Option<&CheckedBackend>,
+        report: Report,
+        seconds: f64,
+    ) -> Printed {
+        Printed {
+            command,
+            backend: broker.map(|b| b.name().to_string()),
+            unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
+            collision_estimate: report.collision_estimate(),
+            seconds,
+            without_symmetry: None,
+            counterexamples: Vec::new(),
+            report,
+            stopped: None,
+        }
+    }
+}

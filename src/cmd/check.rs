@@ -10,7 +10,7 @@ use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
 use crate::status::{CmdResult, Status, UserError};
 use leasehold_front::budget::{format_bytes, parse_memory_budget, Spent};
-use leasehold_front::check_report::{counterexample_report, header, text, Printed};
+use leasehold_front::check_report::{command, counterexample_report, header, text, Printed};
 use leasehold_front::CheckedBackend;
 use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
@@ -350,16 +350,7 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         .as_deref()
         .map(|name| context.checked(name))
         .transpose()?;
-    let mut command = format!("leasehold check {config}");
-    if let Some(broker) = &broker {
-        command.push_str(&format!(" --backend {}", broker.name()));
-    }
-    if options.engine != Engine::Leasehold {
-        command.push_str(&format!(" --engine {}", options.engine.name()));
-    }
-    if args.all_violations {
-        command.push_str(" --all-violations");
-    }
+    let command = command(&config, broker.as_ref(), &options, args.all_violations);
     if let Some(addr) = explore {
         return serve(&config, &options, addr, &command);
     }
@@ -410,31 +401,21 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         .iter()
         .map(|cx| counterexample_report(&config, broker.as_ref(), cx, &args.out))
         .collect::<Result<Vec<_>, _>>()?;
-    let printed = Printed {
-        command,
-        backend: broker.as_ref().map(|b| b.name().to_string()),
-        unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
-        collision_estimate: report.collision_estimate(),
-        seconds,
-        without_symmetry,
-        counterexamples,
-        report,
-        stopped,
-    };
+    let mut printed = Printed::new(command, broker.as_ref(), report, seconds);
+    printed.without_symmetry = without_symmetry;
+    printed.counterexamples = counterexamples;
+    printed.stopped = stopped;
     let json = serde_json::to_string_pretty(&printed).expect("the report serialises");
     if args.json {
         println!("{json}");
     } else {
         print!("{}", text(&printed));
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{json}\n")
-        } else {
-            format!("{header}\n{}", text(&printed))
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    files::write_report(
+        args.report.as_deref(),
+        || json,
+        || format!("{header}\n{}", text(&printed)),
+    )?;
     Ok(Status::held(printed.report.outcome == Outcome::Holds))
 }
 

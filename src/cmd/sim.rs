@@ -533,15 +533,10 @@ fn report_one(
         }
         print!("{text}");
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{}\n", json())
-        } else {
-            let faults = format!("faults: {}", setup.faults.summary());
-            format!("{header}\n{faults}\n{text}")
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    files::write_report(args.report.as_deref(), json, || {
+        let faults = format!("faults: {}", setup.faults.summary());
+        format!("{header}\n{faults}\n{text}")
+    })?;
     Ok(status)
 }
 
@@ -590,15 +585,10 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
     } else {
         print!("{text}");
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            let json = serde_json::to_string_pretty(report).expect("a report serialises");
-            format!("{json}\n")
-        } else {
-            format!("{}\n{text}", report.command)
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    let json = || serde_json::to_string_pretty(report).expect("a report serialises");
+    files::write_report(args.report.as_deref(), json, || {
+        format!("{}\n{text}", report.command)
+    })?;
     Ok(Status::Ok)
 }
 
@@ -611,14 +601,7 @@ fn run_merge(args: &Options) -> CmdResult {
     } else {
         print!("{text}");
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{}\n", json())
-        } else {
-            text
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    files::write_report(args.report.as_deref(), json, || text)?;
     Ok(Status::held(merged.summary.seeds_failed == 0))
 }
 

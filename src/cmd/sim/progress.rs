@@ -120,12 +120,7 @@ static SIGNALLED: AtomicBool = AtomicBool::new(false);
 /// Why [`INTERRUPTED`] was raised, for a report: `interrupted` (a signal) or `time budget 10m
 /// spent`.
 pub(crate) fn stop_reason(budget: Option<Duration>) -> String {
-    match budget {
-        Some(budget) if !SIGNALLED.load(Ordering::Relaxed) => {
-            format!("time budget {} spent", humantime::format_duration(budget))
-        }
-        _ => "interrupted".to_string(),
-    }
+    leasehold_front::budget::stop_reason(budget, SIGNALLED.load(Ordering::Relaxed))
 }
 
 /// What [`run_campaign`] ran, and why it stopped early when it did.
