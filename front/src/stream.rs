@@ -38,7 +38,7 @@ pub struct StdoutTimeline(Arc<Mutex<String>>);
 
 impl StdoutTimeline {
     /// Bytes gathered before a write.
-    const CHUNK: usize = 1 << 16;
+    pub const CHUNK: usize = 1 << 16;
 
     /// A new, empty stream.
     pub fn new() -> StdoutTimeline {
