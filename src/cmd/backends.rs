@@ -1,9 +1,9 @@
-//! The backends a command can run on, passed down from [`crate::cli::main_with`] as a value:
+//! The backends a command can run on, passed down from `cli::main_with` as a value:
 //! the stock ones (`pure`, `embedded`, `redis`) and those a suite registers with its own build
 //! of the command line. `--backend NAME` of every command selects one of them.
 
-use crate::cli::UserError;
 use crate::cmd::redis::RedisArgs;
+use crate::status::UserError;
 use leasehold_front::{Backends, CheckedBackend};
 use leasehold_model::{Backend, BackendFactory, BrokerConfig};
 use leasehold_sim::seeded::BackendKind;
@@ -34,11 +34,13 @@ impl Context {
     /// The stock backends (`pure`, `embedded`, `redis` at its default server), then
     /// `kinds` and `checked` (which may replace a stock one by name).
     pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
-        let mut backends = Backends::new()
-            .with(BackendKind::new(Embedded))
-            .with(BackendKind::new(leasehold_redis::Redis::url(
+        let mut backends = Backends::new().with(BackendKind::new(Embedded));
+        #[cfg(feature = "redis")]
+        {
+            backends = backends.with(BackendKind::new(leasehold_redis::Redis::url(
                 leasehold_redis::DEFAULT_URL,
             )));
+        }
         for kind in kinds {
             backends = backends.with(kind.clone());
         }

@@ -4,9 +4,9 @@
 //! step by step (delta debugging); a scripted one step by step at once — writes the scripted
 //! result beside the input (never overwriting) and prints what shrank.
 
-use crate::cli::{CmdResult, Status};
 use crate::cmd::backends::Context;
 use crate::cmd::sim::progress::{bars_wanted, catch_interrupts, INTERRUPTED};
+use crate::status::{CmdResult, Status};
 use leasehold_sim::seeded::shrink::{size, Shrunk};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     let budget = args
         .for_
         .as_deref()
-        .map(crate::cmd::sim::parse_budget)
+        .map(leasehold_front::budget::parse_budget)
         .transpose()?;
     let backend = context.select(&args.backend, &args.redis)?;
     catch_interrupts(

@@ -3,6 +3,7 @@
 mod check_cli;
 mod check_replay;
 mod cli;
+#[cfg(feature = "redis")]
 mod redis_cli;
 mod replay_cli;
 mod report;
