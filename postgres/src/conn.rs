@@ -1,0 +1,139 @@
+//! Where a backend's server is ([`Target`]), connecting to it, and how a URL is shown.
+//!
+//! The engines' `Backend` methods cannot fail for I/O reasons (`publish`, `expire_due` and
+//! `restart` return no `Result`), and a run whose server stopped answering cannot be trusted,
+//! so a server error in the middle of a run is a panic whose message starts with
+//! `backend postgres` (the command line turns it into one line and exit status 2). Every
+//! error the user can cause (no server, a wrong URL) is found when the backend is built and
+//! returned as one line.
+
+use crate::server::PgServer;
+use postgres::{Client, NoTls};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a connection attempt may take.
+const CONNECT_WAIT_MAX: Duration = Duration::from_secs(5);
+
+/// The server a backend talks to.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A server someone else runs (`--postgres-url`). Broker restarts are refused.
+    Url(String),
+    /// A server this process started: a broker restart restarts it.
+    Owned(Arc<PgServer>),
+}
+
+impl Target {
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        match self {
+            Target::Url(url) => url,
+            Target::Owned(server) => server.url(),
+        }
+    }
+
+    /// The server process, when this process started it (and so may restart it).
+    pub fn server(&self) -> Option<&PgServer> {
+        match self {
+            Target::Url(_) => None,
+            Target::Owned(server) => Some(server),
+        }
+    }
+}
+
+/// `url` as it may be printed or saved: its password, if any, shown as `***` — the userinfo
+/// password of `postgres://user:secret@host/db` and a `password=` parameter, in a URL or in a
+/// keyword/value connection string (`host=… password=secret`).
+pub fn redacted(url: &str) -> String {
+    const HIDDEN: &str = "***";
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // keyword/value form: hide the value of `password`.
+        return url
+            .split(' ')
+            .map(|pair| match pair.split_once('=') {
+                Some(("password", _)) => format!("password={HIDDEN}"),
+                _ => pair.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+    };
+    let mut shown = format!("{scheme}://");
+    // The userinfo ends at the last '@' before the path: a password holding '@', '/' or '?'
+    // is hidden whole.
+    let rest = match rest.rfind('@') {
+        Some(at) => {
+            match rest[..at].split_once(':') {
+                Some((user, _)) => shown += &format!("{user}:{HIDDEN}@"),
+                None => shown += &rest[..=at],
+            }
+            &rest[at + 1..]
+        }
+        None => rest,
+    };
+    let Some((before, query)) = rest.split_once('?') else {
+        return shown + rest;
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some(("password", _)) => format!("password={HIDDEN}"),
+            _ => pair.to_string(),
+        })
+        .collect();
+    shown + before + "?" + &query.join("&")
+}
+
+/// Why a broker restart is refused on `url` (one line; the URL [`redacted`]).
+pub fn restart_refusal(url: &str) -> String {
+    format!(
+        "a broker restart restarts the PostgreSQL server, and the server at {} was not started \
+         by leasehold (use --postgres-spawn, or turn broker restarts off)",
+        redacted(url)
+    )
+}
+
+/// Connects to `url`; the error is one line naming the server (password hidden).
+pub fn connect(url: &str) -> Result<Client, String> {
+    let fail = |e: postgres::Error| {
+        let why = e.to_string();
+        let why = why.lines().next().unwrap_or_default().to_string();
+        format!("no PostgreSQL server answers at {}: {why}", redacted(url))
+    };
+    let mut config: postgres::Config = url.parse().map_err(fail)?;
+    config.connect_timeout(CONNECT_WAIT_MAX);
+    config.application_name("leasehold");
+    let mut client = config.connect(NoTls).map_err(fail)?;
+    client.simple_query("SELECT 1").map_err(fail)?;
+    Ok(client)
+}
+
+/// Whether a server answers at `url`; the error is one line.
+pub fn ping(url: &str) -> Result<(), String> {
+    connect(url).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn a_password_is_hidden_and_nothing_else_changes() {
+        for (url, shown) in [
+            ("postgres://127.0.0.1:5432/db", "postgres://127.0.0.1:5432/db"),
+            ("postgres://app:s3cret@host/db", "postgres://app:***@host/db"),
+            ("postgresql://app@host:1/db", "postgresql://app@host:1/db"),
+            ("postgres://app:p@ss/w?rd@host/db", "postgres://app:***@host/db"),
+            (
+                "postgres://app@host/db?sslmode=disable&password=s3cret",
+                "postgres://app@host/db?sslmode=disable&password=***",
+            ),
+            (
+                "host=127.0.0.1 user=app password=s3cret dbname=db",
+                "host=127.0.0.1 user=app password=*** dbname=db",
+            ),
+        ] {
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+    }
+}
