@@ -2,4 +2,4 @@
 
 mod conformance;
 mod scenarios;
-mod server_facts;
+
