@@ -187,7 +187,16 @@ fn main_registered(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode 
         }
     }
     let _stop_redis = StopRedis;
+    // The private PostgreSQL server (`--postgres-spawn`) too.
+    struct StopPostgres;
+    impl Drop for StopPostgres {
+        fn drop(&mut self) {
+            cmd::postgres::shutdown();
+        }
+    }
+    let _stop_postgres = StopPostgres;
     cmd::redis::lost_server_is_an_error();
+    cmd::postgres::lost_server_is_an_error();
     closed_output_ends_quietly();
     let result = match cli.command {
         Command::Check(args) => cmd::check::run(args),

@@ -36,6 +36,9 @@ pub struct Args {
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
 }
 
 /// Reads and parses a scenario file; any failure is a one-line user error.
@@ -53,7 +56,7 @@ pub fn load(path: &Path) -> Result<Script, UserError> {
 }
 
 /// The brokers a scenario can run on.
-pub const BACKENDS: [&str; 3] = ["pure", "embedded", "redis"];
+pub const BACKENDS: [&str; 4] = ["pure", "embedded", "redis", "postgres"];
 
 /// Runs `script` on the named backend (the executor is generic over `Backend`).
 pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
@@ -76,6 +79,20 @@ pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
             .map_err(|e| UserError(format!("{}: {e}", script.file)))?;
             let backend = redis::make(&config)
                 .map_err(|e| UserError(format!("{}: backend redis: {e}", script.file)))?;
+            Ok(script::run(script, backend))
+        }
+        "postgres" => {
+            use crate::cmd::postgres;
+            let restarts = script
+                .steps
+                .iter()
+                .any(|step| step.op == script::Op::BrokerRestart);
+            postgres::refuse_restarts(
+                restarts.then(|| "the scenario restarts the broker".to_string()),
+            )
+            .map_err(|e| UserError(format!("{}: {e}", script.file)))?;
+            let backend = postgres::make(&config)
+                .map_err(|e| UserError(format!("{}: backend postgres: {e}", script.file)))?;
             Ok(script::run(script, backend))
         }
         other => match crate::cmd::backends::find(other) {
@@ -128,6 +145,7 @@ pub fn json(replay: &Replay, style: leasehold_sim::timeline::Style) -> serde_jso
 /// Runs the command.
 pub fn run(args: Args) -> CmdResult {
     redis::configure(&args.backend, &args.redis)?;
+    crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
     // A seeded file (a simulator finding) replays through the simulator.
     let style = style(args.times);
     let seeded =

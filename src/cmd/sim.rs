@@ -190,6 +190,9 @@ pub struct Options {
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
@@ -259,6 +262,7 @@ pub fn run(args: Args) -> CmdResult {
     }
     let backend = backend_kind(&args.backend)?;
     redis::configure(&args.backend, &args.redis)?;
+    crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",
@@ -297,6 +301,10 @@ pub fn run(args: Args) -> CmdResult {
     if args.backend == "redis" {
         redis::refuse_restarts(redis::plan_restarts(&template.faults))?;
     }
+    if args.backend == "postgres" {
+        use crate::cmd::postgres;
+        postgres::refuse_restarts(postgres::plan_restarts(&template.faults))?;
+    }
     let mut campaign = Campaign::new(template, 0..1);
     campaign.swarm = args.swarm;
     campaign.expiry_mixed = args.expiry == "mixed";
@@ -333,7 +341,7 @@ pub(crate) fn parse_budget(text: &str) -> Result<Duration, UserError> {
 }
 
 /// The backends `--backend` names.
-pub const BACKENDS: [&str; 3] = ["pure", "embedded", "redis"];
+pub const BACKENDS: [&str; 4] = ["pure", "embedded", "redis", "postgres"];
 
 fn make_embedded(
     config: &leasehold_model::BrokerConfig,
@@ -349,6 +357,7 @@ pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
             make: make_embedded,
         }),
         "redis" => Ok(redis::kind()),
+        "postgres" => Ok(crate::cmd::postgres::kind()),
         _ => BackendKind::from_name(name)
             .or_else(|| crate::cmd::backends::find(name))
             .ok_or_else(|| {
