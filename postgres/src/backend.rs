@@ -40,7 +40,10 @@ pub fn check_config(config: &BrokerConfig) -> Result<(), String> {
         return Err("max_attempts must be at least 1".to_string());
     }
     if config.lease_ms >= MS_MAX {
-        return Err(format!("lease_ms must be below 2^62 (got {})", config.lease_ms));
+        return Err(format!(
+            "lease_ms must be below 2^62 (got {})",
+            config.lease_ms
+        ));
     }
     Ok(())
 }
@@ -75,7 +78,12 @@ impl Statements {
         let mut prepare = |text: &str, types: &[Type]| {
             client
                 .prepare_typed(&sql::render(text, schema, fence), types)
-                .map_err(|e| format!("preparing {}: {e}", text.trim().lines().next().unwrap_or("")))
+                .map_err(|e| {
+                    format!(
+                        "preparing {}: {e}",
+                        text.trim().lines().next().unwrap_or("")
+                    )
+                })
         };
         Ok(Statements {
             publish: prepare(sql::PUBLISH, &[i4.clone()])?,
@@ -195,7 +203,9 @@ impl PgBackend {
     /// The server's state, read afresh when something changed since the last read.
     pub(crate) fn snapshot(&self) -> std::cell::Ref<'_, Snapshot> {
         if self.snapshot.borrow().is_none() {
-            let read = self.read_state().unwrap_or_else(|e| self.fail("reading the state", e));
+            let read = self
+                .read_state()
+                .unwrap_or_else(|e| self.fail("reading the state", e));
             *self.snapshot.borrow_mut() = Some(read);
         }
         std::cell::Ref::map(self.snapshot.borrow(), |s| {
@@ -240,14 +250,17 @@ impl PgBackend {
         lease_ms: Option<Ms>,
     ) -> Result<Vec<Lease>, SettleError> {
         if group >= self.config.group_count {
-            return Err(SettleError::Invalid(format!("unknown group {group}").into()));
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
         }
         if limit == 0 {
             return Err(SettleError::Invalid("limit 0".into()));
         }
         let deadline_ms = now_ms.saturating_add(lease_ms.unwrap_or(self.config.lease_ms));
         self.changed();
-        let result = self.fetch_transaction(group as i32, limit as i64, ms(now_ms), ms(deadline_ms));
+        let result =
+            self.fetch_transaction(group as i32, limit as i64, ms(now_ms), ms(deadline_ms));
         let rows = result.unwrap_or_else(|e| self.fail("fetch", e));
         Ok(rows
             .into_iter()
@@ -303,8 +316,7 @@ impl PgBackend {
         now_ms: Ms,
     ) -> Result<Option<Lease>, SettleError> {
         let lease = request.lease;
-        if lease.group >= self.config.group_count || lease.seq == 0 || lease.seq > self.published
-        {
+        if lease.group >= self.config.group_count || lease.seq == 0 || lease.seq > self.published {
             return Err(SettleError::Invalid(
                 format!("no record for group {} seq {}", lease.group, lease.seq).into(),
             ));
@@ -342,7 +354,15 @@ impl PgBackend {
                     client
                         .query_one(
                             &s.nack,
-                            &[&group, &seq, &token, &now, &not_before, &max_attempts, &reason],
+                            &[
+                                &group,
+                                &seq,
+                                &token,
+                                &now,
+                                &not_before,
+                                &max_attempts,
+                                &reason,
+                            ],
                         )
                         .map(|row| (row.get::<_, i64>(0) as u64, None))
                 }
@@ -411,8 +431,8 @@ impl PgBackend {
         if let Err(e) = server.restart() {
             self.fail("restarting the server", e);
         }
-        let mut client = connect(self.target.url())
-            .unwrap_or_else(|e| self.fail("after a restart", e));
+        let mut client =
+            connect(self.target.url()).unwrap_or_else(|e| self.fail("after a restart", e));
         let fence = self.config.variant.fence(&SettleOp::Ack);
         self.statements = Statements::prepare(&mut client, &self.schema, fence)
             .unwrap_or_else(|e| self.fail("after a restart", e));

@@ -120,10 +120,19 @@ mod tests {
     #[test]
     fn a_password_is_hidden_and_nothing_else_changes() {
         for (url, shown) in [
-            ("postgres://127.0.0.1:5432/db", "postgres://127.0.0.1:5432/db"),
-            ("postgres://app:s3cret@host/db", "postgres://app:***@host/db"),
+            (
+                "postgres://127.0.0.1:5432/db",
+                "postgres://127.0.0.1:5432/db",
+            ),
+            (
+                "postgres://app:s3cret@host/db",
+                "postgres://app:***@host/db",
+            ),
             ("postgresql://app@host:1/db", "postgresql://app@host:1/db"),
-            ("postgres://app:p@ss/w?rd@host/db", "postgres://app:***@host/db"),
+            (
+                "postgres://app:p@ss/w?rd@host/db",
+                "postgres://app:***@host/db",
+            ),
             (
                 "postgres://app@host/db?sslmode=disable&password=s3cret",
                 "postgres://app@host/db?sslmode=disable&password=***",

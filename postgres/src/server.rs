@@ -73,7 +73,10 @@ impl PgServer {
         });
         let dir = tempdir()?;
         if let Some(user) = &user {
-            run(Command::new("chown").arg(format!("{user}:")).arg(&dir), "chown")?;
+            run(
+                Command::new("chown").arg(format!("{user}:")).arg(&dir),
+                "chown",
+            )?;
         }
         let port = free_port()?;
         let server = PgServer {
@@ -87,7 +90,17 @@ impl PgServer {
         let data = server.data();
         server.program(
             "initdb",
-            &["-D", &data, "-A", "trust", "-U", "leasehold", "--no-sync", "-E", "UTF8"],
+            &[
+                "-D",
+                &data,
+                "-A",
+                "trust",
+                "-U",
+                "leasehold",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
         )?;
         server.pg_ctl_start()?;
         Ok(server)
@@ -106,7 +119,10 @@ impl PgServer {
     /// A broker restart: an immediate shutdown (no checkpoint; the next start replays the
     /// write-ahead log), then a start on the same data directory and port.
     pub fn restart(&self) -> Result<(), String> {
-        self.program("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"])?;
+        self.program(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        )?;
         self.pg_ctl_start()?;
         self.restarts.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -125,7 +141,16 @@ impl PgServer {
         let log = self.dir.join("server.log").display().to_string();
         self.program(
             "pg_ctl",
-            &["-D", &self.data(), "-l", &log, "-o", &options, "-w", "start"],
+            &[
+                "-D",
+                &self.data(),
+                "-l",
+                &log,
+                "-o",
+                &options,
+                "-w",
+                "start",
+            ],
         )
         .map_err(|e| {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
@@ -172,7 +197,10 @@ fn tempdir() -> Result<PathBuf, String> {
 
 impl Drop for PgServer {
     fn drop(&mut self) {
-        let _ = self.program("pg_ctl", &["-D", &self.data(), "-m", "immediate", "-w", "stop"]);
+        let _ = self.program(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        );
         let _ = std::fs::remove_dir_all(Path::new(&self.dir));
     }
 }

@@ -48,7 +48,11 @@ impl Snapshot {
                 .and_then(|g| g.get_mut((seq as usize).wrapping_sub(1)));
             match slot {
                 Some(slot) => *slot = record,
-                None => return Err(format!("a row for {group}/{seq}, beyond the published events")),
+                None => {
+                    return Err(format!(
+                        "a row for {group}/{seq}, beyond the published events"
+                    ))
+                }
             }
         }
         Ok(Snapshot {

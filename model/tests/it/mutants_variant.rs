@@ -399,7 +399,10 @@ fn every_variant_is_found_by_its_name_and_prints_it() {
 /// refused, unlike `unfenced-settle`, which accepts a settle whatever the record holds.
 #[test]
 fn pg_visibility_refuses_a_settle_once_the_row_is_gone() {
-    for (variant, accepted) in [(Variant::PgVisibility, false), (Variant::UnfencedSettle, true)] {
+    for (variant, accepted) in [
+        (Variant::PgVisibility, false),
+        (Variant::UnfencedSettle, true),
+    ] {
         let mut broker = broker(variant, 1, 3);
         let l1 = fetch(&mut broker, 0);
         broker.ack(&l1, 10).expect("ack");

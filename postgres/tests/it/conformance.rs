@@ -40,7 +40,10 @@ fn conformance(variant: Variant) {
         );
     match ran {
         Ok(ran) => {
-            assert!(ran.restarts > 0, "{variant}: no sequence restarted the server");
+            assert!(
+                ran.restarts > 0,
+                "{variant}: no sequence restarted the server"
+            );
             eprintln!(
                 "{variant}: 320 sequences identical on the reference broker and on PostgreSQL \
                  ({} server restarts)",

@@ -2,4 +2,3 @@
 
 mod conformance;
 mod scenarios;
-

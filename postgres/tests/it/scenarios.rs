@@ -59,7 +59,10 @@ fn the_late_delete_counts_by_id_and_is_refused_by_token() {
     let names: Vec<&str> = replayed.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
-        ["pg-fenced-late-delete.toml", "pg-visibility-late-delete.toml"]
+        [
+            "pg-fenced-late-delete.toml",
+            "pg-visibility-late-delete.toml"
+        ]
     );
     for (name, replay) in &replayed {
         let results: Vec<&str> = replay.steps.iter().map(|s| s.actual.as_str()).collect();
