@@ -86,16 +86,16 @@ impl Statements {
                 })
         };
         Ok(Statements {
-            publish: prepare(sql::PUBLISH, &[i4.clone()])?,
+            publish: prepare(sql::PUBLISH, std::slice::from_ref(&i4))?,
             expire: prepare(sql::EXPIRE, &[i8.clone(), i4.clone()])?,
             pick: prepare(sql::PICK, &[i4.clone(), i8.clone(), i8.clone()])?,
-            tokens: prepare(sql::TOKENS, &[i8.clone()])?,
+            tokens: prepare(sql::TOKENS, std::slice::from_ref(&i8))?,
             lease: prepare(
                 sql::LEASE,
                 &[i4.clone(), Type::INT8_ARRAY, i8.clone(), i8.clone()],
             )?,
             ack: prepare(sql::ACK, &settle)?,
-            reject: prepare(sql::REJECT, &with(&[text.clone()]))?,
+            reject: prepare(sql::REJECT, &with(std::slice::from_ref(&text)))?,
             nack: prepare(sql::NACK, &with(&[i8.clone(), i4.clone(), text]))?,
             renew: prepare(sql::RENEW, &with(&[i8]))?,
             would_match: prepare(sql::WOULD_MATCH, &settle)?,

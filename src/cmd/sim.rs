@@ -263,6 +263,13 @@ pub fn run(args: Args) -> CmdResult {
     let backend = backend_kind(&args.backend)?;
     redis::configure(&args.backend, &args.redis)?;
     crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
+    if args.postgres.postgres_spawn && args.threads > 1 {
+        // One private server, which a broker restart restarts under every thread's run.
+        return Err(UserError(
+            "--postgres-spawn: one private server for one simulator thread: add --threads 1"
+                .to_string(),
+        ));
+    }
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",

@@ -57,6 +57,9 @@ pub struct Args {
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
 }
 
 /// Runs the command.
@@ -68,9 +71,11 @@ pub fn run(args: Args) -> CmdResult {
             times: args.times,
             backend: args.backend,
             redis: args.redis,
+            postgres: args.postgres,
         });
     }
     redis::configure(&args.backend, &args.redis)?;
+    crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
     match &args.svg {
         Some(out) => draw(&args, out),
         None => print(&args),
