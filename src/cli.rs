@@ -1,6 +1,9 @@
 //! The argument grammar and the exit statuses (docs/cli.md).
 
+use crate::cmd::backends::Context;
 use clap::{Parser, Subcommand};
+use leasehold_front::CheckedBackend;
+use leasehold_sim::seeded::BackendKind;
 use std::process::ExitCode;
 
 /// Deterministic simulation and model checking for lease/ACK message-queue protocols.
@@ -13,6 +16,8 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Model-check a variant and configuration exhaustively (by default leasehold's own
@@ -140,14 +145,15 @@ pub const EXIT_OUTPUT_CLOSED: u8 = 128 + 13;
 
 /// A closed standard output or error (the reader went away: `| head`, `| grep -q`) ends the
 /// command quietly with [`EXIT_OUTPUT_CLOSED`], as it ends any Unix tool, not with a panic's
-/// report: printing to a closed pipe panics with std's "failed printing to" message. Private
-/// Redis servers are stopped first. Other panics keep the report they had.
-fn closed_output_ends_quietly() {
+/// report: printing to a closed pipe panics with std's "failed printing to" message. The
+/// selected backends' resources (private Redis servers) are released first. Other panics keep
+/// the report they had.
+fn closed_output_ends_quietly(context: Context) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let message = panic_message(info).unwrap_or_default();
         if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            crate::cmd::redis::shutdown();
+            context.shutdown();
             std::process::exit(i32::from(EXIT_OUTPUT_CLOSED));
         }
         previous(info);
@@ -155,57 +161,48 @@ fn closed_output_ends_quietly() {
 }
 
 /// The `leasehold` command line: parses the process's arguments, runs the command, returns
-/// its exit status. `backends` are registered for `--backend NAME` (`sim`, `replay`), so a
-/// suite's own binary — `fn main() -> ExitCode { leasehold::cli::main_with(&[MY_QUEUE]) }` —
-/// runs the commands its failing tests print, on its own backend.
-pub fn main_with(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode {
-    main_registered(backends)
+/// its exit status. `backends` are registered beside the stock ones (`pure`, `embedded`,
+/// `redis`, `postgres`) for `--backend NAME` of every command, so a suite's own binary — `fn main() ->
+/// ExitCode { leasehold::cli::main_with(&[my_queue()]) }` — runs the commands its failing
+/// tests print, on its own backend.
+pub fn main_with(backends: &[BackendKind]) -> ExitCode {
+    run_with(Context::new(backends, &[]))
 }
 
 /// [`main_with`] for brokers the model checker can explore too ([`leasehold_front::CheckedBroker`],
 /// registered with [`leasehold_front::checked_backend`]): `check --backend NAME` checks them,
-/// and `sim` and `replay` run them as `--backend NAME` — `fn main() -> ExitCode {
-/// leasehold::cli::main_with_checked(&[MY_QUEUE]) }`.
-pub fn main_with_checked(brokers: &[leasehold_front::CheckedBackend]) -> ExitCode {
-    crate::cmd::backends::register_checked(brokers);
-    let kinds: Vec<_> = brokers.iter().map(|broker| broker.kind()).collect();
-    main_registered(&kinds)
+/// and every other command runs them as `--backend NAME` — `fn main() -> ExitCode {
+/// leasehold::cli::main_with_checked(&[my_queue()]) }`.
+pub fn main_with_checked(brokers: &[CheckedBackend]) -> ExitCode {
+    run_with(Context::new(&[], brokers))
 }
 
-fn main_registered(backends: &[leasehold_sim::seeded::BackendKind]) -> ExitCode {
+fn run_with(context: Context) -> ExitCode {
     use crate::cmd;
-    cmd::backends::register(backends);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
-    // Private redis-server processes (`--redis-spawn`) stop with the command, also on a panic.
-    struct StopRedis;
-    impl Drop for StopRedis {
+    // The selected backends' resources (private servers: `--redis-spawn`, `--postgres-spawn`)
+    // are released with the command, also on a panic.
+    struct Release(Context);
+    impl Drop for Release {
         fn drop(&mut self) {
-            cmd::redis::shutdown();
+            self.0.shutdown();
         }
     }
-    let _stop_redis = StopRedis;
-    // The private PostgreSQL server (`--postgres-spawn`) too.
-    struct StopPostgres;
-    impl Drop for StopPostgres {
-        fn drop(&mut self) {
-            cmd::postgres::shutdown();
-        }
-    }
-    let _stop_postgres = StopPostgres;
-    cmd::redis::lost_server_is_an_error();
-    cmd::postgres::lost_server_is_an_error();
-    closed_output_ends_quietly();
+    let _release = Release(context.clone());
+    cmd::backends::lost_server_is_an_error(context.clone());
+    closed_output_ends_quietly(context.clone());
+    let context = &context;
     let result = match cli.command {
-        Command::Check(args) => cmd::check::run(args),
-        Command::Sim(args) => cmd::sim::run(args),
-        Command::Replay(args) => cmd::replay::run(args),
-        Command::Shrink(args) => cmd::shrink::run(args),
-        Command::Timeline(args) => cmd::timeline::run(args),
+        Command::Check(args) => cmd::check::run(args, context),
+        Command::Sim(args) => cmd::sim::run(args, context),
+        Command::Replay(args) => cmd::replay::run(args, context),
+        Command::Shrink(args) => cmd::shrink::run(args, context),
+        Command::Timeline(args) => cmd::timeline::run(args, context),
         Command::Protocols(args) => cmd::protocols::run(args),
-        Command::Report(args) => cmd::report::run(args),
+        Command::Report(args) => cmd::report::run(args, context),
     };
     match result {
         Ok(status) => status.into(),

@@ -4,7 +4,8 @@
 //! replays it.
 
 use crate::check::OUT_DEFAULT;
-use crate::failure::{program, Failure};
+use crate::defaults;
+use crate::failure::{Failure, PROGRAM};
 use crate::files;
 use crate::Error;
 use leasehold_model::Invariant;
@@ -29,16 +30,21 @@ pub struct CampaignRun {
     campaign: Campaign,
     out: PathBuf,
     budget: Option<Duration>,
+    program: String,
 }
 
 /// A campaign of `template` (e.g. `Setup::default_for(Variant::Fenced)`, or
 /// [`crate::defaults::sim_template`]): seeds `0..100`, the template's faults for every seed,
 /// the pure broker, one thread, findings under [`OUT_DEFAULT`].
 pub fn campaign(template: Setup) -> CampaignRun {
+    let mut campaign = Campaign::new(template, 0..100);
+    campaign.threads = defaults::sim_threads();
+    campaign.expiry_mixed = defaults::sim_expiry_mixed();
     CampaignRun {
-        campaign: Campaign::new(template, 0..100),
+        campaign,
         out: PathBuf::from(OUT_DEFAULT),
         budget: None,
+        program: PROGRAM.to_string(),
     }
 }
 
@@ -69,7 +75,11 @@ pub struct Campaigned {
     /// The campaign's counts, failures per invariant and campaign hash.
     pub summary: Summary,
     /// The backend it ran on.
-    pub backend: &'static str,
+    pub backend: String,
+    /// How a replay command starts: `leasehold replay`, or the suite's own program's.
+    pub replay_with: String,
+    /// The flags that select the backend again (` --backend NAME`; empty for `pure`).
+    pub backend_flags: String,
     /// The command that runs the same campaign (on the pure broker, or the same backend): with
     /// a time budget, the seeds it ran.
     pub command: String,
@@ -98,9 +108,16 @@ impl CampaignRun {
     }
 
     /// Each seed draws whether the broker expires leases at their deadline or on the next
-    /// fetch.
+    /// fetch (the default, as `leasehold sim --expiry mixed`).
     pub fn expiry_mixed(mut self) -> CampaignRun {
         self.campaign.expiry_mixed = true;
+        self
+    }
+
+    /// Every seed expires leases as the template says (`setup.expiry`), as `leasehold sim
+    /// --expiry at_deadline` or `on_fetch`.
+    pub fn expiry_of_template(mut self) -> CampaignRun {
+        self.campaign.expiry_mixed = false;
         self
     }
 
@@ -110,10 +127,18 @@ impl CampaignRun {
         self
     }
 
-    /// The broker under test: `BackendKind::Other { name, make }`, where `make` builds one
-    /// from a run's `BrokerConfig` (a function, or a closure capturing nothing).
+    /// The broker under test: a registered backend value ([`crate::backend()`] for a broker of
+    /// one's own, or any [`leasehold_model::BackendFactory`] as
+    /// `BackendKind::new(factory)`), which builds one broker per seed.
     pub fn backend(mut self, backend: BackendKind) -> CampaignRun {
         self.campaign.backend = backend;
+        self
+    }
+
+    /// How the printed commands start (default `leasehold`): a suite's own build of the
+    /// command line, which knows its backend (`cargo run -q -p my-queue --`).
+    pub fn reproduce_with(mut self, program: impl Into<String>) -> CampaignRun {
+        self.program = program.into();
         self
     }
 
@@ -134,16 +159,13 @@ impl CampaignRun {
     }
 
     fn command(&self) -> String {
-        let mut command = format!(
-            "{} sim --seeds {} {}",
-            program(),
+        format!(
+            "{} sim --seeds {} {}{}",
+            self.program,
             self.campaign.seeds_text(),
-            self.campaign.recipe()
-        );
-        if !matches!(self.campaign.backend, BackendKind::Pure) {
-            command.push_str(&format!(" --backend {}", self.campaign.backend));
-        }
-        command
+            self.campaign.recipe(),
+            self.campaign.backend.flags()
+        )
     }
 
     /// Runs the campaign; saves and re-runs its smallest failing seed. A template the
@@ -171,7 +193,9 @@ impl CampaignRun {
         };
         let failure = ran_all.smallest_failure(&ran.summary)?;
         Ok(Campaigned {
-            backend: ran_all.campaign.backend.name(),
+            backend: ran_all.campaign.backend.name().to_string(),
+            replay_with: format!("{} replay", ran_all.program),
+            backend_flags: ran_all.campaign.backend.flags(),
             command: ran_all.command(),
             summary: ran.summary,
             budget_spent,
@@ -186,7 +210,7 @@ impl CampaignRun {
         };
         let seed = first.seed;
         let setup = self.campaign.setup(seed);
-        let story = first_violation_story(&setup, self.campaign.backend, TIMELINE_LINES_MAX);
+        let story = first_violation_story(&setup, &self.campaign.backend, TIMELINE_LINES_MAX);
         let Some(story) = story else {
             return Err(Error(format!(
                 "seed {seed} did not fail again when re-run: the backend is not deterministic"
@@ -233,11 +257,12 @@ pub fn run_within(
 impl Campaigned {
     /// The command that replays the smallest failing seed's file on the same backend.
     pub fn replay_command(&self, failure: &SeedFailure) -> String {
-        let mut command = format!("{} replay {}", program(), failure.file.display());
-        if self.backend != "pure" {
-            command.push_str(&format!(" --backend {}", self.backend));
-        }
-        command
+        format!(
+            "{} {}{}",
+            self.replay_with,
+            failure.file.display(),
+            self.backend_flags
+        )
     }
 
     /// The failure to print for the smallest failing seed.

@@ -7,7 +7,7 @@
 //! replayed on that same broker.
 
 use crate::defaults::{COUNTEREXAMPLE_STATES_MAX, STATES_MAX};
-use crate::failure::{program, Failure};
+use crate::failure::{Failure, PROGRAM};
 use crate::files;
 use crate::Error;
 use leasehold_model::check::search::Progress;
@@ -15,7 +15,7 @@ use leasehold_model::check::{
     run_on, CheckConfig, CheckedBroker, Counterexample, Engine, Interrupt, LeaseModel, Limits,
     Options, Outcome, Report,
 };
-use leasehold_model::{Backend, Broker, BrokerConfig, Invariant};
+use leasehold_model::{Backend, BackendFactory, Broker, BrokerConfig, Invariant};
 use leasehold_sim::counterexample;
 use leasehold_sim::script::Replay;
 use leasehold_sim::seeded::BackendKind;
@@ -40,7 +40,11 @@ pub struct Check<B = Broker> {
     budget: Option<Duration>,
     memory_bytes: Option<u64>,
     /// The name a user's broker is registered by (`None`: the reference broker).
-    backend: Option<&'static str>,
+    backend: Option<String>,
+    /// A registered broker to explore instead of `B` ([`Check::on`]).
+    registered: Option<CheckedBackend>,
+    /// How the printed command starts.
+    program: String,
     broker: PhantomData<fn() -> B>,
 }
 
@@ -52,14 +56,16 @@ impl<B> Clone for Check<B> {
             out: self.out.clone(),
             budget: self.budget,
             memory_bytes: self.memory_bytes,
-            backend: self.backend,
+            backend: self.backend.clone(),
+            registered: self.registered.clone(),
+            program: self.program.clone(),
             broker: PhantomData,
         }
     }
 }
 
 /// A model check of `config` (e.g. `CheckConfig::default_for(Variant::Fenced)`): symmetry
-/// reduction on, one thread, at most [`STATES_MAX`] states, scenarios under
+/// reduction on, [`crate::defaults::CHECK_THREADS`] threads, at most [`STATES_MAX`] states, scenarios under
 /// [`OUT_DEFAULT`].
 pub fn check(config: CheckConfig) -> Check {
     Check {
@@ -67,7 +73,7 @@ pub fn check(config: CheckConfig) -> Check {
         options: Options {
             limits: Limits {
                 states_max: STATES_MAX,
-                threads: 1,
+                threads: crate::defaults::CHECK_THREADS,
                 ..Limits::default()
             },
             symmetry: true,
@@ -78,75 +84,118 @@ pub fn check(config: CheckConfig) -> Check {
         budget: None,
         memory_bytes: None,
         backend: None,
+        registered: None,
+        program: PROGRAM.to_string(),
         broker: PhantomData,
     }
 }
 
 /// A [`BackendKind`] that builds `B` as [`CheckedBroker::with_config`] does, registered as
-/// `name`: the same broker for campaigns, replays and the command line
+/// `name`: the same broker for campaigns, replays, shrinks and the command line
 /// (`leasehold::cli::main_with`) as for [`Check::broker`].
 ///
 /// ```
-/// use leasehold_front::{backend, model::Broker, BackendKind};
+/// use leasehold_front::{backend, model::Broker};
 ///
-/// const PURE_AGAIN: BackendKind = backend::<Broker>("pure-again");
-/// assert_eq!(PURE_AGAIN.name(), "pure-again");
+/// let pure_again = backend::<Broker>("pure-again");
+/// assert_eq!(pure_again.name(), "pure-again");
 /// ```
-pub const fn backend<B: CheckedBroker>(name: &'static str) -> BackendKind {
-    BackendKind::Other {
-        name,
-        make: boxed::<B>,
+pub fn backend<B: CheckedBroker + 'static>(name: &str) -> BackendKind {
+    BackendKind::Other(Arc::new(Native::<B>::new(name)))
+}
+
+/// A user's broker type as a registered value: its name, and `B` itself for the engines.
+struct Native<B> {
+    name: String,
+    broker: PhantomData<fn() -> B>,
+}
+
+impl<B> Native<B> {
+    fn new(name: &str) -> Native<B> {
+        Native {
+            name: name.to_string(),
+            broker: PhantomData,
+        }
     }
 }
 
-fn boxed<B: CheckedBroker>(config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
-    Ok(Box::new(B::with_config(config)))
+impl<B: CheckedBroker> BackendFactory for Native<B> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn make(&self, config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
+        Ok(Box::new(B::with_config(config)))
+    }
+}
+
+/// What the model checker does with a registered broker type: explore it, and replay a
+/// counterexample's scenario on it.
+trait ModelChecked: Send + Sync {
+    fn run(
+        &self,
+        config: &CheckConfig,
+        options: &Options,
+        progress: Option<Progress<'_>>,
+    ) -> Report;
+    fn replay(&self, config: &CheckConfig, cx: &Counterexample)
+        -> Result<(String, Replay), String>;
+}
+
+impl<B: CheckedBroker> ModelChecked for Native<B> {
+    fn run(
+        &self,
+        config: &CheckConfig,
+        options: &Options,
+        progress: Option<Progress<'_>>,
+    ) -> Report {
+        run_on::<B>(config, options, progress)
+    }
+
+    fn replay(
+        &self,
+        config: &CheckConfig,
+        cx: &Counterexample,
+    ) -> Result<(String, Replay), String> {
+        counterexample::replay(&LeaseModel::<B>::for_broker(config.clone()), cx)
+    }
 }
 
 /// A user's broker registered for every engine: the model checker (`leasehold check
 /// --backend NAME` of a command line built with `leasehold::cli::main_with_checked`) as well
-/// as campaigns and replays ([`CheckedBackend::kind`]). Built by [`checked_backend`].
-#[derive(Clone, Copy, Debug)]
+/// as campaigns, replays and shrinks ([`CheckedBackend::kind`]). Built by
+/// [`checked_backend`]; cloning shares it.
+#[derive(Clone)]
 pub struct CheckedBackend {
-    name: &'static str,
     kind: BackendKind,
-    run: RunFn,
-    replay: ReplayFn,
+    checker: Arc<dyn ModelChecked>,
 }
 
-/// [`leasehold_model::check::run_on`] for one broker.
-type RunFn = for<'a> fn(&CheckConfig, &Options, Option<Progress<'a>>) -> Report;
-
-/// [`leasehold_sim::counterexample::replay`] for one broker: the scenario's text and replay.
-type ReplayFn = fn(&CheckConfig, &Counterexample) -> Result<(String, Replay), String>;
-
-/// `B` registered as `name` for the model checker and the simulator (see
-/// [`CheckedBackend`]).
-pub const fn checked_backend<B: CheckedBroker>(name: &'static str) -> CheckedBackend {
-    CheckedBackend {
-        name,
-        kind: backend::<B>(name),
-        run: run_on::<B>,
-        replay: replay_on::<B>,
+impl std::fmt::Debug for CheckedBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CheckedBackend({})", self.name())
     }
 }
 
-fn replay_on<B: CheckedBroker>(
-    config: &CheckConfig,
-    cx: &Counterexample,
-) -> Result<(String, Replay), String> {
-    counterexample::replay(&LeaseModel::<B>::for_broker(config.clone()), cx)
+/// `B` registered as `name` for the model checker and the simulator (see
+/// [`CheckedBackend`]).
+pub fn checked_backend<B: CheckedBroker + 'static>(name: &str) -> CheckedBackend {
+    let native = Arc::new(Native::<B>::new(name));
+    CheckedBackend {
+        kind: BackendKind::Other(native.clone()),
+        checker: native,
+    }
 }
 
 impl CheckedBackend {
     /// The name it is registered by.
-    pub const fn name(&self) -> &'static str {
-        self.name
+    pub fn name(&self) -> &str {
+        self.kind.name()
     }
 
-    /// The same broker for campaigns, replays and `--backend NAME` of `sim` and `replay`.
-    pub const fn kind(&self) -> BackendKind {
-        self.kind
+    /// The same broker for campaigns, replays, shrinks and `--backend NAME` of every command.
+    pub fn kind(&self) -> BackendKind {
+        self.kind.clone()
     }
 
     /// Checks `config` on this broker (as [`leasehold_model::check::run_on`]).
@@ -156,7 +205,7 @@ impl CheckedBackend {
         options: &Options,
         progress: Option<Progress<'_>>,
     ) -> Report {
-        (self.run)(config, options, progress)
+        self.checker.run(config, options, progress)
     }
 
     /// The scenario of `cx` and its replay on this broker (as
@@ -166,7 +215,7 @@ impl CheckedBackend {
         config: &CheckConfig,
         cx: &Counterexample,
     ) -> Result<(String, Replay), String> {
-        (self.replay)(config, cx)
+        self.checker.replay(config, cx)
     }
 }
 
@@ -218,9 +267,27 @@ impl<B: CheckedBroker> Check<B> {
             out: self.out,
             budget: self.budget,
             memory_bytes: self.memory_bytes,
-            backend: Some(name),
+            backend: Some(name.to_string()),
+            registered: None,
+            program: self.program,
             broker: PhantomData,
         }
+    }
+
+    /// The same check on a registered broker ([`checked_backend`]): the value a command line
+    /// built with `leasehold::cli::main_with_checked` holds, explored and replayed as
+    /// [`Check::broker`] does with its type.
+    pub fn on(mut self, broker: &CheckedBackend) -> Check<B> {
+        self.backend = Some(broker.name().to_string());
+        self.registered = Some(broker.clone());
+        self
+    }
+
+    /// How the printed command starts (default `leasehold`): a suite's own build of the
+    /// command line, which knows its broker (`cargo run -q -p my-queue --`).
+    pub fn reproduce_with(mut self, program: impl Into<String>) -> Check<B> {
+        self.program = program.into();
+        self
     }
 
     /// Search threads (the verdicts do not depend on it).
@@ -292,8 +359,8 @@ impl<B: CheckedBroker> Check<B> {
                 "the stateright engine cannot be stopped by a time or memory budget".to_string(),
             ));
         }
-        let mut command = format!("{} check {}", program(), self.config);
-        if let Some(backend) = self.backend {
+        let mut command = format!("{} check {}", self.program, self.config);
+        if let Some(backend) = &self.backend {
             command.push_str(&format!(" --backend {backend}"));
         }
         if self.options.engine != Engine::Leasehold {
@@ -318,16 +385,27 @@ impl<B: CheckedBroker> Check<B> {
         }
         let (report, spent) =
             crate::budget::within_limits(self.budget, self.memory_bytes, &stop, || {
-                leasehold_model::check::run_on::<B>(&self.config, &options, None)
+                match &self.registered {
+                    Some(broker) => broker.run(&self.config, &options, None),
+                    None => leasehold_model::check::run_on::<B>(&self.config, &options, None),
+                }
             });
         let budget_spent = spent.is_some() && report.interrupted;
         let model = LeaseModel::<B>::for_broker(self.config.clone());
-        let prefix = self.backend.map(|b| format!("{b}-")).unwrap_or_default();
+        let prefix = self
+            .backend
+            .as_ref()
+            .map(|b| format!("{b}-"))
+            .unwrap_or_default();
         let counterexamples = report
             .counterexamples
             .iter()
             .map(|cx| {
-                let (body, replay) = counterexample::replay(&model, cx)
+                let replayed = match &self.registered {
+                    Some(broker) => broker.replay(&self.config, cx),
+                    None => counterexample::replay(&model, cx),
+                };
+                let (body, replay) = replayed
                     .map_err(|e| Error(format!("the counterexample for {}: {e}", cx.invariant)))?;
                 let name = format!(
                     "{prefix}{}-check-{}.toml",
@@ -347,7 +425,7 @@ impl<B: CheckedBroker> Check<B> {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         Ok(Checked {
-            backend: self.backend.map(str::to_string),
+            backend: self.backend.clone(),
             report,
             command,
             counterexamples,

@@ -1,8 +1,10 @@
 //! The defaults the command line and the library share: the model checker's state bounds and
-//! the simulator's run template, so a run built here is the run the printed command makes.
+//! threads, the simulator's run template, its expiry mode and its threads, so a run built here
+//! is the run the printed command makes. Each is defined here once.
 
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::engine::Expiry;
+use leasehold_sim::seeded::campaign::THREADS_MAX;
 use leasehold_sim::seeded::{FaultPlan, Setup, Workload};
 
 /// The default bound on the states the model checker generates (`leasehold check
@@ -22,6 +24,25 @@ pub const SIM_WORKERS: u32 = 3;
 pub const SIM_MAX_ATTEMPTS: u32 = 3;
 /// The lease duration of a simulator run (`--lease-ms`).
 pub const SIM_LEASE_MS: u64 = 30_000;
+
+/// When a simulator campaign's broker expires leases (`leasehold sim --expiry`): `mixed`, each
+/// seed draws `at_deadline` or `on_fetch`.
+pub const SIM_EXPIRY: &str = "mixed";
+
+/// Whether [`SIM_EXPIRY`] has each seed draw its expiry mode.
+pub fn sim_expiry_mixed() -> bool {
+    SIM_EXPIRY == "mixed"
+}
+
+/// Campaign threads (`leasehold sim --threads`): one per core the process may use, at most
+/// [`THREADS_MAX`]. The results do not depend on it.
+pub fn sim_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(THREADS_MAX))
+}
+
+/// Model-checking search threads (`leasehold check --threads`). The verdicts do not depend on
+/// it.
+pub const CHECK_THREADS: usize = 1;
 
 /// The simulator's run template for `variant` with every flag of `leasehold sim` at its
 /// default: `nack_on_error`, [`SIM_EVENTS`] events, [`SIM_GROUPS`] groups, [`SIM_WORKERS`]

@@ -1,26 +1,12 @@
 //! What a failed assertion prints: the verdict, the timeline, the file written and the exact
-//! command that reproduces it; and the command line the reproducing command starts with.
+//! command that reproduces it; and how the reproducing command starts by default.
 
-use std::sync::RwLock;
-
-static PROGRAM: RwLock<Option<String>> = RwLock::new(None);
-
-/// Sets how reproducing commands start (default `leasehold`). A suite whose backend the stock
-/// binary does not know builds its own command line with that backend registered
-/// (`leasehold::cli::main_with`) and names it here, e.g.
+/// How reproducing commands start unless a call says otherwise (`reproduce_with` of
+/// [`crate::check()`], [`crate::campaign()`], [`crate::shrink()`], [`crate::Replayed`]): a
+/// suite whose backend the stock binary does not know builds its own command line with that
+/// backend registered (`leasehold::cli::main_with`) and names it there, e.g.
 /// `cargo run -q -p my-queue --`.
-pub fn reproduce_with(program: &str) {
-    *PROGRAM.write().unwrap_or_else(|e| e.into_inner()) = Some(program.to_string());
-}
-
-/// The start of every reproducing command: `leasehold`, or what [`reproduce_with`] set.
-pub fn program() -> String {
-    PROGRAM
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone()
-        .unwrap_or_else(|| "leasehold".to_string())
-}
+pub const PROGRAM: &str = "leasehold";
 
 /// A failure to report: built by the front door's assertions, printed as one panic message.
 #[derive(Clone, Debug, PartialEq, Eq)]

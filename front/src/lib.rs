@@ -24,39 +24,50 @@
 //! * [`check()`] — exhaustive model checking of one bounded configuration, on the reference
 //!   broker or on a broker of one's own ([`Check::broker`], [`CheckedBroker`]);
 //!   [`checked_backend()`] registers that broker for the command line's `check`, and
-//!   [`backend()`] for campaigns and replays.
+//!   [`backend()`] for campaigns, replays and shrinks. A backend is a value
+//!   ([`BackendKind`]: the reference broker, or a [`BackendFactory`] carrying its own
+//!   configuration).
 //! * [`campaign()`] — a seeded simulator campaign, on the pure broker or a backend of yours.
+//! * [`shrink()`] — a failing scenario minimised on the backend it failed on, written as a
+//!   scripted scenario that replays to the same invariant there.
+//! * [`Backends`] — the registered backends by name: what `--backend NAME` selects.
 //! * [`replay()`] — a scenario file on a backend: its timeline (for `insta::assert_snapshot!`)
 //!   and its verdict; [`replay_styled`] renders the timeline with times and deadlines.
 //! * [`matrix`] — every variant through every engine, each cell judged against the
 //!   expectation docs/variants.md states.
 //! * [`conformance`] — the conformance suite of the `Backend` contract: your backend against
 //!   the reference broker, operation sequence by operation sequence.
+//! * [`check_report`] — a model check's printed report: its text and its JSON.
 //! * [`defaults`] — the defaults the command line and these calls share.
 //! * [`files`] — atomic writes, never-overwriting writes.
-//! * [`failure`] — what a failed assertion prints, and how reproducing commands start.
+//! * [`failure`] — what a failed assertion prints, and how reproducing commands start by
+//!   default.
 #![deny(missing_docs)]
 
 pub mod budget;
 pub mod campaign;
 pub mod check;
+pub mod check_report;
 pub mod defaults;
 mod error;
 pub mod failure;
 pub mod files;
 pub mod matrix;
+pub mod registry;
 pub mod replay;
+pub mod shrink;
 
 pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
 pub use check::{backend, check, checked_backend, Check, Checked, CheckedBackend, Found};
 pub use error::Error;
-pub use failure::{reproduce_with, Failure};
+pub use failure::Failure;
+pub use registry::Backends;
 pub use replay::{replay, replay_styled, Replayed, Style};
+pub use shrink::{shrink, Shrink, Shrinking};
 
 pub use leasehold_conformance as conformance;
 pub use leasehold_model as model;
 pub use leasehold_model::check::{CheckConfig, CheckedBroker};
-pub use leasehold_model::{Backend, BrokerConfig, BrokerView, Invariant, Variant};
+pub use leasehold_model::{Backend, BackendFactory, BrokerConfig, BrokerView, Invariant, Variant};
 pub use leasehold_sim as sim;
-pub use leasehold_sim::seeded::seeded_file::MakeBackend;
 pub use leasehold_sim::seeded::{BackendKind, Setup};

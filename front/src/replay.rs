@@ -1,12 +1,11 @@
 //! `leasehold::replay`: a scenario file — scripted, or seeded (a simulator finding) — run on a
 //! backend, its timeline, and assertions that print how to run it again.
 
-use crate::failure::{program, Failure};
+use crate::failure::{Failure, PROGRAM};
 use crate::Error;
-use leasehold_model::Broker;
 use leasehold_sim::parse;
 use leasehold_sim::recorder::TimelineSink;
-use leasehold_sim::script::{self, Script};
+use leasehold_sim::script::Script;
 use leasehold_sim::seeded::seeded_file::{check_expect, load_seeded, parse_toml, run_setup_with};
 use leasehold_sim::seeded::{BackendKind, RunOptions};
 pub use leasehold_sim::timeline::Style;
@@ -34,7 +33,11 @@ pub struct Replayed {
     /// The file, as given.
     pub file: String,
     /// The backend it ran on.
-    pub backend: &'static str,
+    pub backend: String,
+    /// The flags that select the backend again (` --backend NAME`; empty for `pure`).
+    pub backend_flags: String,
+    /// How the replay command starts (default `leasehold`; [`Replayed::reproduce_with`]).
+    pub program: String,
     /// The timeline, one `tN` line per line, ending with a newline.
     pub timeline: String,
     /// Every violation the oracle found, one line each.
@@ -48,7 +51,7 @@ pub struct Replayed {
 /// Replays the scenario at `path` on `backend` (built from the scenario's configuration): a
 /// scripted file step by step, a seeded file through the simulator. An unreadable or malformed
 /// file, or a backend that cannot run its configuration, is an [`Error`].
-pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, Error> {
+pub fn replay(path: impl AsRef<Path>, backend: &BackendKind) -> Result<Replayed, Error> {
     replay_styled(path, backend, Style::default())
 }
 
@@ -56,7 +59,7 @@ pub fn replay(path: impl AsRef<Path>, backend: BackendKind) -> Result<Replayed, 
 /// virtual time and each lease's deadline (what `leasehold replay FILE --times` prints).
 pub fn replay_styled(
     path: impl AsRef<Path>,
-    backend: BackendKind,
+    backend: &BackendKind,
     style: Style,
 ) -> Result<Replayed, Error> {
     let path = path.as_ref();
@@ -87,7 +90,9 @@ pub fn replay_styled(
         let timeline = std::mem::take(&mut *text.lock().unwrap_or_else(|e| e.into_inner()));
         return Ok(Replayed {
             file: name,
-            backend: backend.name(),
+            backend: backend.name().to_string(),
+            backend_flags: backend.flags(),
+            program: PROGRAM.to_string(),
             timeline,
             violations: outcome
                 .violations
@@ -99,18 +104,15 @@ pub fn replay_styled(
         });
     }
     let script = load(path)?;
-    let replay = match backend {
-        BackendKind::Pure => script::run(&script, Broker::new(script.setup.broker_config())),
-        BackendKind::Other { name: kind, make } => {
-            let made = make(&script.setup.broker_config())
-                .map_err(|e| Error(format!("{name}: backend {kind}: {e}")))?;
-            script::run(&script, made)
-        }
-    };
+    let replay = backend
+        .run_script(&script)
+        .map_err(|e| Error(format!("{name}: {e}")))?;
     let lines = leasehold_sim::timeline::render_with(&replay.trace, style).lines;
     Ok(Replayed {
         file: name,
-        backend: backend.name(),
+        backend: backend.name().to_string(),
+        backend_flags: backend.flags(),
+        program: PROGRAM.to_string(),
         timeline: lines.iter().map(|l| format!("{l}\n")).collect(),
         violations: replay.violations.iter().map(|v| v.to_string()).collect(),
         mismatches: replay.mismatches.clone(),
@@ -121,11 +123,17 @@ pub fn replay_styled(
 impl Replayed {
     /// The command that replays the file again on the same backend.
     pub fn command(&self) -> String {
-        let mut command = format!("{} replay {}", program(), self.file);
-        if self.backend != "pure" {
-            command.push_str(&format!(" --backend {}", self.backend));
-        }
-        command
+        format!(
+            "{} replay {}{}",
+            self.program, self.file, self.backend_flags
+        )
+    }
+
+    /// How the printed command starts (default `leasehold`): a suite's own build of the
+    /// command line, which knows its backend (`cargo run -q -p my-queue --`).
+    pub fn reproduce_with(mut self, program: impl Into<String>) -> Replayed {
+        self.program = program.into();
+        self
     }
 
     /// The timeline, for `insta::assert_snapshot!`.
@@ -175,9 +183,9 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../scenarios/t0-t5-stale-ack.toml"
         );
-        let plain = replay(file, BackendKind::Pure).expect("replayed");
+        let plain = replay(file, &BackendKind::Pure).expect("replayed");
         let timed =
-            replay_styled(file, BackendKind::Pure, Style { times: true }).expect("replayed");
+            replay_styled(file, &BackendKind::Pure, Style { times: true }).expect("replayed");
         let first = |r: &Replayed| r.timeline().lines().next().unwrap_or_default().to_string();
         assert_eq!(first(&plain), "t0  worker A fetches event E1 → lease L1");
         assert_eq!(

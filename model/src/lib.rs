@@ -5,6 +5,8 @@
 //! * [`broker`] — the broker state machine: publish, fetch, ack, nack, renew, reject, expiry,
 //!   restart, the committed frontier.
 //! * [`backend`] — the `Backend` trait: a broker under test, as the engines drive it.
+//! * [`factory`] — the `BackendFactory` trait: a backend registered as a value carrying its
+//!   configuration, building one broker per run.
 //! * [`runtime`] — the consumer runtime's pure decisions: ack policies and settle-error
 //!   classification.
 //! * [`invariant`] — the invariants I1–I7 and their stable names.
@@ -19,6 +21,7 @@ pub mod backend;
 pub mod broker;
 pub mod check;
 pub mod detail;
+pub mod factory;
 pub mod inline;
 pub mod invariant;
 pub mod oracle;
@@ -30,6 +33,7 @@ pub use backend::Backend;
 pub use broker::{Broker, BrokerConfig, BrokerView, Expired, SettleRequest, Timer};
 pub use check::CheckedBroker;
 pub use detail::Detail;
+pub use factory::BackendFactory;
 pub use invariant::Invariant;
 pub use oracle::{Issuance, Oracle, OracleConfig, Violation};
 pub use runtime::{AckPolicy, ErrorAction, HandleCall, Outcome};

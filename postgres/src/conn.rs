@@ -7,7 +7,7 @@
 //! error the user can cause (no server, a wrong URL) is found when the backend is built and
 //! returned as one line.
 
-use crate::server::PgServer;
+use crate::server::{PgServer, PooledServer};
 use postgres::{Client, NoTls};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +22,9 @@ pub enum Target {
     Url(String),
     /// A server this process started: a broker restart restarts it.
     Owned(Arc<PgServer>),
+    /// A server lent by a pool to one run alone (shared by the clones of this target); it
+    /// goes back to the pool when the last clone is dropped.
+    Pooled(Arc<PooledServer>),
 }
 
 impl Target {
@@ -30,6 +33,7 @@ impl Target {
         match self {
             Target::Url(url) => url,
             Target::Owned(server) => server.url(),
+            Target::Pooled(server) => server.url(),
         }
     }
 
@@ -38,51 +42,15 @@ impl Target {
         match self {
             Target::Url(_) => None,
             Target::Owned(server) => Some(server),
+            Target::Pooled(server) => Some(server),
         }
     }
 }
 
 /// `url` as it may be printed or saved: its password, if any, shown as `***` — the userinfo
-/// password of `postgres://user:secret@host/db` and a `password=` parameter, in a URL or in a
-/// keyword/value connection string (`host=… password=secret`).
-pub fn redacted(url: &str) -> String {
-    const HIDDEN: &str = "***";
-    let Some((scheme, rest)) = url.split_once("://") else {
-        // keyword/value form: hide the value of `password`.
-        return url
-            .split(' ')
-            .map(|pair| match pair.split_once('=') {
-                Some(("password", _)) => format!("password={HIDDEN}"),
-                _ => pair.to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-    };
-    let mut shown = format!("{scheme}://");
-    // The userinfo ends at the last '@' before the path: a password holding '@', '/' or '?'
-    // is hidden whole.
-    let rest = match rest.rfind('@') {
-        Some(at) => {
-            match rest[..at].split_once(':') {
-                Some((user, _)) => shown += &format!("{user}:{HIDDEN}@"),
-                None => shown += &rest[..=at],
-            }
-            &rest[at + 1..]
-        }
-        None => rest,
-    };
-    let Some((before, query)) = rest.split_once('?') else {
-        return shown + rest;
-    };
-    let query: Vec<String> = query
-        .split('&')
-        .map(|pair| match pair.split_once('=') {
-            Some(("password", _)) => format!("password={HIDDEN}"),
-            _ => pair.to_string(),
-        })
-        .collect();
-    shown + before + "?" + &query.join("&")
-}
+/// password, a `password=` parameter, and the `password` of a keyword/value connection string
+/// (the shared rule of every server-backed backend, [`leasehold_model::factory::redacted_url`]).
+pub use leasehold_model::factory::redacted_url as redacted;
 
 /// Why a broker restart is refused on `url` (one line; the URL [`redacted`]).
 pub fn restart_refusal(url: &str) -> String {
@@ -111,38 +79,4 @@ pub fn connect(url: &str) -> Result<Client, String> {
 /// Whether a server answers at `url`; the error is one line.
 pub fn ping(url: &str) -> Result<(), String> {
     connect(url).map(drop)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn a_password_is_hidden_and_nothing_else_changes() {
-        for (url, shown) in [
-            (
-                "postgres://127.0.0.1:5432/db",
-                "postgres://127.0.0.1:5432/db",
-            ),
-            (
-                "postgres://app:s3cret@host/db",
-                "postgres://app:***@host/db",
-            ),
-            ("postgresql://app@host:1/db", "postgresql://app@host:1/db"),
-            (
-                "postgres://app:p@ss/w?rd@host/db",
-                "postgres://app:***@host/db",
-            ),
-            (
-                "postgres://app@host/db?sslmode=disable&password=s3cret",
-                "postgres://app@host/db?sslmode=disable&password=***",
-            ),
-            (
-                "host=127.0.0.1 user=app password=s3cret dbname=db",
-                "host=127.0.0.1 user=app password=*** dbname=db",
-            ),
-        ] {
-            assert_eq!(redacted(url), shown, "{url}");
-        }
-    }
 }

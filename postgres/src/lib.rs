@@ -6,10 +6,13 @@
 //! * [`backend`] — [`PgBackend`]: a schema per run; publish, fetch (`FOR UPDATE SKIP LOCKED`
 //!   in a transaction), one statement per settle, expiry, restart.
 //! * [`snapshot`] — [`Snapshot`]: the state read back from the server, in the model's types.
+//! * [`factory`] — [`Postgres`]: the backend as a registered value (`BackendFactory`), at a
+//!   URL or on private servers it starts.
 //! * [`traits`] — the `Backend` and `BrokerView` implementations.
 //! * [`conn`] — [`Target`], connecting, and URLs shown with their password hidden.
 //! * [`server`] — [`PgServer`]: a private server (`initdb`, loopback, `fsync` on) that a
-//!   broker restart shuts down at once and starts again.
+//!   broker restart shuts down at once and starts again; [`ServerPool`], which lends one to
+//!   each run.
 //! * [`testing`] — how tests find a server (`LEASEHOLD_POSTGRES_URL`, a private server, or a
 //!   skip that is a failure under `CI=true`).
 //!
@@ -29,6 +32,7 @@
 
 pub mod backend;
 pub mod conn;
+pub mod factory;
 pub mod server;
 pub mod snapshot;
 pub mod sql;
@@ -37,5 +41,6 @@ pub mod traits;
 
 pub use backend::{check_config, PgBackend, VARIANTS};
 pub use conn::{ping, redacted, restart_refusal, Target};
-pub use server::PgServer;
+pub use factory::{Postgres, DEFAULT_URL};
+pub use server::{PgServer, PooledServer, ServerPool};
 pub use snapshot::Snapshot;

@@ -1,7 +1,8 @@
 //! [`PgServer`]: a private PostgreSQL server this process starts (`initdb` in a temporary
 //! folder, a free loopback port, `fsync` on), restarts for a broker restart (an immediate
 //! shutdown — the server process killed without a checkpoint — then a start that replays the
-//! write-ahead log), and stops when dropped.
+//! write-ahead log), and stops when dropped. [`ServerPool`] lends one server at a time to each
+//! run, so that a broker restart in one run never disturbs another run of the same campaign.
 //!
 //! PostgreSQL refuses to run as root: run as root, the server's files belong to the `postgres`
 //! user (or `$LEASEHOLD_POSTGRES_USER`) and its programs run through `runuser -u USER --`.
@@ -12,6 +13,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// A private server; see the module documentation.
 #[derive(Debug)]
@@ -202,5 +204,83 @@ impl Drop for PgServer {
             &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
         );
         let _ = std::fs::remove_dir_all(Path::new(&self.dir));
+    }
+}
+
+/// Private servers lent one at a time to each run (`--postgres-spawn`), so that a broker
+/// restart in one run of a campaign never disturbs another: a run takes a free server, or
+/// starts one when none is free, and gives it back when its backend is dropped. Clones share
+/// the pool.
+#[derive(Debug, Clone, Default)]
+pub struct ServerPool {
+    free: Arc<Mutex<Vec<PgServer>>>,
+    /// Servers started so far.
+    started: Arc<AtomicU64>,
+}
+
+impl ServerPool {
+    /// An empty pool (servers are started on demand).
+    pub fn new() -> ServerPool {
+        ServerPool::default()
+    }
+
+    /// A free server, started if none is free; the error is one line.
+    pub fn checkout(&self) -> Result<PooledServer, String> {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let server = match free {
+            Some(server) => server,
+            None => {
+                let server = PgServer::start()?;
+                self.started.fetch_add(1, Ordering::Relaxed);
+                server
+            }
+        };
+        Ok(PooledServer {
+            server: Some(server),
+            pool: self.clone(),
+        })
+    }
+
+    /// Servers started so far (at most one per concurrent run).
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    /// Broker restarts over the pool's servers (the lent ones count once they are back).
+    pub fn restarts(&self) -> u64 {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.iter().map(PgServer::restarts).sum()
+    }
+
+    /// Stops every free server (a server still lent stops when its run drops it after this).
+    pub fn shutdown(&self) {
+        let servers = std::mem::take(&mut *self.free.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(servers);
+    }
+}
+
+/// A server lent by a [`ServerPool`]; it goes back to the pool when dropped.
+#[derive(Debug)]
+pub struct PooledServer {
+    server: Option<PgServer>,
+    pool: ServerPool,
+}
+
+impl std::ops::Deref for PooledServer {
+    type Target = PgServer;
+    fn deref(&self) -> &PgServer {
+        self.server.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.pool
+                .free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(server);
+        }
     }
 }

@@ -4,6 +4,8 @@
 //!
 //! * [`backend`] — [`RedisBackend`]: publish, fetch (XCLAIM / XREADGROUP), the plain (XACK)
 //!   and fenced (server-side script) settles, dead letters, expiry on virtual time, restart.
+//! * [`factory`] — [`Redis`]: the backend as a registered value, with where its runs go (a URL,
+//!   or private servers it spawns).
 //! * [`traits`] — the `Backend` and `BrokerView` implementations, in one place.
 //! * [`mirror`] — [`Mirror`]: the records as read from the server's replies, in the model's
 //!   types, for the oracle's per-step reads.
@@ -33,6 +35,7 @@
 
 pub mod backend;
 pub mod conn;
+pub mod factory;
 pub mod keys;
 pub mod mirror;
 pub mod server;
@@ -42,6 +45,7 @@ pub mod traits;
 
 pub use backend::{check_config, delete_keys, RedisBackend, DEFAULT_CONSUMER, VARIANTS};
 pub use conn::{ping, redacted, restart_refusal, Target};
+pub use factory::{Redis, DEFAULT_URL};
 pub use keys::Keys;
 pub use mirror::Mirror;
 pub use server::{PooledServer, RedisServer, ServerPool};

@@ -167,7 +167,7 @@ pub struct Drawn {
 /// module's documentation. The outcome's verdict is the whole run's.
 pub fn draw_seeded(
     setup: &Setup,
-    kind: BackendKind,
+    kind: &BackendKind,
     asked: Option<Range<usize>>,
 ) -> Result<Drawn, String> {
     draw_seeded_with(setup, kind, asked, None)
@@ -177,7 +177,7 @@ pub fn draw_seeded(
 /// start: the second run's steps count from zero again).
 pub fn draw_seeded_with(
     setup: &Setup,
-    kind: BackendKind,
+    kind: &BackendKind,
     asked: Option<Range<usize>>,
     progress: Option<Arc<Progress>>,
 ) -> Result<Drawn, String> {

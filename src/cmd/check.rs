@@ -9,15 +9,15 @@ use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
 use leasehold_front::budget::Spent;
+use leasehold_front::check_report::{text, CounterexampleReport, Printed};
 use leasehold_front::CheckedBackend;
 use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
     run as check, Budgets, CheckConfig, Counterexample, Counts, Engine, ExplorerModel, Fairness,
-    Interrupt, LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report, Verdict,
+    Interrupt, LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report,
 };
 use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::counterexample;
-use serde::Serialize;
 use stateright::Model;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -88,7 +88,7 @@ pub struct Args {
     #[arg(long, default_value = "leasehold", value_name = "ENGINE")]
     pub engine: String,
     /// Search threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = leasehold_front::defaults::CHECK_THREADS as u32)]
     pub threads: u32,
     /// Turn symmetry reduction over workers off.
     #[arg(long)]
@@ -269,54 +269,6 @@ pub fn loopback(addr: &str) -> Result<SocketAddr, UserError> {
     Ok(parsed)
 }
 
-/// One counterexample in the printed report.
-#[derive(Clone, Debug, Serialize)]
-pub struct CounterexampleReport {
-    /// `I1` …
-    pub invariant: &'static str,
-    /// The invariant's name.
-    pub name: &'static str,
-    /// Number of model steps (minimal: breadth-first; for a lasso, prefix and loop).
-    pub steps: usize,
-    /// For a lasso: the model step where the loop starts.
-    pub loop_start: Option<usize>,
-    /// The timeline of the scenario's replay.
-    pub timeline: Vec<String>,
-    /// What the replay's oracle saw.
-    pub violations: Vec<String>,
-    /// Whether the scenario replays to the same violation.
-    pub replays: bool,
-    /// Where the scenario was written.
-    pub scenario: Option<String>,
-}
-
-/// The whole printed report of a check.
-#[derive(Clone, Debug, Serialize)]
-pub struct Printed {
-    /// The replay recipe: `leasehold check --variant … …`.
-    pub command: String,
-    /// The broker checked, when it is not the reference one (`--backend NAME`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<&'static str>,
-    /// The library's report.
-    #[serde(flatten)]
-    pub report: Report,
-    /// Wall-clock seconds of the search.
-    pub seconds: f64,
-    /// Unique states per second.
-    pub unique_per_second: f64,
-    /// The fingerprint-collision estimate (n²/2⁶⁵).
-    pub collision_estimate: f64,
-    /// The counts without symmetry, when asked for.
-    pub without_symmetry: Option<Counts>,
-    /// Shortest counterexamples, one per violated invariant.
-    pub counterexamples: Vec<CounterexampleReport>,
-    /// Why the search stopped before its end, when it was interrupted: `interrupted` (Ctrl-C,
-    /// SIGTERM) or `time budget 10m spent`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<String>,
-}
-
 /// A spinner on stderr, shown after a second, only when stderr is a terminal.
 struct Spinner {
     bar: Option<indicatif::ProgressBar>,
@@ -363,7 +315,7 @@ impl Spinner {
 pub fn run_check(
     config: &CheckConfig,
     options: &Options,
-    broker: Option<CheckedBackend>,
+    broker: Option<&CheckedBackend>,
     progress: bool,
 ) -> (Report, f64) {
     let spinner = Spinner::new(progress);
@@ -419,7 +371,7 @@ pub fn options(args: &Args) -> Result<Options, UserError> {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
     if let Some(path) = &args.report {
         files::check_report_path("--report", path)?;
     }
@@ -436,9 +388,13 @@ pub fn run(args: Args) -> CmdResult {
         ));
     }
     let explore = args.explore.as_deref().map(loopback).transpose()?;
-    let broker = args.backend.as_deref().map(checked_broker).transpose()?;
+    let broker = args
+        .backend
+        .as_deref()
+        .map(|name| context.checked(name))
+        .transpose()?;
     let mut command = format!("leasehold check {config}");
-    if let Some(broker) = broker {
+    if let Some(broker) = &broker {
         command.push_str(&format!(" --backend {}", broker.name()));
     }
     if options.engine != Engine::Leasehold {
@@ -475,7 +431,7 @@ pub fn run(args: Args) -> CmdResult {
     catch_interrupts("the search ends as at a bound, then the report", false);
     let ((report, seconds), spent) =
         leasehold_front::budget::within_limits(budget, memory, &INTERRUPTED, || {
-            run_check(&config, &options, broker, progress)
+            run_check(&config, &options, broker.as_ref(), progress)
         });
     let stopped = report.interrupted.then(|| match (spent, memory) {
         (Some(Spent::Memory), Some(bytes)) => {
@@ -488,16 +444,18 @@ pub fn run(args: Args) -> CmdResult {
             symmetry: false,
             ..options
         };
-        run_check(&config, &plain, broker, progress).0.counts
+        run_check(&config, &plain, broker.as_ref(), progress)
+            .0
+            .counts
     });
     let counterexamples = report
         .counterexamples
         .iter()
-        .map(|cx| counterexample_report(&config, broker, cx, &args))
+        .map(|cx| counterexample_report(&config, broker.as_ref(), cx, &args))
         .collect::<Result<Vec<_>, _>>()?;
     let printed = Printed {
         command,
-        backend: broker.map(|b| b.name()),
+        backend: broker.as_ref().map(|b| b.name().to_string()),
         unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
         collision_estimate: report.collision_estimate(),
         seconds,
@@ -565,27 +523,9 @@ fn serve(config: &CheckConfig, options: &Options, addr: SocketAddr, command: &st
     Ok(Status::Ok)
 }
 
-/// The broker registered for `check` as `name`.
-fn checked_broker(name: &str) -> Result<CheckedBackend, UserError> {
-    crate::cmd::backends::find_checked(name).ok_or_else(|| {
-        let names = crate::cmd::backends::checked_names();
-        user(if names.is_empty() {
-            format!(
-                "--backend {name}: this build of the command line checks no broker but the \
-                 reference one (a suite registers its own with leasehold::cli::main_with_checked)"
-            )
-        } else {
-            format!(
-                "--backend {name}: unknown broker (expected one of: {})",
-                names.join(", ")
-            )
-        })
-    })
-}
-
 fn counterexample_report(
     config: &CheckConfig,
-    broker: Option<CheckedBackend>,
+    broker: Option<&CheckedBackend>,
     cx: &Counterexample,
     args: &Args,
 ) -> Result<CounterexampleReport, UserError> {
@@ -612,154 +552,4 @@ fn counterexample_report(
         timeline: replay.timeline,
         scenario: Some(path.display().to_string()),
     })
-}
-
-fn stats_line(printed: &Printed) -> String {
-    let report = &printed.report;
-    let threads = report.threads;
-    format!(
-        "{} states generated, {} unique states, max depth {}, {:.2} s, {:.0} unique states/s ({}, symmetry {}, {} thread{})",
-        report.counts.generated,
-        report.counts.unique,
-        report.max_depth,
-        printed.seconds,
-        printed.unique_per_second,
-        match (report.config.cyclic(), report.engine, report.symmetry) {
-            (true, _, _) => "bfs graph",
-            (false, Engine::Leasehold, _) => "dfs",
-            (false, Engine::Stateright, true) => "stateright dfs",
-            (false, Engine::Stateright, false) => "stateright bfs",
-        },
-        if report.symmetry { "on" } else { "off" },
-        threads,
-        if threads == 1 { "" } else { "s" },
-    )
-}
-
-/// The text report.
-pub fn text(printed: &Printed) -> String {
-    let report = &printed.report;
-    let mut out = format!("{}\n", stats_line(printed));
-    if report.per_thread.len() > 1 {
-        let shares: Vec<String> = report.per_thread.iter().map(|n| n.to_string()).collect();
-        out.push_str(&format!(
-            "states generated by each thread: {}\n",
-            shares.join(", ")
-        ));
-    }
-    if let Some(beyond) = &report.beyond_first_violation {
-        out.push_str(&format!(
-            "past the first violation: {} states generated, {} unique states\n",
-            beyond.generated, beyond.unique
-        ));
-    }
-    if let Some(other) = &printed.without_symmetry {
-        out.push_str(&format!(
-            "without symmetry: {} states generated, {} unique states\n",
-            other.generated, other.unique
-        ));
-    }
-    out.push_str(&format!(
-        "fingerprint collision estimate: {:.1e} (n²/2^65 for {} unique states)\n",
-        printed.collision_estimate, report.counts.unique
-    ));
-    match (report.bounded, &printed.stopped) {
-        (Some(generated), Some(why)) => out.push_str(&format!(
-            "bounded: the search stopped ({why}) after {generated} generated states; properties not violated are NOT proven\n"
-        )),
-        (Some(bound), None) => out.push_str(&format!(
-            "bounded: the search stopped at --max-states {bound}; properties not violated are NOT proven\n"
-        )),
-        (None, _) => {}
-    }
-    for p in &report.properties {
-        let mut line = format!("  {:<10} {:<44} {}", p.kind, p.name, p.verdict.text());
-        if p.kind == "eventually" {
-            line.push_str(&format!("  (assuming {})", report.liveness.assumption()));
-        }
-        out.push_str(&line);
-        out.push('\n');
-    }
-    if let Some(failure) = &report.liveness.rank_failure {
-        out.push_str(&format!(
-            "I6 unproven: the ranking function did not decrease on a transition: {failure}\n"
-        ));
-    }
-    out.push_str(&counterexamples_text(printed));
-    out.push_str(&result_text(printed));
-    out
-}
-
-fn counterexamples_text(printed: &Printed) -> String {
-    let mut out = String::new();
-    for cx in &printed.counterexamples {
-        let kind = match cx.loop_start {
-            Some(start) => format!(
-                "lasso counterexample for {} {} ({} model steps, the loop from step {start})",
-                cx.invariant, cx.name, cx.steps
-            ),
-            None => format!(
-                "shortest counterexample for {} {} ({} model steps)",
-                cx.invariant, cx.name, cx.steps
-            ),
-        };
-        out.push_str(&format!("\n{kind}:\n"));
-        for line in &cx.timeline {
-            out.push_str(&format!("{line}\n"));
-        }
-        for violation in &cx.violations {
-            out.push_str(&format!("{violation}\n"));
-        }
-        if !cx.replays {
-            out.push_str("warning: the scenario does not replay to this violation (a bug in leasehold: please report it)\n");
-        }
-        if let Some(path) = &cx.scenario {
-            let drawing = path.strip_suffix(".toml").unwrap_or(path);
-            let on = printed
-                .backend
-                .map(|b| format!(" --backend {b}"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "scenario written to {path} (replay: leasehold replay {path}{on}; draw: leasehold timeline {path} --svg {drawing}.svg)\n"
-            ));
-        }
-    }
-    if let Some(bound) = printed.report.counterexample_search_bounded {
-        out.push_str(&format!(
-            "\nthe shortest-counterexample search stopped at {bound} states before finding a path for every violated invariant\n"
-        ));
-    }
-    out
-}
-
-fn result_text(printed: &Printed) -> String {
-    let report = &printed.report;
-    match report.outcome {
-        Outcome::Holds => {
-            "result: every invariant holds and every applicable sometimes property is reached\n"
-                .to_string()
-        }
-        Outcome::Violated => {
-            let names: Vec<String> = report
-                .properties
-                .iter()
-                .filter(|p| p.verdict == Verdict::Violated)
-                .map(|p| p.name.clone())
-                .collect();
-            let note = if report.beyond_first_violation.is_some() {
-                ""
-            } else {
-                "note: a state that breaks an invariant is not explored further, so \"holds\" above means: no behaviour breaks it before breaking another (--all-violations searches past it)\n"
-            };
-            format!(
-                "{note}result: VIOLATED {}\nreproduce: {}\n",
-                names.join(", "),
-                printed.command
-            )
-        }
-        Outcome::Bounded => "result: bounded (not proven)\n".to_string(),
-        Outcome::Vacuous => {
-            "result: vacuous: an applicable sometimes property was not reached\n".to_string()
-        }
-    }
 }

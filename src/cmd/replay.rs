@@ -5,11 +5,11 @@
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::redis::{self, RedisArgs};
-use leasehold_embedded::EmbeddedBackend;
-use leasehold_model::Broker;
+use crate::cmd::backends::Context;
+use crate::cmd::redis::RedisArgs;
 use leasehold_sim::parse;
-use leasehold_sim::script::{self, Replay, Script};
+use leasehold_sim::script::{Replay, Script};
+use leasehold_sim::seeded::BackendKind;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `leasehold replay`.
@@ -29,8 +29,9 @@ pub struct Args {
     #[arg(long)]
     pub times: bool,
     /// The broker under test: `pure` (the reference state machine), `embedded` (the
-    /// in-process thread-safe broker; `fenced` only) or `redis` (a Redis server; the
-    /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
+    /// in-process thread-safe broker; `fenced` only) `redis` (a Redis server; the
+    /// `redis-streams` variants only), `postgres` (a PostgreSQL server; `pg-visibility`,
+    /// `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
@@ -55,63 +56,12 @@ pub fn load(path: &Path) -> Result<Script, UserError> {
     Ok(script)
 }
 
-/// The brokers a scenario can run on.
-pub const BACKENDS: [&str; 4] = ["pure", "embedded", "redis", "postgres"];
-
-/// Runs `script` on the named backend (the executor is generic over `Backend`).
-pub fn run_on(script: &Script, backend: &str) -> Result<Replay, UserError> {
-    let config = script.setup.broker_config();
-    match backend {
-        "pure" => Ok(script::run(script, Broker::new(config))),
-        "embedded" => {
-            let backend = EmbeddedBackend::new(&config)
-                .map_err(|e| UserError(format!("{}: backend embedded: {e}", script.file)))?;
-            Ok(script::run(script, backend))
-        }
-        "redis" => {
-            let restarts = script
-                .steps
-                .iter()
-                .any(|step| step.op == script::Op::BrokerRestart);
-            redis::refuse_restarts(
-                restarts.then(|| "the scenario restarts the broker".to_string()),
-            )
-            .map_err(|e| UserError(format!("{}: {e}", script.file)))?;
-            let backend = redis::make(&config)
-                .map_err(|e| UserError(format!("{}: backend redis: {e}", script.file)))?;
-            Ok(script::run(script, backend))
-        }
-        "postgres" => {
-            use crate::cmd::postgres;
-            let restarts = script
-                .steps
-                .iter()
-                .any(|step| step.op == script::Op::BrokerRestart);
-            postgres::refuse_restarts(
-                restarts.then(|| "the scenario restarts the broker".to_string()),
-            )
-            .map_err(|e| UserError(format!("{}: {e}", script.file)))?;
-            let backend = postgres::make(&config)
-                .map_err(|e| UserError(format!("{}: backend postgres: {e}", script.file)))?;
-            Ok(script::run(script, backend))
-        }
-        other => match crate::cmd::backends::find(other) {
-            Some(leasehold_sim::seeded::BackendKind::Other { make, .. }) => {
-                let backend = make(&config)
-                    .map_err(|e| UserError(format!("{}: backend {other}: {e}", script.file)))?;
-                Ok(script::run(script, backend))
-            }
-            _ => Err(UserError(format!(
-                "--backend: unknown '{other}' (expected one of {})",
-                BACKENDS
-                    .iter()
-                    .copied()
-                    .chain(crate::cmd::backends::names())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))),
-        },
-    }
+/// Runs `script` on `backend` (the executor is generic over `Backend`); an error names the
+/// file.
+pub fn run_on(script: &Script, backend: &BackendKind) -> Result<Replay, UserError> {
+    backend
+        .run_script(script)
+        .map_err(|e| UserError(format!("{}: {e}", script.file)))
 }
 
 /// The timeline's style asked for: `--times`.
@@ -143,27 +93,21 @@ pub fn json(replay: &Replay, style: leasehold_sim::timeline::Style) -> serde_jso
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
-    redis::configure(&args.backend, &args.redis)?;
-    crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
+pub fn run(args: Args, context: &Context) -> CmdResult {
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     // A seeded file (a simulator finding) replays through the simulator.
     let style = style(args.times);
-    let seeded =
-        crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &args.backend, style)?;
+    let seeded = crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &backend, style)?;
     if let Some(status) = seeded {
         return Ok(status);
     }
     let script = load(&args.file)?;
-    let mut replay = run_on(&script, &args.backend)?;
+    let mut replay = run_on(&script, &backend)?;
     if args.json {
         println!("{}", json(&replay, style));
     } else {
         restyle(&mut replay, style);
-        let command = format!(
-            "leasehold replay {}{}",
-            replay.file,
-            redis::backend_flags(&args.backend)
-        );
+        let command = format!("leasehold replay {}{}", replay.file, backend.flags());
         print!("{}", replay.text_reproduced_by(&command));
     }
     Ok(Status::held(replay.matched))

@@ -7,8 +7,6 @@
 //!
 //! * [`render`] — the Markdown (byte-stable) and JSON (with timings) renderings.
 
-pub mod render;
-
 use crate::cli::{CmdResult, Status, UserError};
 use crate::files;
 use leasehold_front::matrix::{
@@ -48,6 +46,18 @@ pub struct Args {
     /// Threads for the engines (the results do not depend on it).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
+    /// The broker the simulator's campaigns run on: `pure`, `embedded`, `redis`, `postgres`, or
+    /// one a suite registered (`cli::main_with`); the model checker explores the reference
+    /// broker.
+    /// Name the variants it implements with --variants.
+    #[arg(long, default_value = "pure")]
+    pub backend: String,
+    /// The Redis server (with `--backend redis`).
+    #[command(flatten)]
+    pub redis: crate::cmd::redis::RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Diagnostic: override a variant's expectation, VARIANT=INVARIANT or VARIANT=holds
     /// (repeatable).
     #[arg(long, hide = true)]
@@ -85,6 +95,10 @@ impl Args {
         }
         for expect in &self.expect {
             command.push_str(&format!(" --expect {expect}"));
+        }
+        // `Args::default()` (tests) names no backend: the reference one.
+        if !["", leasehold_sim::seeded::BackendKind::PURE].contains(&self.backend.as_str()) {
+            command.push_str(&format!(" --backend {}", self.backend));
         }
         command
     }
@@ -213,9 +227,14 @@ fn compare(committed_dir: &Path, fresh_dir: &Path, rows: &[Row]) -> Vec<String> 
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
-    let config = matrix_config(&args)?;
-    run_with(&args, &config, &engines::engines(config.threads))
+pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
+    let config = matrix_config(&args)?.backend(backend);
+    run_with(
+        &args,
+        &config,
+        &engines::engines(config.threads, &config.backend),
+    )
 }
 
 /// What the run wrote or compared: the unexpected cells and the differences from the
@@ -280,14 +299,14 @@ fn write_reports(
         "cargo run --release -- report{} --check-diff",
         if args.quick { " --quick" } else { "" }
     );
-    let header = render::Header {
+    let header = matrix::render::Header {
         command: &command,
         depth: args.depth(),
         check_diff: &check_diff,
         bounds: &bounds,
     };
-    let markdown = render::markdown(&header, rows);
-    let json = render::json(&header, rows, started.elapsed().as_secs_f64());
+    let markdown = matrix::render::markdown(&header, rows);
+    let json = matrix::render::json(&header, rows, started.elapsed().as_secs_f64());
     let json_text = format!(
         "{}\n",
         serde_json::to_string_pretty(&json).expect("the report serialises")

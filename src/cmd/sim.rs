@@ -9,8 +9,10 @@
 pub(crate) mod progress;
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::redis::{self, RedisArgs};
+use crate::cmd::backends::Context;
+use crate::cmd::redis::RedisArgs;
 use crate::files;
+use leasehold_front::defaults;
 use leasehold_model::{AckPolicy, Invariant, Variant};
 use leasehold_sim::engine::Expiry;
 use leasehold_sim::parse::scenario_of_toml;
@@ -144,22 +146,22 @@ pub struct Options {
     #[arg(long, value_name = "MS", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub slow_handler_ms_max: Option<u64>,
     /// Events published at time 0.
-    #[arg(long, default_value_t = 20, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_EVENTS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub events: u32,
     /// Consumer groups.
-    #[arg(long, default_value_t = 2, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_GROUPS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub groups: u32,
     /// Workers.
-    #[arg(long, default_value_t = 3, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_WORKERS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub workers: u32,
     /// Ack policy: nack_on_error, ack_always, ack_first, manual.
     #[arg(long, default_value = "nack_on_error", conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub policy: String,
     /// Deliveries per (group, event) before dead-lettering.
-    #[arg(long, default_value_t = 3, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_MAX_ATTEMPTS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub max_attempts: u32,
     /// Lease duration (Redis variants: the claim idle time).
-    #[arg(long, default_value_t = 30_000, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value_t = defaults::SIM_LEASE_MS, conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub lease_ms: u64,
     /// Bound on the safety (faulty) phase, simulated ms (default: sixty leases, or two per
     /// record a worker handles when more).
@@ -171,20 +173,21 @@ pub struct Options {
     pub steps_max: Option<u64>,
     /// When the broker expires leases: `at_deadline`, `on_fetch` (lazily, as Redis claims), or
     /// `mixed` (each seed draws one).
-    #[arg(long, default_value = "mixed", value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
+    #[arg(long, default_value = defaults::SIM_EXPIRY, value_parser = ["mixed", "at_deadline", "on_fetch"], conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub expiry: String,
     /// How random words become numbers in a range: `uniform` (rand's `Uniform`), or
     /// `gen_range` (rand's `gen_range`: the seeded files written before `draws` existed).
     #[arg(long, default_value = "uniform", value_parser = Draws::ALL.map(Draws::name), conflicts_with_all = SETUP_FROM_ELSEWHERE)]
     pub draws: String,
     /// Threads (the results do not depend on it), at most 256; by default, one per core.
-    #[arg(long, default_value_t = default_threads())]
+    #[arg(long, default_value_t = defaults::sim_threads())]
     pub threads: usize,
     /// Run only shard k of n (1-based): the seeds whose index is k-1 modulo n.
     #[arg(long, default_value = "1/1")]
     pub shard: String,
     /// The broker: `pure` (the state machine), `embedded` (the thread-safe in-process
-    /// broker; fenced only) or `redis` (a Redis server; the redis-streams variants only).
+    /// broker; fenced only), `redis` (a Redis server; the redis-streams variants only),
+    /// `postgres` (a PostgreSQL server; pg-visibility, pg-fenced), or one a suite registered.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
@@ -212,7 +215,8 @@ pub struct Options {
         value_name = "FILES",
         conflicts_with_all = [
             "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
-            "trace", "svg", "redis_url", "redis_spawn", "for_",
+            "trace", "svg", "redis_url", "redis_spawn", "postgres_url", "postgres_spawn",
+            "for_",
         ]
     )]
     pub merge: Vec<PathBuf>,
@@ -246,13 +250,8 @@ pub struct Options {
     pub report: Option<PathBuf>,
 }
 
-/// One campaign thread per core the process may use (at most [`THREADS_MAX`]).
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(THREADS_MAX))
-}
-
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args, context: &Context) -> CmdResult {
     let args = *args.options;
     if let Some(path) = &args.report {
         files::check_report_path("--report", path)?;
@@ -260,16 +259,7 @@ pub fn run(args: Args) -> CmdResult {
     if !args.merge.is_empty() {
         return run_merge(&args);
     }
-    let backend = backend_kind(&args.backend)?;
-    redis::configure(&args.backend, &args.redis)?;
-    crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
-    if args.postgres.postgres_spawn && args.threads > 1 {
-        // One private server, which a broker restart restarts under every thread's run.
-        return Err(UserError(
-            "--postgres-spawn: one private server for one simulator thread: add --threads 1"
-                .to_string(),
-        ));
-    }
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",
@@ -301,17 +291,10 @@ pub fn run(args: Args) -> CmdResult {
         files::check_report_path("--svg", out)?;
     }
     if let Some(path) = &args.file {
-        return run_file(&args, path, backend);
+        return run_file(&args, path, &backend);
     }
     let (template, pinned) = template_pinned(&args)?;
     backend.check(&template).map_err(UserError)?;
-    if args.backend == "redis" {
-        redis::refuse_restarts(redis::plan_restarts(&template.faults))?;
-    }
-    if args.backend == "postgres" {
-        use crate::cmd::postgres;
-        postgres::refuse_restarts(postgres::plan_restarts(&template.faults))?;
-    }
     let mut campaign = Campaign::new(template, 0..1);
     campaign.swarm = args.swarm;
     campaign.expiry_mixed = args.expiry == "mixed";
@@ -345,37 +328,6 @@ pub(crate) fn parse_budget(text: &str) -> Result<Duration, UserError> {
         )));
     }
     Ok(budget)
-}
-
-/// The backends `--backend` names.
-pub const BACKENDS: [&str; 4] = ["pure", "embedded", "redis", "postgres"];
-
-fn make_embedded(
-    config: &leasehold_model::BrokerConfig,
-) -> Result<Box<dyn leasehold_model::Backend + Send>, String> {
-    Ok(Box::new(leasehold_embedded::EmbeddedBackend::new(config)?))
-}
-
-/// The backend a `--backend` name selects.
-pub fn backend_kind(name: &str) -> Result<BackendKind, UserError> {
-    match name {
-        "embedded" => Ok(BackendKind::Other {
-            name: "embedded",
-            make: make_embedded,
-        }),
-        "redis" => Ok(redis::kind()),
-        "postgres" => Ok(crate::cmd::postgres::kind()),
-        _ => BackendKind::from_name(name)
-            .or_else(|| crate::cmd::backends::find(name))
-            .ok_or_else(|| {
-                let mut names = BACKENDS.to_vec();
-                names.extend(crate::cmd::backends::names());
-                UserError(format!(
-                    "--backend: unknown '{name}' (expected one of {})",
-                    names.join(", ")
-                ))
-            }),
-    }
 }
 
 /// The run template from the flags (seed 0), validated.
@@ -506,26 +458,26 @@ pub fn campaign_recipe(campaign: &Campaign) -> String {
 fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     let setup = campaign.setup(seed);
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
-    let header = format!("{}{}", campaign.seed_command(seed), redis::flags());
+    let header = campaign.seed_command(seed);
     if !args.json {
         println!("{header}");
         println!("faults{swarm_flag}: {}", setup.faults.summary());
     }
     let started = Instant::now();
     let story = single_seed_story(args);
-    let outcome = progress::run_one_seed(&setup, campaign.backend, &story);
+    let outcome = progress::run_one_seed(&setup, &campaign.backend, &story);
     let wall = started.elapsed();
     // Written before the report, which names it (in `--json` too).
     let broken = outcome.violations.first().map(|v| v.invariant);
     let saved = if args.save || (broken.is_some() && !args.no_save) {
-        Some(save_seed(args, &setup, broken, campaign.backend)?)
+        Some(save_seed(args, &setup, broken, &campaign.backend)?)
     } else {
         None
     };
     let status = report_one(args, &header, &setup, &outcome, wall, saved.as_ref())?;
     if let Some(out) = &args.svg {
         let title = format!("sim {} seed {seed}", setup.variant.name());
-        draw_seed(args, &setup, campaign.backend, &title, &header, "", out)?;
+        draw_seed(args, &setup, &campaign.backend, &title, &header, "", out)?;
     }
     Ok(status)
 }
@@ -535,7 +487,7 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
 fn draw_seed(
     args: &Options,
     setup: &Setup,
-    backend: BackendKind,
+    backend: &BackendKind,
     title: &str,
     header: &str,
     from: &str,
@@ -560,19 +512,15 @@ fn draw_seed(
     .write(out)
 }
 
-fn run_file(args: &Options, path: &Path, backend: BackendKind) -> CmdResult {
+fn run_file(args: &Options, path: &Path, backend: &BackendKind) -> CmdResult {
     let (scenario, setup) = load_seeded_file(path)?;
     backend
         .check(&setup)
         .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
-    if backend.name() == "redis" {
-        redis::refuse_restarts(redis::plan_restarts(&setup.faults))
-            .map_err(|e| UserError(format!("{}: {e}", path.display())))?;
-    }
     let header = format!(
-        "leasehold sim --file {} --backend {backend}{}",
+        "leasehold sim --file {}{}",
         path.display(),
-        redis::flags()
+        backend.flags_named()
     );
     if !args.json {
         println!("{header}");
@@ -767,13 +715,13 @@ fn save_seed(
     args: &Options,
     setup: &Setup,
     broken: Option<Invariant>,
-    backend: BackendKind,
+    backend: &BackendKind,
 ) -> Result<SavedSeed, UserError> {
     let note = format!(
-        "found by: leasehold sim --seed {} {} --backend {backend}{}",
+        "found by: leasehold sim --seed {} {}{}",
         setup.seed,
         recipe(setup, false, Some(setup.expiry), Pinned::default()),
-        redis::flags()
+        backend.flags_named()
     );
     let scenario = scenario_of(setup, broken.map(Invariant::id), Some(note));
     let stem = format!("{}-seed{}", setup.variant, setup.seed);
@@ -785,12 +733,12 @@ fn save_seed(
     Ok(SavedSeed {
         what,
         path,
-        backend_flags: redis::backend_flags(backend.name()),
+        backend_flags: backend.flags(),
     })
 }
 
 fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -> CmdResult {
-    let header = format!("{}{}", campaign.command(), redis::flags());
+    let header = campaign.command();
     if !args.json {
         println!("{header}");
         let kind = if campaign.swarm {
@@ -843,11 +791,7 @@ fn save_failures(
             continue;
         }
         let setup = campaign.setup(seed);
-        let note = format!(
-            "found by: {}{}",
-            campaign.seed_command(seed),
-            redis::flags()
-        );
+        let note = format!("found by: {}", campaign.seed_command(seed));
         let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
         let stem = format!("{}-seed{seed}", setup.variant);
         let path = files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
@@ -862,11 +806,10 @@ fn save_failures(
 
 fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) -> CmdResult {
     let mut text = report.to_string();
-    let backend_flags = redis::backend_flags(campaign.backend.name());
-    let server_flags = redis::flags();
+    let backend_flags = campaign.backend.flags();
     for saved in &report.saved {
         text.push_str(&format!(
-            "{} seed {}: replay with: leasehold replay {}{backend_flags}   (or: {}{server_flags})\n",
+            "{} seed {}: replay with: leasehold replay {}{backend_flags}   (or: {})\n",
             saved.invariant.id(),
             saved.seed,
             saved.path,
@@ -876,11 +819,9 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
     if let Some(first) = &report.summary.first_failure {
         text.push_str(&failure_story(campaign, first));
     }
-    if args.backend == "redis" {
-        if let Some(line) = redis::servers_line() {
-            text.push_str(&line);
-            text.push('\n');
-        }
+    if let Some(line) = campaign.backend.describe() {
+        text.push_str(&line);
+        text.push('\n');
     }
     if args.json {
         println!(
@@ -909,7 +850,7 @@ fn failure_story(campaign: &Campaign, first: &FirstFailure) -> String {
     const CONTEXT_LINES: usize = 8;
     let seed = first.seed;
     let setup = campaign.setup(seed);
-    let story = first_violation_story(&setup, campaign.backend, CONTEXT_LINES);
+    let story = first_violation_story(&setup, &campaign.backend, CONTEXT_LINES);
     let Some(story) = story.filter(|s| first.violations.first() == Some(&s.found.violation)) else {
         return format!("seed {seed} did not fail the same way when re-run: the run is not deterministic (a bug: please report it)\n");
     };
@@ -976,7 +917,7 @@ fn run_merge(args: &Options) -> CmdResult {
 pub fn replay_if_seeded(
     path: &Path,
     json: bool,
-    backend: &str,
+    backend: &BackendKind,
 ) -> Result<Option<Status>, UserError> {
     replay_if_seeded_styled(path, json, backend, Style::default())
 }
@@ -985,7 +926,7 @@ pub fn replay_if_seeded(
 pub fn replay_if_seeded_styled(
     path: &Path,
     json: bool,
-    backend: &str,
+    backend: &BackendKind,
     style: Style,
 ) -> Result<Option<Status>, UserError> {
     if json {
@@ -1000,7 +941,7 @@ pub fn replay_if_seeded_styled(
 /// keeping only what is still open (a large seed's object is written, never held).
 fn replay_seeded_json(
     path: &Path,
-    backend: &str,
+    backend: &BackendKind,
     style: Style,
 ) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
@@ -1017,7 +958,7 @@ fn replay_seeded_json(
             style,
             ..RunOptions::default()
         };
-        progress::run_with_bar(&setup, kind, options, bars, pass)
+        progress::run_with_bar(&setup, &kind, options, bars, pass)
     };
     let outcome = streamed(
         "run 1/3 (verdict) ",
@@ -1026,7 +967,7 @@ fn replay_seeded_json(
     );
     let mismatches = check_expect(&scenario, &outcome);
     let head = serde_json::json!({
-        "header": format!("leasehold replay {name}{}", redis::backend_flags(backend)),
+        "header": format!("leasehold replay {name}{}", backend.flags()),
         "inconclusive": outcome.inconclusive.map(|b| b.name()),
         "matched": mismatches.is_empty(),
         "mismatches": mismatches,
@@ -1063,7 +1004,7 @@ fn replay_seeded_json(
 /// mismatches and the trace hash.
 fn replay_seeded_text(
     path: &Path,
-    backend: &str,
+    backend: &BackendKind,
     style: Style,
 ) -> Result<Option<Status>, UserError> {
     let name = path.display().to_string();
@@ -1072,7 +1013,7 @@ fn replay_seeded_text(
     };
     println!(
         "leasehold replay {name}{}   (seed {}, variant {})",
-        redis::backend_flags(backend),
+        backend.flags(),
         scenario.seed.unwrap_or_default(),
         scenario.variant
     );
@@ -1081,7 +1022,7 @@ fn replay_seeded_text(
     }
     let out = progress::StdoutTimeline::new();
     let story = progress::Story::Streamed(out);
-    let outcome = progress::run_one_seed_styled(&setup, kind, &story, style);
+    let outcome = progress::run_one_seed_styled(&setup, &kind, &story, style);
     let mismatches = check_expect(&scenario, &outcome);
     let status = Status::held(mismatches.is_empty());
     for violation in streamed_violations(&outcome) {
@@ -1115,14 +1056,14 @@ pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
 /// `backend`, its timeline told as `story` says. `Ok(None)` for a scripted scenario.
 pub fn record_if_seeded(
     path: &Path,
-    backend: &str,
+    backend: &BackendKind,
     story: &progress::Story,
     style: Style,
 ) -> Result<Option<(Scenario, leasehold_sim::seeded::RunOutcome)>, UserError> {
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
         return Ok(None);
     };
-    let outcome = progress::run_one_seed_styled(&setup, kind, story, style);
+    let outcome = progress::run_one_seed_styled(&setup, &kind, story, style);
     Ok(Some((scenario, outcome)))
 }
 
@@ -1130,7 +1071,7 @@ pub fn record_if_seeded(
 /// and the backend to run it on. `Ok(None)` for a scripted scenario.
 pub fn seeded_setup(
     path: &Path,
-    backend: &str,
+    backend: &BackendKind,
 ) -> Result<Option<(Scenario, Setup, BackendKind)>, UserError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
@@ -1141,12 +1082,8 @@ pub fn seeded_setup(
     if scenario.seed.is_none() {
         return Ok(None);
     }
-    let kind = backend_kind(backend)?;
+    let kind = backend.clone();
     let setup = load_seeded(&text, &name).map_err(UserError)?;
-    if backend == "redis" {
-        redis::refuse_restarts(redis::plan_restarts(&setup.faults))
-            .map_err(|e| UserError(format!("{name}: {e}")))?;
-    }
     kind.check(&setup)
         .map_err(|e| UserError(format!("{name}: {e}")))?;
     Ok(Some((scenario, setup, kind)))

@@ -11,13 +11,15 @@
 //! (`leasehold_sim::drawing`): a long run's every line would be a smear.
 
 use crate::cli::{CmdResult, Status, UserError};
-use crate::cmd::redis::{self, RedisArgs};
-use crate::cmd::replay::{load, run_on, BACKENDS};
+use crate::cmd::backends::Context;
+use crate::cmd::redis::RedisArgs;
+use crate::cmd::replay::{load, run_on};
 use crate::cmd::sim::progress::{StdoutTimeline, Story};
 use crate::cmd::sim::{record_if_seeded, seeded_setup, streamed_violations};
 use crate::files::{is_stream, write_atomic};
 use leasehold_sim::drawing::{self, Stretch};
 use leasehold_sim::seeded::seeded_file::check_expect;
+use leasehold_sim::seeded::BackendKind;
 use leasehold_sim::trace::Trace;
 use leasehold_sim::{svg, timeline};
 use std::ops::Range;
@@ -50,9 +52,9 @@ pub struct Args {
     /// virtual milliseconds. Without it the timeline is unchanged.
     #[arg(long, conflicts_with = "svg")]
     pub times: bool,
-    /// The broker under test: `pure`, `embedded` (`fenced` only) or `redis` (the
-    /// `redis-streams` variants only).
-    #[arg(long, default_value = "pure", value_parser = BACKENDS)]
+    /// The broker under test: `pure`, `embedded` (`fenced` only), `redis` (the
+    /// `redis-streams` variants only), `postgres` (`pg-visibility`, `pg-fenced`), or one a suite registered (`cli::main_with`).
+    #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
@@ -63,27 +65,27 @@ pub struct Args {
 }
 
 /// Runs the command.
-pub fn run(args: Args) -> CmdResult {
+pub fn run(args: Args, context: &Context) -> CmdResult {
     if args.json {
-        return crate::cmd::replay::run(crate::cmd::replay::Args {
+        let replay = crate::cmd::replay::Args {
             file: args.file,
             json: true,
             times: args.times,
             backend: args.backend,
             redis: args.redis,
             postgres: args.postgres,
-        });
+        };
+        return crate::cmd::replay::run(replay, context);
     }
-    redis::configure(&args.backend, &args.redis)?;
-    crate::cmd::postgres::configure(&args.backend, &args.postgres)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     match &args.svg {
-        Some(out) => draw(&args, out),
-        None => print(&args),
+        Some(out) => draw(&args, &backend, out),
+        None => print(&args, &backend),
     }
 }
 
 /// Prints the timeline (its lines `--lines`), then the violations.
-fn print(args: &Args) -> CmdResult {
+fn print(args: &Args, backend: &BackendKind) -> CmdResult {
     // A seeded run's timeline streams as the run tells it.
     let out = StdoutTimeline::new();
     let story = match &args.lines {
@@ -91,7 +93,7 @@ fn print(args: &Args) -> CmdResult {
         None => Story::Streamed(out),
     };
     let style = crate::cmd::replay::style(args.times);
-    let seeded = record_if_seeded(&args.file, &args.backend, &story, style)?;
+    let seeded = record_if_seeded(&args.file, backend, &story, style)?;
     if let Some((scenario, outcome)) = seeded {
         for violation in streamed_violations(&outcome) {
             println!("{violation}");
@@ -101,7 +103,7 @@ fn print(args: &Args) -> CmdResult {
         return Ok(said_mismatches(&check_expect(&scenario, &outcome)));
     }
     let script = load(&args.file)?;
-    let replay = run_on(&script, &args.backend)?;
+    let replay = run_on(&script, backend)?;
     let rendered = timeline::render_with(&replay.trace, style);
     lines_shown(args, rendered.lines.len())?;
     let lines = args.lines.clone().unwrap_or(0..rendered.lines.len());
@@ -138,14 +140,14 @@ fn lines_shown(args: &Args, total: usize) -> Result<(), UserError> {
 }
 
 /// Draws the timeline (a stretch of it) into `out`.
-fn draw(args: &Args, out: &Path) -> CmdResult {
+fn draw(args: &Args, backend: &BackendKind, out: &Path) -> CmdResult {
     let name = args.file.display().to_string();
     let in_file = |e: String| UserError(format!("{name}: {e}"));
     let (trace, stretch, title, subtitle, mismatches): (Trace, Option<Stretch>, _, _, _) =
-        match seeded_setup(&args.file, &args.backend)? {
+        match seeded_setup(&args.file, backend)? {
             Some((scenario, setup, kind)) => {
                 let drawn =
-                    crate::cmd::sim::progress::draw_seeded(&setup, kind, args.lines.clone())
+                    crate::cmd::sim::progress::draw_seeded(&setup, &kind, args.lines.clone())
                         .map_err(in_file)?;
                 let mismatches = check_expect(&scenario, &drawn.outcome);
                 let recorded = drawn.outcome.recorded.expect("a recorded run");
@@ -165,7 +167,7 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
             }
             None => {
                 let script = load(&args.file)?;
-                let replay = run_on(&script, &args.backend)?;
+                let replay = run_on(&script, backend)?;
                 let rendered = timeline::render(&replay.trace);
                 let stretch =
                     drawing::stretch_of_trace(&replay.trace, &rendered, args.lines.clone())
@@ -181,7 +183,7 @@ fn draw(args: &Args, out: &Path) -> CmdResult {
     let command = format!(
         "leasehold timeline {name} --svg {}{}",
         out.display(),
-        redis::backend_flags(&args.backend)
+        backend.flags()
     );
     let drawn = Drawing {
         trace: &trace,

@@ -3,6 +3,7 @@
 mod check_cli;
 mod check_replay;
 mod cli;
+mod postgres_cli;
 mod redis_cli;
 mod replay_cli;
 mod report;

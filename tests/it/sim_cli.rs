@@ -470,7 +470,7 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     let saved = first_file(&dir);
-    let status = replay_if_seeded(&saved, true, "pure").unwrap();
+    let status = replay_if_seeded(&saved, true, &leasehold::BackendKind::Pure).unwrap();
     assert_eq!(
         status,
         Some(Status::Ok),
@@ -478,7 +478,10 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     );
     let scripted =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t0-t5-stale-ack.toml");
-    assert_eq!(replay_if_seeded(&scripted, true, "pure").unwrap(), None);
+    assert_eq!(
+        replay_if_seeded(&scripted, true, &leasehold::BackendKind::Pure).unwrap(),
+        None
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1163,7 +1166,7 @@ fn a_seeded_replay_streams_the_timeline_its_json_renders_whole() {
         use leasehold_sim::seeded::seeded_file::{load_seeded, run_setup, BackendKind};
         use leasehold_sim::timeline;
         let setup = load_seeded(&std::fs::read_to_string(&saved).unwrap(), file).unwrap();
-        let outcome = run_setup(&setup, BackendKind::Pure, true);
+        let outcome = run_setup(&setup, &BackendKind::Pure, true);
         let trace = &outcome.recorded.as_ref().expect("recorded").trace;
         let render = timeline::render(trace);
         assert_eq!(rendered, render.lines);
@@ -1577,4 +1580,31 @@ fn draws_are_chosen_recorded_and_an_old_file_replays_as_gen_range() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The library's campaign with no option set is the command line's `sim` with no flag: the
+/// same defaults (sizes, expiry mode, threads), defined once in `leasehold::defaults`, so
+/// both run the same seeds to the same campaign hash, and the library prints the command the
+/// binary runs.
+#[test]
+fn the_library_campaign_and_sim_share_their_defaults() {
+    let template = leasehold::defaults::sim_template(leasehold::Variant::Fenced).unwrap();
+    let dir = scratch_dir("library-defaults");
+    let library = leasehold::campaign(template)
+        .seeds(0..30)
+        .out(&dir)
+        .run()
+        .expect("runs");
+    let out = leasehold(&["sim", "--seeds", "0..30", "--json", "--no-save"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("one object");
+    assert_eq!(
+        value["campaign_hash"].as_str(),
+        Some(format!("{:016x}", library.summary.campaign_hash).as_str()),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        value["recipe"].as_str(),
+        Some(&library.command["leasehold sim --seeds 0..30 ".len()..])
+    );
 }

@@ -1,8 +1,8 @@
 //! A user's queue under test: a small in-memory queue of its own — a `Vec` of records per
 //! group, a lease-id counter, deadlines, a dead-letter list — behind leasehold's `Backend`
 //! and `BrokerView` traits, and its `CheckedBroker` hooks so that the model checker explores
-//! it. Two builds: [`AcksByIdQueue`] ([`ACKS_BY_ID`]), with a planted bug, and [`FixedQueue`]
-//! ([`FIXED`]).
+//! it. Two builds: [`AcksByIdQueue`] ([`acks_by_id()`]), with a planted bug, and
+//! [`FixedQueue`] ([`fixed()`]).
 //!
 //! The bug is a classic: a settle names its event, and the queue acks **the event**, whoever
 //! holds it now, instead of checking that the request's lease (its fencing token) is the
@@ -15,9 +15,9 @@
 //! * its `CheckedBroker` implementation — what the model checker needs beyond the two
 //!   traits every engine drives: the leases time could end, letting time reach one of them,
 //!   and a renaming of lease ids for the checker's canonical form.
-//! * [`CHECKED_FIXED`], [`CHECKED_ACKS_BY_ID`] — the two builds, registered for the model
-//!   checker and the command line (`check --backend in-memory`); [`FIXED`], [`ACKS_BY_ID`]
-//!   for campaigns and replays.
+//! * [`checked_fixed()`], [`checked_acks_by_id()`] — the two builds as registered values, for
+//!   the model checker and every command of the command line (`check --backend in-memory`);
+//!   [`fixed()`], [`acks_by_id()`] for campaigns, replays and shrinks.
 
 use leasehold::model::{
     BrokerConfig, BrokerView, Expired, GroupIx, Lease, LeaseId, Ms, Reason, Seq, SettleError,
@@ -31,18 +31,31 @@ pub type AcksByIdQueue = InMemoryQueue<true>;
 /// The fixed queue: a settle applies to the lease it names, or is refused as stale.
 pub type FixedQueue = InMemoryQueue<false>;
 
-/// [`AcksByIdQueue`], registered as `acks-by-id` for the model checker and the simulator.
-pub const CHECKED_ACKS_BY_ID: CheckedBackend =
-    leasehold::checked_backend::<AcksByIdQueue>("acks-by-id");
+/// The name [`AcksByIdQueue`] is registered by.
+pub const ACKS_BY_ID: &str = "acks-by-id";
 
-/// [`FixedQueue`], registered as `in-memory` for the model checker and the simulator.
-pub const CHECKED_FIXED: CheckedBackend = leasehold::checked_backend::<FixedQueue>("in-memory");
+/// The name [`FixedQueue`] is registered by.
+pub const FIXED: &str = "in-memory";
 
-/// [`AcksByIdQueue`] for campaigns and replays.
-pub const ACKS_BY_ID: BackendKind = CHECKED_ACKS_BY_ID.kind();
+/// [`AcksByIdQueue`], registered as [`ACKS_BY_ID`] for the model checker and the simulator.
+pub fn checked_acks_by_id() -> CheckedBackend {
+    leasehold::checked_backend::<AcksByIdQueue>(ACKS_BY_ID)
+}
 
-/// [`FixedQueue`] for campaigns and replays.
-pub const FIXED: BackendKind = CHECKED_FIXED.kind();
+/// [`FixedQueue`], registered as [`FIXED`] for the model checker and the simulator.
+pub fn checked_fixed() -> CheckedBackend {
+    leasehold::checked_backend::<FixedQueue>(FIXED)
+}
+
+/// [`AcksByIdQueue`] for campaigns, replays and shrinks.
+pub fn acks_by_id() -> BackendKind {
+    leasehold::backend::<AcksByIdQueue>(ACKS_BY_ID)
+}
+
+/// [`FixedQueue`] for campaigns, replays and shrinks.
+pub fn fixed() -> BackendKind {
+    leasehold::backend::<FixedQueue>(FIXED)
+}
 
 /// One event of one group, as the queue keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -350,6 +363,11 @@ impl<const ACKS_BY_EVENT_ID: bool> Backend for InMemoryQueue<ACKS_BY_EVENT_ID> {
         };
         if !Self::accepts(slot, request, now_ms) {
             return Err(SettleError::StaleLease);
+        }
+        if lease.receipt.is_some() {
+            // The queue hands out no receipts: a request that carries one was not built from
+            // a lease of this queue.
+            return Err(SettleError::ReceiptMismatch);
         }
         let (group, seq) = (lease.group, lease.seq);
         let deliveries = slot.deliveries().unwrap_or(lease.attempt);

@@ -4,7 +4,7 @@
 
 fn main() -> std::process::ExitCode {
     leasehold::cli::main_with_checked(&[
-        leasehold_example_queue::CHECKED_ACKS_BY_ID,
-        leasehold_example_queue::CHECKED_FIXED,
+        leasehold_example_queue::checked_acks_by_id(),
+        leasehold_example_queue::checked_fixed(),
     ])
 }

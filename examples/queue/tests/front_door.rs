@@ -1,16 +1,19 @@
-//! The queue's test suite: every front-door call catches the planted bug of [`ACKS_BY_ID`]
+//! The queue's test suite: every front-door call catches the planted bug of [`acks_by_id`]
 //! (each `#[should_panic]` test checks the panic names the verdict and the reproducing
-//! command) and passes on [`FIXED`] — the model checker too, exploring the queue itself
+//! command) and passes on [`fixed`] — the model checker too, exploring the queue itself
 //! ([`FixedQueue`], [`AcksByIdQueue`]). The tests that run a failure's printed command run
 //! it as is.
 
+mod conformance;
+
 use leasehold::model::check::Verdict;
 use leasehold::{CheckConfig, Invariant, Setup, Variant};
-use leasehold_example_queue::{
-    AcksByIdQueue, FixedQueue, ACKS_BY_ID, CHECKED_ACKS_BY_ID, CHECKED_FIXED, FIXED,
-};
+use leasehold_example_queue::{acks_by_id, fixed, AcksByIdQueue, FixedQueue, ACKS_BY_ID, FIXED};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "front_door/shrink_cli.rs"]
+mod shrink_cli;
 
 /// How the commands a failure prints start: this crate's own build of the command line.
 const PROGRAM: &str = "cargo run -q -p leasehold-example-queue --";
@@ -28,15 +31,17 @@ fn out(test: &str) -> PathBuf {
 /// A campaign of the reference protocol with every fault on: crashes, pauses, expiries,
 /// redeliveries, late and duplicated acks.
 fn campaign(test: &str) -> leasehold::CampaignRun {
-    leasehold::reproduce_with(PROGRAM);
     let template = leasehold::defaults::sim_template(Variant::Fenced).expect("the defaults");
-    leasehold::campaign(template).seeds(0..40).out(out(test))
+    leasehold::campaign(template)
+        .seeds(0..40)
+        .out(out(test))
+        .reproduce_with(PROGRAM)
 }
 
 #[test]
 fn campaign_passes_on_the_fixed_queue() {
     let found = campaign("campaign-fixed")
-        .backend(FIXED)
+        .backend(fixed())
         .run()
         .expect("runs");
     found.assert_clean();
@@ -47,7 +52,7 @@ fn campaign_passes_on_the_fixed_queue() {
 #[should_panic(expected = "reproduce: cargo run -q -p leasehold-example-queue -- replay")]
 fn campaign_catches_the_queue_that_acks_by_event_id() {
     campaign("campaign-buggy")
-        .backend(ACKS_BY_ID)
+        .backend(acks_by_id())
         .run()
         .expect("runs")
         .assert_clean();
@@ -58,7 +63,7 @@ fn campaign_catches_the_queue_that_acks_by_event_id() {
 #[test]
 fn a_failing_seed_names_events_as_its_timeline_does() {
     let found = campaign("campaign-buggy-named")
-        .backend(ACKS_BY_ID)
+        .backend(acks_by_id())
         .run()
         .expect("runs");
     let failure = found.failure.expect("the buggy queue fails a seed");
@@ -82,8 +87,7 @@ fn a_failing_seed_names_events_as_its_timeline_does() {
 
 #[test]
 fn replay_passes_on_the_fixed_queue() {
-    leasehold::reproduce_with(PROGRAM);
-    leasehold::replay(stale_ack(), FIXED)
+    leasehold::replay(stale_ack(), &fixed())
         .expect("replays")
         .assert_clean()
         .assert_matches();
@@ -92,17 +96,16 @@ fn replay_passes_on_the_fixed_queue() {
 #[test]
 #[should_panic(expected = "VIOLATED")]
 fn replay_catches_the_queue_that_acks_by_event_id() {
-    leasehold::reproduce_with(PROGRAM);
-    leasehold::replay(stale_ack(), ACKS_BY_ID)
+    leasehold::replay(stale_ack(), &acks_by_id())
         .expect("replays")
         .assert_clean();
 }
 
 #[test]
 fn the_timelines_of_both_queues_are_snapshots() {
-    let fixed = leasehold::replay(stale_ack(), FIXED).expect("replays");
+    let fixed = leasehold::replay(stale_ack(), &fixed()).expect("replays");
     insta::assert_snapshot!("stale_ack_fixed", fixed.timeline());
-    let buggy = leasehold::replay(stale_ack(), ACKS_BY_ID).expect("replays");
+    let buggy = leasehold::replay(stale_ack(), &acks_by_id()).expect("replays");
     insta::assert_snapshot!("stale_ack_acks_by_id", buggy.timeline());
 }
 
@@ -126,8 +129,8 @@ fn check_proves_the_fixed_design() {
 /// protocol, catches the queue's bug (and passes on the fixed queue).
 #[test]
 fn check_finds_the_schedule_that_catches_the_queue() {
-    leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+        .reproduce_with(PROGRAM)
         .out(out("check-buggy"))
         .run()
         .expect("checks");
@@ -144,7 +147,7 @@ fn check_finds_the_schedule_that_catches_the_queue() {
         text.replace("variant = \"unfenced-settle\"", "variant = \"fenced\""),
     )
     .expect("write");
-    let buggy = leasehold::replay(&as_fenced, ACKS_BY_ID).expect("replays");
+    let buggy = leasehold::replay(&as_fenced, &acks_by_id()).expect("replays");
     assert!(
         buggy
             .violations
@@ -152,7 +155,7 @@ fn check_finds_the_schedule_that_catches_the_queue() {
             .any(|v| v.contains("I1 stale-never-counts")),
         "{buggy:?}"
     );
-    leasehold::replay(&as_fenced, FIXED)
+    leasehold::replay(&as_fenced, &fixed())
         .expect("replays")
         .assert_clean();
 }
@@ -160,8 +163,8 @@ fn check_finds_the_schedule_that_catches_the_queue() {
 #[test]
 #[should_panic(expected = "-- check --variant unfenced-settle")]
 fn check_assert_holds_panics_on_the_design_that_acks_by_event_id() {
-    leasehold::reproduce_with(PROGRAM);
     leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+        .reproduce_with(PROGRAM)
         .out(out("check-panics"))
         .run()
         .expect("checks")
@@ -173,7 +176,7 @@ fn check_assert_holds_panics_on_the_design_that_acks_by_event_id() {
 #[test]
 fn the_printed_command_reproduces_the_failure() {
     let found = campaign("campaign-command")
-        .backend(ACKS_BY_ID)
+        .backend(acks_by_id())
         .run()
         .expect("runs");
     let failure = found.failure.as_ref().expect("the bug is caught");
@@ -205,7 +208,7 @@ fn a_template_of_ones_own() {
     let template = Setup::default_for(Variant::Fenced);
     leasehold::campaign(template)
         .seeds(0..5)
-        .backend(FIXED)
+        .backend(fixed())
         .out(out("own-template"))
         .run()
         .expect("runs")
@@ -226,9 +229,9 @@ fn small() -> CheckConfig {
 /// invariant and I6 hold, and every `sometimes` property is reached, so the proof is not
 /// vacuous.
 fn assert_proves(config: CheckConfig, test: &str) {
-    leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(config)
-        .broker::<FixedQueue>(CHECKED_FIXED.name())
+        .broker::<FixedQueue>(FIXED)
+        .reproduce_with(PROGRAM)
         .out(out(test))
         .run()
         .expect("checks");
@@ -249,7 +252,8 @@ fn assert_proves(config: CheckConfig, test: &str) {
 fn check_proves_the_fixed_queue_in_a_small_configuration() {
     assert_proves(small(), "check-queue-small");
     let queue = leasehold::check(small())
-        .broker::<FixedQueue>(CHECKED_FIXED.name())
+        .broker::<FixedQueue>(FIXED)
+        .reproduce_with(PROGRAM)
         .out(out("check-queue-small"))
         .run()
         .expect("checks");
@@ -273,9 +277,9 @@ fn check_proves_the_fixed_queue_in_the_default_configuration() {
 /// the scenario it writes replays on that queue to the same violation.
 #[test]
 fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
-    leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(small())
-        .broker::<AcksByIdQueue>(CHECKED_ACKS_BY_ID.name())
+        .broker::<AcksByIdQueue>(ACKS_BY_ID)
+        .reproduce_with(PROGRAM)
         .out(out("check-queue-buggy"))
         .run()
         .expect("checks");
@@ -289,7 +293,7 @@ fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
     assert!(found.replays, "{found:?}");
     let text = std::fs::read_to_string(&found.scenario).expect("written");
     assert!(text.contains("variant = \"fenced\""), "{text}");
-    let replayed = leasehold::replay(&found.scenario, ACKS_BY_ID).expect("replays");
+    let replayed = leasehold::replay(&found.scenario, &acks_by_id()).expect("replays");
     assert!(
         replayed
             .violations
@@ -299,7 +303,7 @@ fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
     );
     replayed.assert_matches();
     // The same schedule on the fixed queue: the stale settle is refused.
-    let fixed = leasehold::replay(&found.scenario, FIXED).expect("replays");
+    let fixed = leasehold::replay(&found.scenario, &fixed()).expect("replays");
     assert!(fixed.violations.is_empty(), "{fixed:?}");
 }
 
@@ -307,9 +311,9 @@ fn check_finds_the_bug_in_the_queue_that_acks_by_event_id() {
 /// crate's command line, as is.
 #[test]
 fn the_printed_command_of_a_check_checks_the_queue() {
-    leasehold::reproduce_with(PROGRAM);
     let checked = leasehold::check(small())
-        .broker::<AcksByIdQueue>(CHECKED_ACKS_BY_ID.name())
+        .broker::<AcksByIdQueue>(ACKS_BY_ID)
+        .reproduce_with(PROGRAM)
         .out(out("check-queue-command"))
         .run()
         .expect("checks");
@@ -355,4 +359,38 @@ fn the_printed_command_of_a_check_checks_the_queue() {
         "the same shortest counterexample: {seen}"
     );
     assert_eq!(output.status.code(), Some(1), "an invariant is violated");
+}
+
+/// The model checker on the registered values the example's command line holds: the same
+/// exploration, counts and verdicts as on the queue types, the bug found on the buggy one and
+/// replayed there.
+#[test]
+fn check_on_the_registered_queues() {
+    use leasehold_example_queue::{checked_acks_by_id, checked_fixed};
+    let on_value = leasehold::check(small())
+        .on(&checked_acks_by_id())
+        .reproduce_with(PROGRAM)
+        .out(out("check-on-value-buggy"))
+        .run()
+        .expect("checks");
+    let found = on_value.assert_violates(Invariant::I1);
+    assert!(found.steps <= 6 && found.replays, "{found:?}");
+    assert_eq!(on_value.backend.as_deref(), Some(ACKS_BY_ID));
+    let on_type = leasehold::check(small())
+        .broker::<AcksByIdQueue>(ACKS_BY_ID)
+        .out(out("check-on-type-buggy"))
+        .run()
+        .expect("checks");
+    assert_eq!(on_value.report.counts, on_type.report.counts);
+    let fixed = leasehold::check(small())
+        .on(&checked_fixed())
+        .out(out("check-on-value-fixed"))
+        .run()
+        .expect("checks");
+    fixed.assert_holds();
+    assert!(
+        fixed.command.ends_with(&format!(" --backend {FIXED}")),
+        "{}",
+        fixed.command
+    );
 }

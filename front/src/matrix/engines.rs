@@ -31,12 +31,15 @@ pub const SIM_CHUNK_FIRST: u64 = 100;
 /// expected invariant (the median is taken over at most [`FAILING_SEEDS_KEPT`] of them).
 pub const SIM_FAILURES_WANTED: u64 = 5;
 
-/// The model checker and the simulator, each on `threads` threads (the results do not
-/// depend on it).
-pub fn engines(threads: usize) -> Vec<Box<dyn EngineRun>> {
+/// The model checker (on the reference broker) and the simulator (on `backend`), each on
+/// `threads` threads (the results do not depend on it).
+pub fn engines(threads: usize, backend: &BackendKind) -> Vec<Box<dyn EngineRun>> {
     vec![
         Box::new(ModelChecker { threads }),
-        Box::new(Simulator { threads }),
+        Box::new(Simulator {
+            threads,
+            backend: backend.clone(),
+        }),
     ]
 }
 
@@ -83,14 +86,14 @@ fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
 
 /// Whether the seeded scenario at `path` replays (as `leasehold replay` does) to a run
 /// that matches its `[expect]` and breaks `invariant`.
-fn replays_seeded(path: &Path, invariant: Invariant) -> bool {
+fn replays_seeded(path: &Path, backend: &BackendKind, invariant: Invariant) -> bool {
     let Ok(text) = std::fs::read_to_string(path) else {
         return false;
     };
     let Ok(scenario) = parse_toml(&text) else {
         return false;
     };
-    leasehold_sim::run_seeded(&scenario, BackendKind::Pure).is_ok_and(|outcome| {
+    leasehold_sim::run_seeded(&scenario, backend).is_ok_and(|outcome| {
         check_expect(&scenario, &outcome).is_empty()
             && outcome.violations.iter().any(|v| v.invariant == invariant)
     })
@@ -169,9 +172,10 @@ impl EngineRun for ModelChecker {
     }
 }
 
-/// The simulator.
+/// The simulator, on a backend (the reference broker unless the matrix names another).
 pub struct Simulator {
     threads: usize,
+    backend: BackendKind,
 }
 
 /// Failures of one invariant over the chunks of a campaign.
@@ -193,6 +197,9 @@ impl EngineRun for Simulator {
         };
         let template = defaults::sim_template(variant)
             .map_err(|e| UserError(format!("report: sim --variant {variant}: {e}")))?;
+        self.backend
+            .check(&template)
+            .map_err(|e| UserError(format!("report: sim --variant {variant}: {e}")))?;
         let mut found: BTreeMap<Invariant, Found> = BTreeMap::new();
         let (mut seeds_run, mut inconclusive, mut steps, mut sim_ms) = (0u64, 0u64, 0u64, 0u64);
         let mut end = 0u64;
@@ -204,7 +211,7 @@ impl EngineRun for Simulator {
             seeds: range,
             shard: (1, 1),
             threads: self.threads,
-            backend: BackendKind::Pure,
+            backend: self.backend.clone(),
             stop_on_failure: false,
             expiry_mixed: true,
             pinned: Default::default(),
@@ -238,7 +245,8 @@ impl EngineRun for Simulator {
         }
         let campaign = campaign_of(0..end);
         let recipe = campaign.recipe();
-        let command = format!("leasehold sim --seeds 0..{end} {recipe}");
+        let flags = self.backend.flags();
+        let command = format!("leasehold sim --seeds 0..{end} {recipe}{flags}");
         let mut cells = BTreeMap::new();
         for invariant in Invariant::ALL {
             let cell = if invariant == Invariant::I7 && !template.policy.at_least_once() {
@@ -246,12 +254,12 @@ impl EngineRun for Simulator {
             } else if let Some(f) = found.get(&invariant) {
                 let first = f.seeds[0];
                 let path = scenario_path(variant, Engine::Sim, invariant);
-                let note = format!("found by: leasehold sim --seed {first} {recipe}");
+                let note = format!("found by: leasehold sim --seed {first} {recipe}{flags}");
                 let scenario =
                     scenario_of(&campaign.setup(first), Some(invariant.id()), Some(note));
                 files::write_atomic(&out.join(&path), to_toml(&scenario).as_bytes())?;
                 Cell::Violated(Evidence::Sim {
-                    replays: replays_seeded(&out.join(&path), invariant),
+                    replays: replays_seeded(&out.join(&path), &self.backend, invariant),
                     seeds_to_first_failure: first + 1,
                     first_seed: first,
                     median_seeds_to_failure: median_gap(0, &f.seeds),

@@ -1,7 +1,7 @@
 //! The verdict matrix: every variant through every engine, each (variant, invariant, engine)
 //! one judged cell. What is expected of a variant (docs/variants.md, or an override), how a cell
 //! is judged against it, and the run itself are values and library calls; the command line
-//! (`leasehold report`) only renders the rows and writes the files.
+//! (`leasehold report`) only writes the files [`render`] makes of the rows.
 //!
 //! ```no_run
 //! use leasehold_front::matrix::{self, Depth};
@@ -15,9 +15,11 @@
 //! ```
 //!
 //! * [`engines`] — the model checker and the simulator behind the [`EngineRun`] seam.
+//! * [`render`] — the rows as `VERDICTS.md` (byte-stable) and `verdicts.json`.
 //! * [`config`] — which variants, what is expected of them, how deep: the run of the matrix.
 
 pub mod engines;
+pub mod render;
 mod run;
 
 pub use run::{config, evidence_files, stale_evidence, MatrixConfig};

@@ -5,6 +5,7 @@ use super::engines::{self, SCENARIOS};
 use super::{Cell, Depth, Engine, EngineRun, Expectation, Row};
 use crate::Error;
 use leasehold_model::{Invariant, Variant};
+use leasehold_sim::seeded::BackendKind;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -21,6 +22,9 @@ pub struct MatrixConfig {
     pub depth: Depth,
     /// Threads for the engines (the results do not depend on it).
     pub threads: usize,
+    /// The backend the simulator's campaigns run on (the model checker explores the
+    /// reference broker).
+    pub backend: BackendKind,
 }
 
 /// The whole matrix at `depth`: every variant, docs/variants.md's expectations, one thread.
@@ -33,6 +37,7 @@ pub fn config(depth: Depth) -> MatrixConfig {
             .collect(),
         depth,
         threads: 1,
+        backend: BackendKind::Pure,
     }
 }
 
@@ -68,6 +73,13 @@ impl MatrixConfig {
         self
     }
 
+    /// The backend the simulator's campaigns run on (default: the reference broker): a
+    /// variant it cannot run is an error naming it.
+    pub fn backend(mut self, backend: BackendKind) -> MatrixConfig {
+        self.backend = backend;
+        self
+    }
+
     /// One line per engine describing its bounds at this depth, for a report's header.
     pub fn bounds(&self) -> Vec<(Engine, String)> {
         engines::bounds(self.depth)
@@ -81,7 +93,8 @@ impl MatrixConfig {
         out: &Path,
         progress: &dyn Fn(Variant, Engine, f64),
     ) -> Result<Vec<Row>, Error> {
-        self.run_with(&engines::engines(self.threads), out, progress)
+        let engines = engines::engines(self.threads, &self.backend);
+        self.run_with(&engines, out, progress)
     }
 
     /// [`MatrixConfig::run`] with the given engines (a test passes stand-ins).

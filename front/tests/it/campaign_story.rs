@@ -47,7 +47,7 @@ fn a_long_failing_seed_keeps_the_end_of_its_story_up_to_the_violation() {
     );
     assert!(message.contains(&cut), "{message}");
     // The file replays the whole run to the same first violation.
-    let replayed = leasehold::replay(&failure.file, leasehold::BackendKind::Pure).unwrap();
+    let replayed = leasehold::replay(&failure.file, &leasehold::BackendKind::Pure).unwrap();
     let violated_at = replayed
         .timeline()
         .lines()
@@ -59,7 +59,7 @@ fn a_long_failing_seed_keeps_the_end_of_its_story_up_to_the_violation() {
     let name = failure.file.display().to_string();
     let setup = leasehold::sim::seeded::seeded_file::load_seeded(&text, &name).unwrap();
     let whole =
-        leasehold::sim::seeded::seeded_file::run_setup(&setup, leasehold::BackendKind::Pure, true);
+        leasehold::sim::seeded::seeded_file::run_setup(&setup, &leasehold::BackendKind::Pure, true);
     assert_eq!(replayed.timeline(), whole.trace.unwrap());
 }
 

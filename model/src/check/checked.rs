@@ -26,8 +26,8 @@ use std::hash::Hash;
 /// [`MODEL_NOW_MS`](crate::check::model::MODEL_NOW_MS), at every call, and fetches ask for
 /// leases of [`MODEL_LEASE_MS`](crate::check::model::MODEL_LEASE_MS): no lease runs out by
 /// itself. Time passes only through [`CheckedBroker::lapse`], the model's `Expire` action,
-/// which may happen at any moment a lease exists — which covers every timing and every clock
-/// skew. A fetch first calls [`CheckedBroker::expire_due_each`] (so that the oracle sees the
+/// which may happen at any moment a lease exists — every order of an expiry against the other
+/// steps (not the broker's deadline arithmetic, which the simulator runs). A fetch first calls [`CheckedBroker::expire_due_each`] (so that the oracle sees the
 /// records the expiries changed), then [`CheckedBroker::fetch_one`]. Settles and renews go
 /// through [`Backend::settle`] with the lease as the worker received it (see
 /// [`CheckedBroker::receipt_of`] and [`CheckedBroker::reads_request_attempt`]); a broker

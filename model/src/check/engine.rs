@@ -28,7 +28,7 @@ use crate::invariant::Invariant;
 use serde::Serialize;
 use stateright::{Checker, HasDiscoveries, Model, Property};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Which search explores the model.
@@ -82,7 +82,7 @@ const NEVER: &str = "(search every reachable state)";
 struct Observed<B> {
     model: LeaseModel<B>,
     check_rank: bool,
-    witnessed: Arc<AtomicU8>,
+    witnessed: Arc<AtomicU64>,
     rank_failure: Arc<Mutex<Option<Box<RankFailure<B>>>>>,
 }
 
@@ -170,7 +170,7 @@ pub fn explore<B: CheckedBroker>(
     check_rank: bool,
     progress: Option<Progress<'_>>,
 ) -> Exploration<B> {
-    let witnessed = Arc::new(AtomicU8::new(0));
+    let witnessed = Arc::new(AtomicU64::new(0));
     let rank_failure = Arc::new(Mutex::new(None));
     let observed = Observed {
         model: model.clone().with_symmetry(false),

@@ -18,17 +18,22 @@
 //! * [`shortest`] — the breadth-first search for the shortest counterexample.
 //! * [`liveness`] — I6 with cycles: the explored graph, Tarjan's SCCs, weak fairness, lassos.
 //! * [`path`] — a counterexample replayed with a full oracle, step by step.
+//! * [`coverage`] — which cells of the protocol's surface a check reached, and which it did
+//!   not cover.
 //! * [`mod@run`] — `check` as a library call: the verdict rule and the report.
 //!
 //! The model is untimed: the broker's clock reads a constant and its leases are practically
 //! endless; the passage of time is the action `Expire`, enabled for every pending timer of the
-//! broker (a lease's, or one that outlived its lease), so it covers every timing and every
-//! clock skew. `Expire` brings the clock to the timer's deadline exactly: requests may land at
+//! broker (a lease's, or one that outlived its lease), so it covers every order of an expiry
+//! against the other steps. It does not run the broker's deadline arithmetic (how a fetch or a
+//! renew computes a deadline) nor compare a skewed worker clock with it: the report lists those
+//! cells as not covered ([`coverage`]). `Expire` brings the clock to the timer's deadline exactly: requests may land at
 //! `now == deadline` before the broker's timer fires, which it does at its next fetch (as a
 //! Redis claim does).
 
 pub mod checked;
 pub mod config;
+pub mod coverage;
 pub mod engine;
 pub mod explorer;
 pub mod fingerprint;
@@ -44,6 +49,7 @@ pub mod table;
 
 pub use checked::CheckedBroker;
 pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
+pub use coverage::{Cell, Coverage};
 pub use engine::Engine;
 pub use explorer::ExplorerModel;
 pub use model::{LeaseModel, SAFETY, SOMETIMES};

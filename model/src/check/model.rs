@@ -10,6 +10,7 @@
 use crate::broker::{Broker, BrokerConfig, SettleRequest, Timer};
 use crate::check::checked::CheckedBroker;
 use crate::check::config::{CheckConfig, Outcomes, Renews};
+use crate::check::coverage::Cell;
 use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
 use crate::inline::InlineVec;
 use crate::invariant::Invariant;
@@ -23,7 +24,9 @@ use std::marker::PhantomData;
 
 /// The lease duration the model gives the broker: the untimed model never lets it run out
 /// (expiry is the `Expire` action), and the workers' clocks read 0, so from a worker's view
-/// its lease is always valid — which covers every clock skew.
+/// its lease is always valid. (Every order of an expiry against the other steps is explored; the
+/// broker's deadline arithmetic and a skewed clock's comparison with it are not: see
+/// [`crate::check::coverage`].)
 pub const MODEL_LEASE_MS: Ms = 1 << 40;
 
 /// The broker's clock in the model: a constant, after the workers' clocks (which read 0). A
@@ -91,6 +94,41 @@ fn outcomes(config: &CheckConfig) -> Vec<Outcome> {
     kept
 }
 
+/// For each of `outcomes`, the handler-outcome cells it stands for: every configured outcome
+/// whose effect (the settle the policy sends, and whether it counts as success) is the same.
+fn outcome_cells(config: &CheckConfig, outcomes: &[Outcome]) -> Vec<Witness> {
+    let mut configured = vec![
+        (Outcome::Ok, Cell::HandlerOk),
+        (
+            Outcome::Error {
+                kind: Reason::from_static("HandlerError"),
+                text: Reason::EMPTY,
+            },
+            Cell::HandlerError,
+        ),
+    ];
+    if config.outcomes == Outcomes::All {
+        configured.extend([
+            (Outcome::Ack, Cell::HandlerAck),
+            (Outcome::Nack(Reason::EMPTY), Cell::HandlerNack),
+            (
+                Outcome::Reject(Reason::from_static("unprocessable")),
+                Cell::HandlerReject,
+            ),
+        ]);
+    }
+    let effect = |o: &Outcome| (decide(config.policy, &[], o), o.is_success());
+    outcomes
+        .iter()
+        .map(|kept| {
+            configured
+                .iter()
+                .filter(|(outcome, _)| effect(outcome) == effect(kept))
+                .fold(0, |bits, (_, cell)| bits | cell.bit())
+        })
+        .collect()
+}
+
 /// The broker configuration of a model of `config`: its leases never run out by themselves.
 pub fn broker_config(config: &CheckConfig) -> BrokerConfig {
     BrokerConfig {
@@ -112,6 +150,9 @@ pub struct LeaseModel<B = Broker> {
     outcomes: Vec<Outcome>,
     /// The settle `runtime::decide` sends for each outcome (no handle calls: at most one).
     outcome_op: Vec<Option<u8>>,
+    /// The handler-outcome coverage cells each outcome stands for (an outcome stands for the
+    /// configured outcomes with the same effect).
+    outcome_cells: Vec<Witness>,
     /// The nack the runtime sends when `classify` says so after a failed settle.
     nack_op: u8,
     renew_op: u8,
@@ -135,6 +176,7 @@ impl<B> Clone for LeaseModel<B> {
             ops: self.ops.clone(),
             outcomes: self.outcomes.clone(),
             outcome_op: self.outcome_op.clone(),
+            outcome_cells: self.outcome_cells.clone(),
             nack_op: self.nack_op,
             renew_op: self.renew_op,
             keep_attempt: self.keep_attempt,
@@ -191,6 +233,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             },
             &mut ops,
         );
+        let outcome_cells = outcome_cells(&config, &outcomes);
         let prototype = B::with_config(&broker_config(&config));
         LeaseModel {
             keep_attempt: prototype.reads_request_attempt(),
@@ -199,6 +242,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             ops,
             outcomes,
             outcome_op,
+            outcome_cells,
             nack_op,
             renew_op,
             symmetry: false,
@@ -529,7 +573,9 @@ impl<B: CheckedBroker> LeaseModel<B> {
             Ok(_) if !was_dead => Self::dead_lettered(state, lease.group, lease.seq),
             _ => 0,
         };
+        seen |= Self::settle_cell(&op, &result, seen & witness::DEAD_LETTERED != 0);
         let result = if reply_lost {
+            seen |= Cell::ReplyLost.bit();
             state.used.lost_replies += 1;
             Err(SettleError::Ambiguous("reply lost".into()))
         } else {
@@ -537,6 +583,30 @@ impl<B: CheckedBroker> LeaseModel<B> {
         };
         seen |= self.reply(state, &msg, result);
         seen
+    }
+
+    /// The coverage cell of a settle's reply: its kind × accepted (dead-lettering or not) or
+    /// refused as stale.
+    fn settle_cell(
+        op: &SettleOp,
+        result: &Result<Option<crate::types::Lease>, SettleError>,
+        dead_lettered: bool,
+    ) -> Witness {
+        let cell = match (op, result) {
+            (SettleOp::Ack, Ok(_)) => Cell::AckAccepted,
+            (SettleOp::Nack { .. }, Ok(_)) if dead_lettered => Cell::NackDeadLetters,
+            (SettleOp::Nack { .. }, Ok(_)) => Cell::NackRedelivers,
+            (SettleOp::Reject { .. }, Ok(_)) => Cell::RejectDeadLetters,
+            (SettleOp::Renew { .. }, Ok(_)) => Cell::RenewAccepted,
+            (op, Err(SettleError::StaleLease | SettleError::ReceiptMismatch)) => match op {
+                SettleOp::Ack => Cell::AckStale,
+                SettleOp::Nack { .. } => Cell::NackStale,
+                SettleOp::Reject { .. } => Cell::RejectStale,
+                SettleOp::Renew { .. } => Cell::RenewStale,
+            },
+            _ => return 0,
+        };
+        cell.bit()
     }
 
     fn fetch(&self, state: &mut State<B>, worker: usize, group: usize) -> Witness {
@@ -556,7 +626,9 @@ impl<B: CheckedBroker> LeaseModel<B> {
         });
         for (group, seq) in expired {
             if broker.status_kind(group, seq) == Status::DeadLettered {
-                seen |= witness::DEAD_LETTERED;
+                seen |= witness::DEAD_LETTERED | Cell::ExpiryDeadLetters.bit();
+            } else {
+                seen |= Cell::ExpiryRedelivers.bit();
             }
         }
         let lease = broker
@@ -573,6 +645,12 @@ impl<B: CheckedBroker> LeaseModel<B> {
             let issuance = oracle.fetched(&lease, MODEL_NOW_MS, MODEL_LEASE_MS);
             if oracle.deliveries(lease.group, lease.seq) > 1 {
                 seen |= witness::REDELIVERED;
+            }
+            let elsewhere = (0..self.config.group_count).any(|other| {
+                other != lease.group && broker.status_kind(other, lease.seq) == Status::Leased
+            });
+            if elsewhere {
+                seen |= Cell::SeveralGroups.bit();
             }
             workers[worker] = Worker::Holding(LeaseRef::of(issuance, &lease, self.keep_attempt));
         }
@@ -601,7 +679,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 // I7 is not checked by the model (the oracle is configured without it), so
                 // the handler run itself changes nothing the oracle keeps.
                 self.send(state, worker as usize, self.outcome_op(outcome));
-                0
+                self.outcome_cells[outcome as usize]
             }
             Action::Renew { worker } => {
                 if self.config.renews == Renews::Budget {
@@ -619,36 +697,60 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 // still holds the record, ends now (the broker expires it when the timer
                 // fires, at its next fetch). A timer that outlived its lease ends nothing.
                 let (group, seq) = (group as usize, u32::from(seq));
-                if state.broker.lapse(group, seq, MODEL_NOW_MS) == Some(true) {
-                    state.oracle.expired(group, seq);
+                if state.broker.lapse(group, seq, MODEL_NOW_MS) != Some(true) {
+                    return 0;
                 }
-                0
+                state.oracle.expired(group, seq);
+                let in_flight = state
+                    .in_flight
+                    .iter()
+                    .any(|m| (usize::from(m.lease.group), u32::from(m.lease.seq)) == (group, seq));
+                if in_flight {
+                    Cell::ExpiryWithSettleInFlight.bit()
+                } else {
+                    0
+                }
             }
             Action::Crash { worker } => {
+                let seen = match state.workers[worker as usize] {
+                    Worker::Holding(_) => Cell::CrashHolding.bit(),
+                    Worker::Waiting(..) => Cell::CrashWithRequestInFlight.bit(),
+                    Worker::Idle => 0,
+                };
                 state.workers[worker as usize] = Worker::Idle;
                 state.used.crashes += 1;
-                0
+                seen
             }
             Action::Drop { message } => {
                 let msg = state.in_flight.remove(message as usize);
                 state.used.drops += 1;
-                self.reply(
-                    state,
-                    &msg,
-                    Err(SettleError::Ambiguous("request dropped".into())),
-                )
+                Cell::RequestDropped.bit()
+                    | self.reply(
+                        state,
+                        &msg,
+                        Err(SettleError::Ambiguous("request dropped".into())),
+                    )
             }
             Action::Duplicate { message } => {
                 let msg = state.in_flight[message as usize];
                 state.used.dups += 1;
                 state.send(msg);
-                0
+                Cell::RequestDuplicated.bit()
             }
             Action::BrokerRestart => {
+                let config = &self.config;
+                let leased = (0..config.group_count).any(|group| {
+                    (1..=config.event_count)
+                        .any(|seq| state.broker.status_kind(group, seq) == Status::Leased)
+                });
                 state.broker.restart();
                 state.oracle.restarted();
                 state.used.broker_restarts += 1;
-                0
+                if leased {
+                    Cell::BrokerRestartWithLeases.bit()
+                } else {
+                    0
+                }
             }
         }
     }

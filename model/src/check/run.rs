@@ -20,6 +20,7 @@
 use crate::broker::Broker;
 use crate::check::checked::CheckedBroker;
 use crate::check::config::{CheckConfig, Fairness};
+use crate::check::coverage::Coverage;
 use crate::check::engine::{self, Engine};
 use crate::check::liveness;
 use crate::check::model::{LeaseModel, SAFETY, SOMETIMES};
@@ -241,6 +242,9 @@ pub struct Report {
     pub properties: Vec<PropertyVerdict>,
     /// How I6 was argued.
     pub liveness: Liveness,
+    /// Which cells of the protocol's surface the search reached; a supported cell it did not
+    /// reach is named in the verdict ("holds (not covered: …)").
+    pub coverage: Coverage,
     /// One shortest counterexample per violated invariant (a lasso for a fair cycle).
     #[serde(skip)]
     pub counterexamples: Vec<Counterexample>,
@@ -356,6 +360,7 @@ pub fn run_on<B: CheckedBroker>(
         bounded: exploration.bounded,
         interrupted: exploration.interrupted,
         properties,
+        coverage: Coverage::of(model.config(), exploration.witnessed),
         liveness: found.liveness,
         counterexamples: found.counterexamples,
         counterexample_search_bounded: found.counterexample_search_bounded,

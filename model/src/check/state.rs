@@ -456,19 +456,23 @@ pub enum Action {
     BrokerRestart,
 }
 
-/// What a transition showed, for the `sometimes` properties (bits of a `u8`).
+/// What a transition showed, for the `sometimes` properties (the low bits of a [`Witness`];
+/// the coverage cells take the bits above, see [`crate::check::coverage`]).
 pub mod witness {
+    use super::Witness;
+
     /// A stale settle reached the broker and was refused.
-    pub const STALE_REFUSED: u8 = 1;
+    pub const STALE_REFUSED: Witness = 1;
     /// A fetch delivered an event again.
-    pub const REDELIVERED: u8 = 2;
+    pub const REDELIVERED: Witness = 2;
     /// A record was dead-lettered.
-    pub const DEAD_LETTERED: u8 = 4;
+    pub const DEAD_LETTERED: Witness = 4;
     /// A worker saw an ambiguous settle result (lost reply or dropped request).
-    pub const AMBIGUOUS: u8 = 8;
+    pub const AMBIGUOUS: Witness = 8;
     /// Every bit.
-    pub const ALL: u8 = 15;
+    pub const ALL: Witness = 15;
 }
 
-/// Witness bits of one transition (see [`witness`]).
-pub type Witness = u8;
+/// Witness bits of one transition: the `sometimes` properties ([`witness`]) and the coverage
+/// cells ([`crate::check::coverage::Cell`]).
+pub type Witness = u64;

@@ -11,6 +11,7 @@ mod support {
 mod blind_spots;
 mod check_alloc;
 mod check_broker_seam;
+mod check_coverage;
 mod check_fingerprint;
 mod check_liveness;
 mod check_model;

@@ -190,12 +190,12 @@ impl Campaign {
     /// The command that reproduces the campaign: `leasehold sim --seeds a..b --shard k/n …`.
     pub fn command(&self) -> String {
         format!(
-            "leasehold sim --seeds {} --shard {}/{} {} --backend {}",
+            "leasehold sim --seeds {} --shard {}/{} {}{}",
             self.seeds_text(),
             self.shard.0,
             self.shard.1,
             self.recipe(),
-            self.backend
+            self.backend.flags_named()
         )
     }
 
@@ -205,13 +205,13 @@ impl Campaign {
         SeedRange::from(&self.seeds).to_string()
     }
 
-    /// The command that reruns one seed of the campaign, on its backend (a Redis server's
-    /// flags are the command line's to add).
+    /// The command that reruns one seed of the campaign, on its backend (with the flags
+    /// that configure it: a Redis server's).
     pub fn seed_command(&self, seed: u64) -> String {
         format!(
-            "leasehold sim --seed {seed} {} --backend {}",
+            "leasehold sim --seed {seed} {}{}",
             self.recipe(),
-            self.backend
+            self.backend.flags_named()
         )
     }
 
@@ -276,7 +276,7 @@ impl Campaign {
                         } else {
                             setup.seed = seed;
                         }
-                        let outcome = run_setup_with(&setup, self.backend, &options);
+                        let outcome = run_setup_with(&setup, &self.backend, &options);
                         let target = self.template.variant.expected_violation();
                         let stops = outcome
                             .violations

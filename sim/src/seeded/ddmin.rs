@@ -2,12 +2,14 @@
 //! steps — while the replay still breaks the same invariant; then drop the workers, groups,
 //! events and faults the story does not need, name the leases `L1`, `L2`, … in the order they
 //! are fetched, and write each step's `expect` from the replay. Every candidate is replayed on
-//! the pure broker; the search is deterministic (same input, same result).
+//! the backend the finding was made on (the reference broker, or a registered one); the search
+//! is deterministic (same input, same result) when that backend is.
 
+use super::backend_kind::BackendKind;
 use crate::parse;
 use crate::scenario::Scenario;
-use crate::script::{self, Replay};
-use leasehold_model::{Broker, Invariant};
+use crate::script::Replay;
+use leasehold_model::Invariant;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,24 +26,22 @@ pub struct Minimized {
     pub stopped: bool,
 }
 
-/// Replays `scenario` on the pure broker (written as TOML and parsed back, as a file would
-/// be). An error is the parse error of a scenario the search made invalid.
-pub fn replay(scenario: &Scenario, file: &str) -> Result<Replay, String> {
+/// Replays `scenario` on `kind` (written as TOML and parsed back, as a file would be). An
+/// error is the parse error of a scenario the search made invalid, or why `kind` cannot run it.
+pub fn replay(scenario: &Scenario, file: &str, kind: &BackendKind) -> Result<Replay, String> {
     let text = toml::to_string(scenario).map_err(|e| format!("{file}: {e}"))?;
     let script = parse::parse(&text, file).map_err(|e| e.to_string())?;
-    Ok(script::run(
-        &script,
-        Broker::new(script.setup.broker_config()),
-    ))
+    kind.run_script(&script).map_err(|e| format!("{file}: {e}"))
 }
 
-/// Whether `scenario` is valid and its replay breaks `target`.
-pub fn breaks(scenario: &Scenario, target: Invariant) -> bool {
-    replay(scenario, "candidate.toml").is_ok_and(|r| r.violated(target))
+/// Whether `scenario` is valid and its replay on `kind` breaks `target`.
+pub fn breaks(scenario: &Scenario, kind: &BackendKind, target: Invariant) -> bool {
+    replay(scenario, "candidate.toml", kind).is_ok_and(|r| r.violated(target))
 }
 
 /// The search: a target, a budget of replays and the replays spent.
 struct Search<'a> {
+    kind: &'a BackendKind,
     target: Invariant,
     runs_max: u64,
     runs: u64,
@@ -61,7 +61,7 @@ impl Search<'_> {
             return false;
         }
         self.runs += 1;
-        breaks(candidate, self.target)
+        breaks(candidate, self.kind, self.target)
     }
 
     /// Delta debugging over the steps: removes each chunk in turn (halves, quarters, … single
@@ -170,20 +170,27 @@ impl Search<'_> {
     }
 }
 
-/// Shrinks `scenario` (which must break `target`) with at most `runs_max` replays.
-pub fn minimize(scenario: &Scenario, target: Invariant, runs_max: u64) -> Minimized {
-    minimize_until(scenario, target, runs_max, &AtomicBool::new(false))
+/// Shrinks `scenario` (which must break `target` on `kind`) with at most `runs_max` replays.
+pub fn minimize(
+    scenario: &Scenario,
+    kind: &BackendKind,
+    target: Invariant,
+    runs_max: u64,
+) -> Minimized {
+    minimize_until(scenario, kind, target, runs_max, &AtomicBool::new(false))
 }
 
 /// [`minimize`] until `stop` is raised: no replay starts after it, and the result is the
 /// smallest script found by then (still breaking the target).
 pub fn minimize_until(
     scenario: &Scenario,
+    kind: &BackendKind,
     target: Invariant,
     runs_max: u64,
     stop: &AtomicBool,
 ) -> Minimized {
     let mut search = Search {
+        kind,
         target,
         runs_max,
         runs: 0,
@@ -199,7 +206,7 @@ pub fn minimize_until(
         current = renamed;
     }
     Minimized {
-        scenario: with_expects(&current).unwrap_or(current),
+        scenario: with_expects(&current, kind).unwrap_or(current),
         steps_before: scenario.steps.len(),
         runs: search.runs,
         stopped: search.stopped,
@@ -235,9 +242,9 @@ pub fn rename_leases(scenario: &Scenario) -> Scenario {
 }
 
 /// `scenario` with each step's `expect` set to what its replay returned, so that the file
-/// replays as it is written. An error when it does not replay.
-pub fn with_expects(scenario: &Scenario) -> Result<Scenario, String> {
-    let replay = replay(scenario, "scenario.toml")?;
+/// replays on `kind` as it is written. An error when it does not replay.
+pub fn with_expects(scenario: &Scenario, kind: &BackendKind) -> Result<Scenario, String> {
+    let replay = replay(scenario, "scenario.toml", kind)?;
     let mut out = scenario.clone();
     for result in &replay.steps {
         if let Some(step) = out.steps.get_mut(result.index) {

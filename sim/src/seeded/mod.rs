@@ -6,6 +6,7 @@
 //! * [`faults`] — the fault plan, its switches and intensities, swarm draws.
 //! * [`workload`] — the `[workload]` table: handler timing, outcome rates, named bounds.
 //! * [`setup`] — the effective configuration of one run and the bounds derived from it.
+//! * [`backend_kind`] — the broker a run drives: the reference one or a registered value.
 //! * [`run`] — one seeded run: a driver of workers, network and faults on the engine.
 //! * [`seeded_file`] — seeded scenario files: build a run from one, write one for a failure.
 //! * [`campaign`] — ranges of seeds over threads and shards, the recipe line, swarm draws.
@@ -15,6 +16,7 @@
 //! * [`to_script`] — a recorded seeded run as a scripted scenario.
 //! * [`ddmin`] — shrinking a scripted scenario by delta debugging.
 
+pub mod backend_kind;
 pub mod campaign;
 pub mod ddmin;
 pub mod faults;
@@ -30,12 +32,13 @@ pub mod summary;
 pub mod to_script;
 pub mod workload;
 
+pub use backend_kind::BackendKind;
 pub use campaign::{Campaign, Ran, Tally};
 pub use faults::{Fault, FaultPlan};
 pub use prng::Prng;
 pub use ratio::Ratio;
 pub use run::{RunOptions, RunOutcome};
-pub use seeded_file::{run_seeded, BackendKind};
+pub use seeded_file::run_seeded;
 pub use setup::{Setup, SetupError};
 pub use summary::{CampaignReport, Summary};
 pub use workload::Workload;

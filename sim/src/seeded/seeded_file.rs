@@ -2,92 +2,37 @@
 //! `[faults]`, and back, so a failing seed is saved as a file that replays byte for byte.
 
 use super::prng::Draws;
-use super::run::{run, RunOptions, RunOutcome};
+use super::run::{RunOptions, RunOutcome};
 use super::setup::{Setup, SetupError};
 use crate::engine::Expiry;
 use crate::recorder::TimelineSink;
 use crate::scenario::{parse_trace_hash, Config, Expect, Scenario};
 use crate::trace::Found;
-use leasehold_model::{AckPolicy, Backend, Broker, BrokerConfig, Variant};
+use leasehold_model::{AckPolicy, Variant};
 use std::collections::{BTreeMap, VecDeque};
-use std::fmt;
 use std::sync::{Arc, Mutex};
 
-/// Builds a broker under test for a run's configuration (an error: the backend cannot run it).
-pub type MakeBackend = fn(&BrokerConfig) -> Result<Box<dyn Backend + Send>, String>;
-
-/// Which broker a seeded run drives. Every kind implements `Backend`; kinds other than the
-/// pure state machine are plugged in by the binary, so this crate does not depend on them.
-#[derive(Clone, Copy, Debug)]
-pub enum BackendKind {
-    /// The pure state machine (`leasehold_model::Broker`).
-    Pure,
-    /// Another implementation, by name, with its constructor.
-    Other {
-        /// The name used by `--backend`.
-        name: &'static str,
-        /// Its constructor.
-        make: MakeBackend,
-    },
-}
-
-impl BackendKind {
-    /// The name used by `--backend`.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Pure => "pure",
-            BackendKind::Other { name, .. } => name,
-        }
-    }
-
-    /// Parses `pure` (other kinds are built by whoever provides them).
-    pub fn from_name(name: &str) -> Option<BackendKind> {
-        (name == "pure").then_some(BackendKind::Pure)
-    }
-
-    /// Whether this backend can run `setup` (e.g. a backend that implements one variant only).
-    pub fn check(self, setup: &Setup) -> Result<(), String> {
-        match self {
-            BackendKind::Pure => Ok(()),
-            BackendKind::Other { name, make } => make(&setup.broker_config())
-                .map(drop)
-                .map_err(|e| format!("backend {name}: {e}")),
-        }
-    }
-}
-
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use super::backend_kind::BackendKind;
 
 /// Runs `setup` on a fresh broker of `kind`; records the run (its timeline text and event log)
 /// when `record`.
 ///
 /// # Panics
 /// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
-pub fn run_setup(setup: &Setup, kind: BackendKind, record: bool) -> RunOutcome {
+pub fn run_setup(setup: &Setup, kind: &BackendKind, record: bool) -> RunOutcome {
     let options = RunOptions {
         record,
         ..RunOptions::default()
     };
-    run_setup_with(setup, kind, &options)
+    kind.run(setup, &options)
 }
 
-/// Runs `setup` on a fresh broker of `kind` with `options`.
+/// Runs `setup` on a fresh broker of `kind` with `options` ([`BackendKind::run`]).
 ///
 /// # Panics
 /// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
-pub fn run_setup_with(setup: &Setup, kind: BackendKind, options: &RunOptions) -> RunOutcome {
-    match kind {
-        BackendKind::Pure => run(setup, Broker::new(setup.broker_config()), options),
-        BackendKind::Other { name, make } => {
-            let backend = make(&setup.broker_config())
-                .unwrap_or_else(|e| panic!("backend {name} was checked first: {e}"));
-            run(setup, backend, options)
-        }
-    }
+pub fn run_setup_with(setup: &Setup, kind: &BackendKind, options: &RunOptions) -> RunOutcome {
+    kind.run(setup, options)
 }
 
 /// The end of a failing seed's timeline, up to its first violation.
@@ -117,7 +62,7 @@ pub struct FirstViolationStory {
 /// When `kind` cannot run `setup`: callers check [`BackendKind::check`] first.
 pub fn first_violation_story(
     setup: &Setup,
-    kind: BackendKind,
+    kind: &BackendKind,
     context: usize,
 ) -> Option<FirstViolationStory> {
     // A violation found after a restart that folds into a later line shows a few lines back.
@@ -161,7 +106,7 @@ pub fn first_violation_story(
 
 /// Runs a seeded scenario (one with `seed = S`) on `kind`, recorded. Errors name the field that
 /// is wrong.
-pub fn run_seeded(scenario: &Scenario, kind: BackendKind) -> Result<RunOutcome, String> {
+pub fn run_seeded(scenario: &Scenario, kind: &BackendKind) -> Result<RunOutcome, String> {
     let setup = setup_from_scenario(scenario).map_err(|e| e.to_string())?;
     kind.check(&setup)?;
     Ok(run_setup(&setup, kind, true))

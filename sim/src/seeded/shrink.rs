@@ -26,7 +26,7 @@ pub struct Shrunk {
 
 /// Whether `setup` breaks `target`. The run ends at the step that breaks it: a large seed that
 /// breaks it early costs the steps up to there, not the whole run.
-pub fn breaks(setup: &Setup, kind: BackendKind, target: Invariant) -> bool {
+pub fn breaks(setup: &Setup, kind: &BackendKind, target: Invariant) -> bool {
     let options = RunOptions {
         stop_at_violation_of: Some(target),
         ..RunOptions::default()
@@ -47,7 +47,7 @@ pub fn size(setup: &Setup) -> u64 {
 }
 
 /// Shrinks `setup` (which must break `target`) with at most `runs_max` runs.
-pub fn shrink(setup: &Setup, kind: BackendKind, target: Invariant, runs_max: u64) -> Shrunk {
+pub fn shrink(setup: &Setup, kind: &BackendKind, target: Invariant, runs_max: u64) -> Shrunk {
     shrink_with(setup, kind, target, runs_max, &|_| {})
 }
 
@@ -55,7 +55,7 @@ pub fn shrink(setup: &Setup, kind: BackendKind, target: Invariant, runs_max: u64
 /// the smallest failing setup yet and the changes that made it.
 pub fn shrink_with(
     setup: &Setup,
-    kind: BackendKind,
+    kind: &BackendKind,
     target: Invariant,
     runs_max: u64,
     progress: &dyn Fn(&Shrunk),
@@ -74,7 +74,7 @@ pub fn shrink_with(
 /// smallest failing setup found by then ([`Shrunk::stopped`]).
 pub fn shrink_until(
     setup: &Setup,
-    kind: BackendKind,
+    kind: &BackendKind,
     target: Invariant,
     runs_max: u64,
     progress: &dyn Fn(&Shrunk),

@@ -32,7 +32,7 @@ fn a_kept_stretch_draws_as_the_whole_trace_does() {
             } else {
                 Expiry::OnFetch
             };
-            let whole = run_setup(&setup, BackendKind::Pure, true);
+            let whole = run_setup(&setup, &BackendKind::Pure, true);
             let trace = &whole.recorded.as_ref().expect("recorded").trace;
             let rendered = timeline::render(trace);
             let total = rendered.lines.len();
@@ -54,7 +54,7 @@ fn a_kept_stretch_draws_as_the_whole_trace_does() {
                     .expect("a valid stretch")
                     .expect("a stretch, not the whole run");
                 let drawn =
-                    drawing::draw_seeded(&setup, BackendKind::Pure, Some(lines)).expect("drawn");
+                    drawing::draw_seeded(&setup, &BackendKind::Pure, Some(lines)).expect("drawn");
                 let stretch = drawn.stretch.clone().expect("a stretch");
                 assert_eq!(stretch, expected, "{what}");
                 assert_eq!(stretch.chosen, Chosen::Asked, "{what}");
@@ -102,7 +102,7 @@ fn told_late_expiry(trace: &trace::Trace, rendered: &timeline::Timeline) -> Opti
 fn a_kept_stretch_of_a_long_run_stays_small() {
     let setup = setup(Variant::Fenced, 5_000, 3);
     let drawn =
-        drawing::draw_seeded(&setup, BackendKind::Pure, Some(20_000..20_060)).expect("drawn");
+        drawing::draw_seeded(&setup, &BackendKind::Pure, Some(20_000..20_060)).expect("drawn");
     let stretch = drawn.stretch.expect("a stretch");
     let total = stretch.total.expect("told to its end");
     assert!(total > 40_000, "only {total} lines");
@@ -130,8 +130,8 @@ fn a_kept_stretch_of_a_long_run_stays_small() {
 fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
     let mut short = setup(Variant::Fenced, 1, 1);
     short.faults = FaultPlan::none();
-    let drawn = drawing::draw_seeded(&short, BackendKind::Pure, None).expect("drawn");
-    let whole = run_setup(&short, BackendKind::Pure, true);
+    let drawn = drawing::draw_seeded(&short, &BackendKind::Pure, None).expect("drawn");
+    let whole = run_setup(&short, &BackendKind::Pure, true);
     let lines = timeline::render(&whole.recorded.expect("recorded").trace)
         .lines
         .len();
@@ -139,7 +139,7 @@ fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
     assert_eq!(drawn.stretch, None, "a short run is drawn whole");
 
     let holds = setup(Variant::Fenced, 200, 2);
-    let drawn = drawing::draw_seeded(&holds, BackendKind::Pure, None).expect("drawn");
+    let drawn = drawing::draw_seeded(&holds, &BackendKind::Pure, None).expect("drawn");
     let stretch = drawn.stretch.expect("a stretch");
     let total = stretch.total.expect("told to its end");
     assert_eq!(stretch.chosen, Chosen::End);
@@ -148,7 +148,7 @@ fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
     let mut failing = 0;
     for seed in 0..80 {
         let fails = setup(Variant::RenewRevives, 20, seed);
-        let whole = run_setup(&fails, BackendKind::Pure, true);
+        let whole = run_setup(&fails, &BackendKind::Pure, true);
         let trace = &whole.recorded.as_ref().expect("recorded").trace;
         let rendered = timeline::render(trace);
         let Some(first) = trace.violations.first() else {
@@ -158,7 +158,7 @@ fn the_default_stretch_ends_at_the_first_violation_or_the_end() {
         if t < DRAWN_LINES {
             continue;
         }
-        let drawn = drawing::draw_seeded(&fails, BackendKind::Pure, None).expect("drawn");
+        let drawn = drawing::draw_seeded(&fails, &BackendKind::Pure, None).expect("drawn");
         let stretch = drawn.stretch.expect("a stretch");
         assert_eq!(stretch.chosen, Chosen::UpToViolation, "seed {seed}");
         assert_eq!(stretch.lines, t + 1 - DRAWN_LINES..t + 1, "seed {seed}");
@@ -258,7 +258,7 @@ fn labels_are_not_written_over_each_other() {
     let mut markers_seen = 0;
     for seed in 1..4 {
         let setup = setup(Variant::RenewRevives, 300, seed);
-        let whole = run_setup(&setup, BackendKind::Pure, true);
+        let whole = run_setup(&setup, &BackendKind::Pure, true);
         let trace = &whole.recorded.as_ref().expect("recorded").trace;
         let rendered = timeline::render(trace);
         let total = rendered.lines.len();

@@ -45,8 +45,8 @@ fn incremental_checks_reach_the_verdicts_of_full_audits_after_every_step() {
         campaign.expiry_mixed = true;
         for seed in 0..12 {
             let setup = campaign.setup(seed);
-            let incremental = run_setup(&setup, BackendKind::Pure, false);
-            let audited = run_setup_with(&setup, BackendKind::Pure, &full);
+            let incremental = run_setup(&setup, &BackendKind::Pure, false);
+            let audited = run_setup_with(&setup, &BackendKind::Pure, &full);
             assert_eq!(
                 invariants(&incremental.violations),
                 invariants(&audited.violations),
@@ -79,8 +79,8 @@ fn a_failing_seed_re_run_for_its_story_stops_at_its_first_violation() {
         setup.events = 2_000;
         for seed in 1..4 {
             setup.seed = seed;
-            let full = run_setup(&setup, BackendKind::Pure, false);
-            let story = run_setup_with(&setup, BackendKind::Pure, &stop);
+            let full = run_setup(&setup, &BackendKind::Pure, false);
+            let story = run_setup_with(&setup, &BackendKind::Pure, &stop);
             let Some(first) = full.violations.first() else {
                 assert!(story.violations.is_empty(), "{variant} seed {seed}");
                 continue;
@@ -177,7 +177,7 @@ fn memory_follows_the_live_set_not_the_run() {
 fn a_bound_is_an_outcome_never_a_violation() {
     let mut setup = Setup::default_for(Variant::Fenced);
     setup.workload.steps_max = 40;
-    let outcome = run_setup(&setup, BackendKind::Pure, false);
+    let outcome = run_setup(&setup, &BackendKind::Pure, false);
     assert_eq!(outcome.inconclusive, Some(Bound::StepsMax));
     assert!(outcome.violations.is_empty());
     let mut campaign = Campaign::new(setup, 0..10);
@@ -194,7 +194,7 @@ fn a_bound_is_an_outcome_never_a_violation() {
     assert!(summary.failures.contains_key(&Invariant::I5));
     assert!(!summary.failures.contains_key(&Invariant::I6));
     let bounded = (0..40)
-        .map(|seed| run_setup(&no_dead_letter.setup(seed), BackendKind::Pure, false))
+        .map(|seed| run_setup(&no_dead_letter.setup(seed), &BackendKind::Pure, false))
         .filter(|o| o.inconclusive == Some(Bound::DrainHandlerRunsMax))
         .inspect(|o| {
             let broken: Vec<_> = o.violations.iter().map(|v| v.invariant).collect();
@@ -237,7 +237,7 @@ fn a_bound_is_an_outcome_never_a_violation() {
                 seed,
                 ..stuck.clone()
             },
-            BackendKind::Pure,
+            &BackendKind::Pure,
             false,
         );
         outcome
@@ -289,7 +289,7 @@ fn a_seed_counts_the_records_it_published_within_the_setups_bound() {
     let initial = u64::from(setup.events) * 2;
     for seed in 0..5 {
         setup.seed = seed;
-        let outcome = run_setup(&setup, BackendKind::Pure, false);
+        let outcome = run_setup(&setup, &BackendKind::Pure, false);
         assert!(
             outcome.records > initial && outcome.records <= setup.records(),
             "seed {seed}: {} records, {initial} at the start, at most {}",
@@ -318,7 +318,7 @@ fn the_default_mix_reaches_every_coverage_probe() {
         let tally = summary.coverage.tally(probe);
         let first = tally.first_seed.expect("reached");
         // The first seed replays to the same situation.
-        let outcome = run_setup(&campaign.setup(first), BackendKind::Pure, false);
+        let outcome = run_setup(&campaign.setup(first), &BackendKind::Pure, false);
         assert!(outcome.hits.count(probe) > 0, "{probe} at seed {first}");
     }
 }

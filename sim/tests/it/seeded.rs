@@ -54,27 +54,27 @@ fn the_same_seed_gives_the_same_trace_text_and_hash() {
     let c = campaign(Variant::Fenced, 0..1, false, 1);
     for seed in [3, 17] {
         let setup = c.setup(seed);
-        let first = run_setup(&setup, BackendKind::Pure, true);
-        let second = run_setup(&setup, BackendKind::Pure, true);
+        let first = run_setup(&setup, &BackendKind::Pure, true);
+        let second = run_setup(&setup, &BackendKind::Pure, true);
         let text = first.trace.clone().expect("kept");
         assert!(text.lines().count() > 20, "a real run, not an empty one");
         assert_eq!(first.trace, second.trace);
         assert_eq!(first.trace_hash, second.trace_hash);
         assert_eq!(first, second);
         // Recording the run changes nothing of it.
-        let unkept = run_setup(&setup, BackendKind::Pure, false);
+        let unkept = run_setup(&setup, &BackendKind::Pure, false);
         assert_eq!(unkept.trace_hash, first.trace_hash);
     }
-    let a = run_setup(&c.setup(3), BackendKind::Pure, false);
-    let b = run_setup(&c.setup(4), BackendKind::Pure, false);
+    let a = run_setup(&c.setup(3), &BackendKind::Pure, false);
+    let b = run_setup(&c.setup(4), &BackendKind::Pure, false);
     assert_ne!(
         a.trace_hash, b.trace_hash,
         "different seeds, different runs"
     );
     let swarm = campaign(Variant::Fenced, 0..1, true, 1).setup(17);
     let (x, y) = (
-        run_setup(&swarm, BackendKind::Pure, true),
-        run_setup(&swarm, BackendKind::Pure, true),
+        run_setup(&swarm, &BackendKind::Pure, true),
+        run_setup(&swarm, &BackendKind::Pure, true),
     );
     assert_eq!(x, y);
 }
@@ -114,13 +114,13 @@ fn a_run_stops_at_the_violation_it_was_asked_for() {
     let mut past_another = 0;
     for seed in 0..60 {
         let setup = c.setup(seed);
-        let full = run_setup(&setup, BackendKind::Pure, false);
+        let full = run_setup(&setup, &BackendKind::Pure, false);
         for target in Invariant::ALL {
             let options = RunOptions {
                 stop_at_violation_of: Some(target),
                 ..RunOptions::default()
             };
-            let stopped = run_setup_with(&setup, BackendKind::Pure, &options);
+            let stopped = run_setup_with(&setup, &BackendKind::Pure, &options);
             let broke = |o: &leasehold_sim::seeded::RunOutcome| {
                 o.violations.iter().any(|v| v.invariant == target)
             };
@@ -188,8 +188,8 @@ fn a_saved_failing_seed_replays_to_the_same_violation() {
     );
     let scenario = parse_toml(&text).expect("the file we write parses");
     assert_eq!(setup_from_scenario(&scenario).unwrap(), setup);
-    let original = run_setup(&setup, BackendKind::Pure, true);
-    let replayed = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+    let original = run_setup(&setup, &BackendKind::Pure, true);
+    let replayed = leasehold_sim::run_seeded(&scenario, &BackendKind::Pure).unwrap();
     assert_eq!(replayed.violations, violations);
     assert_eq!(replayed.trace, original.trace);
     assert_eq!(replayed.trace_hash, original.trace_hash);
@@ -212,8 +212,8 @@ fn a_swarm_plan_is_stored_and_replays_without_the_swarm_draw() {
     );
     let scenario = parse_toml(&to_toml(&scenario_of(&setup, None, None))).unwrap();
     assert_eq!(scenario.faults.as_ref(), Some(&setup.faults));
-    let direct = run_setup(&setup, BackendKind::Pure, false);
-    let replayed = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+    let direct = run_setup(&setup, &BackendKind::Pure, false);
+    let replayed = leasehold_sim::run_seeded(&scenario, &BackendKind::Pure).unwrap();
     assert_eq!(direct.trace_hash, replayed.trace_hash);
 }
 
@@ -273,17 +273,17 @@ fn shrinking_keeps_the_violation_and_makes_the_scenario_smaller() {
         (large, leasehold_model::Invariant::I2),
     ] {
         let what = format!("{} seed {}", setup.variant, setup.seed);
-        assert!(breaks(&setup, BackendKind::Pure, target), "{what}");
-        let shrunk = shrink(&setup, BackendKind::Pure, target, 1_000);
+        assert!(breaks(&setup, &BackendKind::Pure, target), "{what}");
+        let shrunk = shrink(&setup, &BackendKind::Pure, target, 1_000);
         assert!(shrunk.runs < 1_000, "{what}: {} runs", shrunk.runs);
         assert!(!shrunk.changes.is_empty(), "{what}");
         assert!(size(&shrunk.setup) < size(&setup), "{what}");
         assert!(shrunk.setup.events < setup.events, "{what}");
-        assert!(breaks(&shrunk.setup, BackendKind::Pure, target), "{what}");
+        assert!(breaks(&shrunk.setup, &BackendKind::Pure, target), "{what}");
         assert_eq!(shrunk.setup.seed, setup.seed, "{what}");
         for (variation, change) in smaller(&shrunk.setup) {
             assert!(
-                !breaks(&variation, BackendKind::Pure, target),
+                !breaks(&variation, &BackendKind::Pure, target),
                 "{what}: the shrink stopped, yet {change} still breaks {target}"
             );
         }
@@ -354,7 +354,7 @@ fn at_most_once_losses_are_the_acks_whose_handler_did_not_complete() {
             setup.workload.outcome_reject = Ratio::new(0, 1);
             for seed in 0..5 {
                 setup.seed = seed;
-                let outcome = run_setup(&setup, BackendKind::Pure, false);
+                let outcome = run_setup(&setup, &BackendKind::Pure, false);
                 assert!(outcome.violations.is_empty(), "{policy} seed {seed}");
                 assert!(outcome.records >= 40, "{policy} seed {seed}: {outcome:?}");
                 let losses = outcome.at_most_once_losses;
@@ -379,7 +379,7 @@ fn every_mutant_and_redis_streams_is_caught_by_its_expected_invariant() {
             continue;
         };
         let c = campaign(variant, 0..1, false, 1);
-        let caught = (0..300).find(|&seed| breaks(&c.setup(seed), BackendKind::Pure, expected));
+        let caught = (0..300).find(|&seed| breaks(&c.setup(seed), &BackendKind::Pure, expected));
         assert!(
             caught.is_some(),
             "{variant} not caught breaking {expected} in 300 seeds"
@@ -413,14 +413,14 @@ fn every_saved_finding_replays_to_its_expected_violation() {
             "{}",
             path.display()
         );
-        let first = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+        let first = leasehold_sim::run_seeded(&scenario, &BackendKind::Pure).unwrap();
         assert_eq!(
             check_expect(&scenario, &first),
             Vec::<String>::new(),
             "{}",
             path.display()
         );
-        let again = leasehold_sim::run_seeded(&scenario, BackendKind::Pure).unwrap();
+        let again = leasehold_sim::run_seeded(&scenario, &BackendKind::Pure).unwrap();
         assert_eq!(first.trace_hash, again.trace_hash);
     }
 }
@@ -429,7 +429,7 @@ fn every_saved_finding_replays_to_its_expected_violation() {
 /// published after time 0, in a recorded run of `setup`.
 fn boundary_landings_and_publishes(setup: &Setup) -> ([u64; 3], u64) {
     use leasehold_sim::event::Event;
-    let outcome = run_setup(setup, BackendKind::Pure, true);
+    let outcome = run_setup(setup, &BackendKind::Pure, true);
     let recorded = outcome.recorded.expect("recorded");
     let mut deadline_of = Vec::new();
     let (mut landings, mut published) = ([0u64; 3], 0);

@@ -151,7 +151,7 @@ fn check_file(path: &PathBuf) -> Vec<String> {
         observer: Some(observer),
         ..RunOptions::default()
     };
-    let outcome = run_setup_with(&setup, BackendKind::Pure, &options);
+    let outcome = run_setup_with(&setup, &BackendKind::Pure, &options);
     let recorded = outcome.recorded.expect("recorded");
     let trace = &recorded.trace;
     let mut errors = std::mem::take(&mut told.lock().expect("not poisoned").errors);
@@ -242,7 +242,7 @@ fn every_shown_line_has_one_record_in_order() {
             campaign.expiry_mixed = swarm;
             for seed in 0..12 {
                 let what = format!("{variant} swarm {swarm} seed {seed}");
-                let outcome = run_setup(&campaign.setup(seed), BackendKind::Pure, true);
+                let outcome = run_setup(&campaign.setup(seed), &BackendKind::Pure, true);
                 let trace = &outcome.recorded.as_ref().expect("recorded").trace;
                 let rendered = timeline::render(trace);
                 let records = timeline::records(trace, &rendered);

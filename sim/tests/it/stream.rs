@@ -24,7 +24,7 @@ fn streamed(setup: &Setup) -> (Vec<String>, Vec<Record>, RunOutcome) {
         }))),
         ..RunOptions::default()
     };
-    let outcome = run_setup_with(setup, BackendKind::Pure, &options);
+    let outcome = run_setup_with(setup, &BackendKind::Pure, &options);
     let lines = std::mem::take(&mut *lines.lock().unwrap());
     let records = std::mem::take(&mut *records.lock().unwrap());
     (lines, records, outcome)
@@ -32,7 +32,7 @@ fn streamed(setup: &Setup) -> (Vec<String>, Vec<Record>, RunOutcome) {
 
 /// Compares the streamed run of `setup` with its whole recording; returns the lines shown.
 fn same_story(setup: &Setup, what: &str) -> usize {
-    let whole = run_setup(setup, BackendKind::Pure, true);
+    let whole = run_setup(setup, &BackendKind::Pure, true);
     let recorded = whole.recorded.as_ref().expect("a recorded run");
     let rendered = timeline::render(&recorded.trace);
     let (lines, records, outcome) = streamed(setup);
@@ -141,8 +141,8 @@ fn a_failing_seeds_story_is_the_end_of_its_timeline_up_to_the_first_violation() 
         for seed in 0..8 {
             let mut setup = Setup::default_for(variant);
             setup.seed = seed;
-            let whole = run_setup_with(&setup, BackendKind::Pure, &recorded_to_first);
-            let story = first_violation_story(&setup, BackendKind::Pure, CONTEXT);
+            let whole = run_setup_with(&setup, &BackendKind::Pure, &recorded_to_first);
+            let story = first_violation_story(&setup, &BackendKind::Pure, CONTEXT);
             let Some(first) = whole.violations.first() else {
                 assert_eq!(story, None, "{variant} seed {seed}");
                 continue;

@@ -34,7 +34,7 @@ fn is_story(path: &std::path::Path) -> bool {
 fn converted(path: &PathBuf) -> (leasehold_sim::scenario::Scenario, Invariant) {
     let text = std::fs::read_to_string(path).expect("readable");
     let setup = load_seeded(&text, &path.display().to_string()).expect("a seeded finding");
-    let outcome = run_setup(&setup, BackendKind::Pure, true);
+    let outcome = run_setup(&setup, &BackendKind::Pure, true);
     let first = outcome
         .violations
         .first()
@@ -49,7 +49,7 @@ fn every_found_seed_converts_to_a_script_that_breaks_the_same_invariant_first() 
     let mut failures = Vec::new();
     for path in found_files() {
         let (script, target) = converted(&path);
-        match ddmin::replay(&script, "converted.toml") {
+        match ddmin::replay(&script, "converted.toml", &BackendKind::Pure) {
             Ok(replay) => {
                 let first = replay.violations.first().map(|v| v.id);
                 if first != Some(target.id()) {
@@ -72,7 +72,7 @@ fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_wr
     let mut failures = Vec::new();
     for path in found_files() {
         let (script, target) = converted(&path);
-        let shrunk = minimize(&script, target, 5_000);
+        let shrunk = minimize(&script, &BackendKind::Pure, target, 5_000);
         let steps = shrunk.scenario.steps.len();
         if steps > script.steps.len() {
             failures.push(format!(
@@ -81,7 +81,8 @@ fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_wr
                 script.steps.len()
             ));
         }
-        let replay = ddmin::replay(&shrunk.scenario, "shrunk.toml").expect("valid");
+        let replay =
+            ddmin::replay(&shrunk.scenario, "shrunk.toml", &BackendKind::Pure).expect("valid");
         if !replay.violated(target) || !replay.matched {
             failures.push(format!(
                 "{}: shrunk to {steps} steps, breaks {target}: {}, matched: {} {:?}",
@@ -108,8 +109,8 @@ fn shrinking_is_deterministic() {
         .find(|p| p.to_string_lossy().contains("renew-revives"))
         .expect("the renew-revives finding");
     let (script, target) = converted(&path);
-    let once = to_toml(&minimize(&script, target, 5_000).scenario);
-    let again = to_toml(&minimize(&script, target, 5_000).scenario);
+    let once = to_toml(&minimize(&script, &BackendKind::Pure, target, 5_000).scenario);
+    let again = to_toml(&minimize(&script, &BackendKind::Pure, target, 5_000).scenario);
     assert_eq!(once, again);
     assert!(once.contains("[[step]]"));
 }
@@ -120,7 +121,8 @@ fn the_committed_renew_revives_story_replays_and_reads_in_under_a_dozen_lines() 
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../reports/renew-revives-story.toml");
     let text = std::fs::read_to_string(&path).expect("reports/renew-revives-story.toml");
     let scenario: leasehold_sim::scenario::Scenario = toml::from_str(&text).expect("a scenario");
-    let replay = ddmin::replay(&scenario, "renew-revives-story.toml").expect("valid");
+    let replay =
+        ddmin::replay(&scenario, "renew-revives-story.toml", &BackendKind::Pure).expect("valid");
     assert!(replay.matched, "{:?}", replay.mismatches);
     assert!(replay.violated(Invariant::I2));
     assert!(replay.timeline.len() < 12, "{:#?}", replay.timeline);

@@ -122,14 +122,14 @@ pub enum Story {
 
 /// Runs one seed, telling its story as `story` says, with a progress bar on a terminal (not
 /// when the story streams to one).
-pub fn run_one_seed(setup: &Setup, backend: BackendKind, story: &Story) -> RunOutcome {
+pub fn run_one_seed(setup: &Setup, backend: &BackendKind, story: &Story) -> RunOutcome {
     run_one_seed_styled(setup, backend, story, Style::default())
 }
 
 /// [`run_one_seed`], its timeline rendered in `style`.
 pub fn run_one_seed_styled(
     setup: &Setup,
-    backend: BackendKind,
+    backend: &BackendKind,
     story: &Story,
     style: Style,
 ) -> RunOutcome {
@@ -160,7 +160,7 @@ pub fn run_one_seed_styled(
 /// with `prefix`).
 pub fn run_with_bar(
     setup: &Setup,
-    backend: BackendKind,
+    backend: &BackendKind,
     mut options: RunOptions,
     bars: bool,
     prefix: &str,
@@ -215,7 +215,7 @@ pub fn run_with_bar(
 /// what the stretch needs).
 pub fn draw_seeded(
     setup: &Setup,
-    backend: BackendKind,
+    backend: &BackendKind,
     asked: Option<std::ops::Range<usize>>,
 ) -> Result<leasehold_sim::drawing::Drawn, String> {
     if !bars_wanted(false) {
@@ -257,12 +257,6 @@ pub(crate) static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::de
 /// Set by a signal (Ctrl-C, SIGTERM): [`INTERRUPTED`] raised without it was raised by a
 /// `--for` budget.
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-/// Runs `work` for at most `budget`, raising [`INTERRUPTED`] when it is spent
-/// ([`leasehold_front::budget::within`]).
-pub(crate) fn within_budget<T>(budget: Option<Duration>, work: impl FnOnce() -> T) -> T {
-    leasehold_front::budget::within(budget, &INTERRUPTED, work).0
-}
 
 /// Why [`INTERRUPTED`] was raised, for a report: `interrupted` (a signal) or `time budget 10m
 /// spent`.

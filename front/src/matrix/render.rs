@@ -1,6 +1,6 @@
 //! The matrix as `VERDICTS.md` (byte-stable: no timings) and as `verdicts.json` (with timings).
 
-use leasehold_front::matrix::{Cell, Depth, Engine, Evidence, Judgement, Row, Unexpected};
+use super::{Cell, Depth, Engine, Evidence, Judgement, Row, Unexpected};
 use leasehold_model::{Invariant, VariantKind};
 
 /// What the report was made with.
@@ -339,7 +339,7 @@ pub fn json(header: &Header, rows: &[Row], total_seconds: f64) -> serde_json::Va
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leasehold_front::matrix::{EngineResult, Expectation};
+    use crate::matrix::{EngineResult, Expectation};
     use leasehold_model::Variant;
     use std::collections::BTreeMap;
 

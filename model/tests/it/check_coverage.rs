@@ -1,0 +1,134 @@
+//! Coverage of the protocol's surface: a configuration that cannot reach a part of the contract
+//! says so ("not covered"), one that can reaches every cell, and the second engine sees the
+//! same cells as the first.
+
+use leasehold_model::check::coverage::Cell;
+use leasehold_model::check::{
+    run, Budgets, CheckConfig, Engine, Fairness, Options, Outcome, Outcomes, Renews,
+};
+use leasehold_model::{AckPolicy, Variant};
+use std::collections::BTreeSet;
+
+fn config(variant: Variant, groups: usize, outcomes: Outcomes, budgets: Budgets) -> CheckConfig {
+    CheckConfig {
+        variant,
+        group_count: groups,
+        event_count: 2,
+        worker_count: 2,
+        max_attempts: 2,
+        policy: AckPolicy::NackOnError,
+        budgets,
+        renews: Renews::Budget,
+        fairness: Fairness::Weak,
+        outcomes,
+    }
+}
+
+fn every_fault() -> Budgets {
+    Budgets {
+        crashes: 1,
+        drops: 1,
+        dups: 1,
+        lost_replies: 1,
+        broker_restarts: 1,
+        renews: 1,
+    }
+}
+
+fn not_covered(config: &CheckConfig, options: &Options) -> BTreeSet<&'static str> {
+    let report = run(config, options, None);
+    assert_eq!(report.outcome, Outcome::Holds, "{:?}", report.properties);
+    report.coverage.not_covered().map(|row| row.cell).collect()
+}
+
+fn names(cells: &[Cell]) -> BTreeSet<&'static str> {
+    cells.iter().map(|cell| cell.name()).collect()
+}
+
+/// One group, handlers that only return or raise, no renew, no drop, no duplicate: the proof
+/// holds, and names each part of the contract that configuration cannot reach.
+#[test]
+fn a_narrow_configuration_holds_and_names_what_it_did_not_cover() {
+    let budgets = Budgets {
+        drops: 0,
+        dups: 0,
+        renews: 0,
+        ..every_fault()
+    };
+    let narrow = config(Variant::Fenced, 1, Outcomes::Plain, budgets);
+    let expected = names(&[
+        Cell::RejectDeadLetters,
+        Cell::RejectStale,
+        Cell::RenewAccepted,
+        Cell::RenewStale,
+        Cell::HandlerAck,
+        Cell::HandlerNack,
+        Cell::HandlerReject,
+        Cell::RequestDropped,
+        Cell::RequestDuplicated,
+        Cell::SeveralGroups,
+        Cell::DeadlineArithmetic,
+        Cell::SkewedWorkerClock,
+    ]);
+    assert_eq!(not_covered(&narrow, &Options::default()), expected);
+}
+
+/// One event in two groups, every handler outcome, a renew and every fault: every cell but time's is
+/// reached (the model is untimed).
+#[test]
+fn a_covering_configuration_reaches_every_untimed_cell() {
+    let wide = CheckConfig {
+        event_count: 1,
+        ..config(Variant::Fenced, 2, Outcomes::All, every_fault())
+    };
+    let expected = names(&[Cell::DeadlineArithmetic, Cell::SkewedWorkerClock]);
+    assert_eq!(not_covered(&wide, &Options::default()), expected);
+}
+
+/// A variant that fences nothing cannot refuse a settle as stale: those cells are not listed
+/// as gaps of the configuration.
+#[test]
+fn a_cell_the_variant_cannot_reach_is_not_a_gap() {
+    let report = run(
+        &config(Variant::UnfencedSettle, 1, Outcomes::Plain, every_fault()),
+        &Options::default(),
+        None,
+    );
+    let row = |cell: Cell| {
+        report
+            .coverage
+            .rows
+            .iter()
+            .find(|row| row.cell == cell.name())
+            .expect("every cell has a row")
+            .clone()
+    };
+    assert!(!row(Cell::AckStale).supported);
+    assert!(!row(Cell::AckStale).reached);
+    assert!(row(Cell::RenewStale).supported);
+}
+
+/// The two engines see the same transitions, so the same cells.
+#[test]
+fn both_engines_reach_the_same_cells() {
+    let budgets = Budgets {
+        broker_restarts: 0,
+        ..every_fault()
+    };
+    let small = CheckConfig {
+        event_count: 1,
+        ..config(Variant::Fenced, 2, Outcomes::All, budgets)
+    };
+    let ours = run(&small, &Options::default(), None);
+    let stateright = run(
+        &small,
+        &Options {
+            engine: Engine::Stateright,
+            symmetry: false,
+            ..Options::default()
+        },
+        None,
+    );
+    assert_eq!(ours.coverage, stateright.coverage);
+    assert!(ours.coverage.rows.iter().filter(|r| r.reached).count() > 10);
+}
