@@ -7,4 +7,5 @@ mod postgres_cli;
 mod redis_cli;
 mod replay_cli;
 mod report;
+mod run;
 mod sim_cli;

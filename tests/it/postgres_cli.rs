@@ -3,40 +3,8 @@
 //! servers, one per simulator thread, that broker restarts restart), reproduce lines name the
 //! server with its password hidden, and every refusal is one line with exit 2.
 
+use crate::run::{campaign_hash, leasehold, one_line_error, stderr, stdout};
 use leasehold_postgres::{testing, Target};
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).to_string()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).to_string()
-}
-
-fn one_line_error(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(out), stderr(out));
-    let err = stderr(out);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    err
-}
-
-fn campaign_hash(text: &str) -> String {
-    text.lines()
-        .find_map(|line| line.strip_prefix("campaign hash "))
-        .unwrap_or_else(|| panic!("a campaign hash line: {text}"))
-        .to_string()
-}
 
 /// A server URL for the test, and what keeps a private server alive.
 fn server(test: &str) -> Option<(String, Option<Target>)> {
