@@ -13,8 +13,6 @@
 //! * [`server`] — [`PgServer`]: a private server (`initdb`, loopback, `fsync` on) that a
 //!   broker restart shuts down at once and starts again; [`ServerPool`], which lends one to
 //!   each run.
-//! * [`testing`] — how tests find a server (`LEASEHOLD_POSTGRES_URL`, a private server, or a
-//!   skip that is a failure under `CI=true`).
 //!
 //! ```no_run
 //! use leasehold_model::{BrokerConfig, Variant};
@@ -36,7 +34,6 @@ pub mod factory;
 pub mod server;
 pub mod snapshot;
 pub mod sql;
-pub mod testing;
 pub mod traits;
 
 pub use backend::{check_config, PgBackend, VARIANTS};

@@ -15,7 +15,10 @@
 //! state.
 
 use leasehold_model::{Backend, Broker, BrokerConfig, SettleOp, SettleRequest, Variant};
-use leasehold_redis::{testing, RedisBackend, Target};
+#[path = "../tests/it/testing.rs"]
+mod testing;
+
+use leasehold_redis::{RedisBackend, Target};
 use std::time::{Duration, Instant};
 
 struct Run {

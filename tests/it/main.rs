@@ -4,7 +4,11 @@ mod check_cli;
 mod check_replay;
 mod cli;
 mod postgres_cli;
+#[path = "../../postgres/tests/it/testing.rs"]
+mod postgres_testing;
 mod redis_cli;
+#[path = "../../redis/tests/it/testing.rs"]
+mod redis_testing;
 mod replay_cli;
 mod report;
 mod run;

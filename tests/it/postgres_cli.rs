@@ -3,8 +3,9 @@
 //! servers, one per simulator thread, that broker restarts restart), reproduce lines name the
 //! server with its password hidden, and every refusal is one line with exit 2.
 
+use crate::postgres_testing as testing;
 use crate::run::{campaign_hash, leasehold, one_line_error, stderr, stdout};
-use leasehold_postgres::{testing, Target};
+use leasehold_postgres::Target;
 
 /// A server URL for the test, and what keeps a private server alive.
 fn server(test: &str) -> Option<(String, Option<Target>)> {

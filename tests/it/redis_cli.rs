@@ -4,8 +4,9 @@
 //! no server, a variant the backend does not run, a broker restart on a server leasehold did
 //! not start.
 
+use crate::redis_testing as testing;
 use crate::run::{campaign_hash, leasehold, one_line_error, stderr, stdout, BIN};
-use leasehold_redis::{testing, Target};
+use leasehold_redis::Target;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Arc;

@@ -6,9 +6,10 @@
 //! reference's. Both `pg-visibility` and `pg-fenced`, 320 sequences each, on a private server
 //! that the `Restart` operation shuts down at once (no checkpoint) and starts again.
 
+use crate::testing;
 use leasehold_conformance::{Step, Suite};
 use leasehold_model::{Broker, BrokerView, Variant};
-use leasehold_postgres::{testing, PgBackend, Target};
+use leasehold_postgres::{PgBackend, Target};
 
 fn records_match(pg: &mut PgBackend, reference: &Broker, _: Step<'_>) -> Result<(), String> {
     let read = pg.read_state()?;

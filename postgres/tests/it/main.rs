@@ -2,3 +2,4 @@
 
 mod conformance;
 mod scenarios;
+mod testing;

@@ -4,8 +4,9 @@
 //! `pg-visibility` the stale delete by id counts (I1), on `pg-fenced` the same schedule is
 //! refused.
 
+use crate::testing;
 use leasehold_model::{Broker, Invariant, Variant};
-use leasehold_postgres::{testing, PgBackend};
+use leasehold_postgres::PgBackend;
 use leasehold_sim::seeded::seeded_file::parse_toml;
 use leasehold_sim::{parse, script};
 use std::path::PathBuf;
