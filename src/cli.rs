@@ -104,35 +104,9 @@ fn closed_output_ends_quietly(context: Context) {
     }));
 }
 
-/// A Redis server that stops answering in the middle of a run (it died, was stopped, or its
-/// connection broke) ends the command with one line and exit status 2, as any input the run
-/// cannot proceed with: the backend reports it by panicking with a message that starts with
-/// `backend redis`, from whichever thread met it. Other panics keep the default report.
-///
-/// A campaign's threads may all meet the lost server at once: the first to report it says its
-/// line and ends the process; the others wait for that end, so the error stays one line.
-fn lost_server_is_an_error(context: Context) {
-    let reporting = std::sync::atomic::AtomicBool::new(false);
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| match panic_message(info) {
-        Some(message) if message.starts_with("backend redis") => {
-            if reporting.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                loop {
-                    std::thread::park();
-                }
-            }
-            let line = message.lines().next().unwrap_or(message);
-            eprintln!("leasehold: error: {line}");
-            context.shutdown();
-            std::process::exit(2);
-        }
-        _ => default(info),
-    }));
-}
-
 /// The `leasehold` command line: parses the process's arguments, runs the command, returns
 /// its exit status. `backends` are registered beside the stock ones (`pure`, `embedded`,
-/// `redis`) for `--backend NAME` of every command, so a suite's own binary — `fn main() ->
+/// `redis`, `postgres`) for `--backend NAME` of every command, so a suite's own binary — `fn main() ->
 /// ExitCode { leasehold::cli::main_with(&[my_queue()]) }` — runs the commands its failing
 /// tests print, on its own backend.
 pub fn main_with(backends: &[BackendKind]) -> ExitCode {
@@ -153,8 +127,8 @@ fn run_with(context: Context) -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
-    // The selected backends' resources (private redis-server processes, `--redis-spawn`) are
-    // released with the command, also on a panic.
+    // The selected backends' resources (private servers: `--redis-spawn`, `--postgres-spawn`)
+    // are released with the command, also on a panic.
     struct Release(Context);
     impl Drop for Release {
         fn drop(&mut self) {
@@ -162,7 +136,7 @@ fn run_with(context: Context) -> ExitCode {
         }
     }
     let _release = Release(context.clone());
-    lost_server_is_an_error(context.clone());
+    cmd::backends::lost_server_is_an_error(context.clone());
     closed_output_ends_quietly(context.clone());
     let context = &context;
     let result = match cli.command {

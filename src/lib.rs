@@ -11,6 +11,7 @@
 //! * `cmd` — (feature `cli`) one module per command: `check`, `sim`, `replay`, `shrink`,
 //!   `timeline`, `protocols`, `report`.
 //! * `redis` — (feature `redis`) the Redis backend, `leasehold_redis`.
+//! * `postgres` — (feature `postgres`) the PostgreSQL backend, `leasehold_postgres`.
 #![deny(missing_docs)]
 
 #[cfg(feature = "cli")]
@@ -24,3 +25,6 @@ pub use leasehold_front::*;
 
 #[cfg(feature = "redis")]
 pub use leasehold_redis as redis;
+
+#[cfg(feature = "postgres")]
+pub use leasehold_postgres as postgres;

@@ -8,6 +8,7 @@
 //! per simulator thread, which a broker restart kills and restarts; they are stopped when the
 //! command ends.
 
+use crate::cmd::backends::refuse_flags_beside;
 use crate::status::UserError;
 #[cfg(feature = "redis")]
 use leasehold_redis::DEFAULT_URL;
@@ -50,12 +51,8 @@ pub fn configured(backend: &str, args: &RedisArgs) -> Result<Option<BackendKind>
         } else {
             (args.redis_url != DEFAULT_URL).then_some("--redis-url")
         };
-        return match given {
-            Some(flag) => Err(UserError(format!(
-                "{flag}: only with --backend redis (this run's backend is '{backend}')"
-            ))),
-            None => Ok(None),
-        };
+        refuse_flags_beside("redis", backend, given)?;
+        return Ok(None);
     }
     Ok(redis(args))
 }

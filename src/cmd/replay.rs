@@ -29,13 +29,17 @@ pub struct Args {
     #[arg(long)]
     pub times: bool,
     /// The broker under test: `pure` (the reference state machine), `embedded` (the
-    /// in-process thread-safe broker; `fenced` only) or `redis` (a Redis server; the
-    /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
+    /// in-process thread-safe broker; `fenced` only) `redis` (a Redis server; the
+    /// `redis-streams` variants only), `postgres` (a PostgreSQL server; `pg-visibility`,
+    /// `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
 }
 
 /// Reads and parses a scenario file; any failure is a one-line user error.
@@ -67,7 +71,7 @@ pub fn style(times: bool) -> leasehold_sim::timeline::Style {
 
 /// Runs the command.
 pub fn run(args: Args, context: &Context) -> CmdResult {
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     // A seeded file (a simulator finding) replays through the simulator.
     let style = style(args.times);
     let seeded = crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &backend, style)?;

@@ -37,14 +37,17 @@ pub struct Args {
     /// Threads for the engines (the results do not depend on it).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// The broker the simulator's campaigns run on: `pure`, `embedded`, `redis`, or one a
-    /// suite registered (`cli::main_with`); the model checker explores the reference broker.
-    /// Name the variants it implements with --variants.
+    /// The broker the simulator's campaigns run on: `pure`, `embedded`, `redis`, `postgres`, or
+    /// one a suite registered (`cli::main_with`; the model checker explores it too when it was
+    /// registered for `check`). Name the variants it implements with --variants.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: crate::cmd::redis::RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Diagnostic: override a variant's expectation, VARIANT=INVARIANT or VARIANT=holds
     /// (repeatable).
     #[arg(long, hide = true)]
@@ -123,7 +126,7 @@ pub fn matrix_config(args: &Args) -> Result<MatrixConfig, UserError> {
 
 /// Runs the command.
 pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     let config = matrix_config(&args)?.backend(backend);
     run_with(
         &args,

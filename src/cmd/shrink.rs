@@ -19,13 +19,16 @@ pub struct Args {
     /// Bound on the runs tried.
     #[arg(long, default_value_t = leasehold_front::shrink::RUNS_MAX)]
     pub runs_max: u64,
-    /// The broker the finding was made on, for both phases: `pure`, `embedded`, `redis`, or
+    /// The broker the finding was made on, for both phases: `pure`, `embedded`, `redis`, `postgres`, or
     /// one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: crate::cmd::redis::RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Where to write the result: a folder, or a file when it ends in `.toml` (default:
     /// `<input>-shrunk.toml` beside the input). An existing file is never replaced: the result
     /// then takes the next free name (`-2`, `-3`, …).
@@ -49,7 +52,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
         .as_deref()
         .map(leasehold_front::budget::parse_budget)
         .transpose()?;
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     catch_interrupts(
         "no other run starts; the smallest failing scenario found is written",
         false,

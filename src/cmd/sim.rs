@@ -186,12 +186,16 @@ pub struct Options {
     #[arg(long, default_value = "1/1")]
     pub shard: String,
     /// The broker: `pure` (the state machine), `embedded` (the thread-safe in-process
-    /// broker; fenced only) or `redis` (a Redis server; the redis-streams variants only).
+    /// broker; fenced only), `redis` (a Redis server; the redis-streams variants only),
+    /// `postgres` (a PostgreSQL server; pg-visibility, pg-fenced), or one a suite registered.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
@@ -211,7 +215,8 @@ pub struct Options {
         value_name = "FILES",
         conflicts_with_all = [
             "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
-            "trace", "svg", "redis_url", "redis_spawn", "for_",
+            "trace", "svg", "redis_url", "redis_spawn", "postgres_url", "postgres_spawn",
+            "for_",
         ]
     )]
     pub merge: Vec<PathBuf>,
@@ -254,7 +259,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     if !args.merge.is_empty() {
         return run_merge(&args);
     }
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",

@@ -53,12 +53,15 @@ pub struct Args {
     #[arg(long, conflicts_with = "svg")]
     pub times: bool,
     /// The broker under test: `pure`, `embedded` (`fenced` only), `redis` (the
-    /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
+    /// `redis-streams` variants only), `postgres` (`pg-visibility`, `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
 }
 
 /// Runs the command.
@@ -70,10 +73,11 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
             times: args.times,
             backend: args.backend,
             redis: args.redis,
+            postgres: args.postgres,
         };
         return crate::cmd::replay::run(replay, context);
     }
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     match &args.svg {
         Some(out) => draw(&args, &backend, out),
         None => print(&args, &backend),

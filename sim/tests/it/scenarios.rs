@@ -25,6 +25,8 @@ const RUN: &[&str] = &[
     "settle-failed-nacked.toml",
     "redis-streams-late-xack.toml",
     "redis-streams-fenced-late-xack.toml",
+    "pg-visibility-late-delete.toml",
+    "pg-fenced-late-delete.toml",
     "liveness-crash-broker-restart.toml",
     "clock-skew-fenced.toml",
     "wait-lapse-on-fetch.toml",
@@ -294,6 +296,16 @@ fn the_late_xack_counts_on_redis_streams_and_not_when_fenced() {
     let i1 = &plain.violations[0];
     assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
     let fenced = replay_matched("redis-streams-fenced-late-xack.toml");
+    assert!(fenced.violations.is_empty());
+}
+
+#[test]
+fn the_late_delete_by_id_counts_on_pg_visibility_and_not_when_fenced() {
+    let plain = replay_matched("pg-visibility-late-delete.toml");
+    // Found where it happens: c1's late delete by id, t4 (step[4]).
+    let i1 = &plain.violations[0];
+    assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
+    let fenced = replay_matched("pg-fenced-late-delete.toml");
     assert!(fenced.violations.is_empty());
 }
 
