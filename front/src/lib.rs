@@ -75,7 +75,7 @@ pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
 pub use check::{backend, check, checked_backend, Check, Checked, CheckedBackend, Found};
 pub use error::Error;
 pub use failure::Failure;
-pub use registry::Backends;
+pub use registry::{Backends, Server};
 pub use replay::{replay, replay_styled, Replayed, Style};
 pub use shrink::{shrink, Shrink, Shrinking};
 

@@ -7,6 +7,18 @@ use crate::check::CheckedBackend;
 use crate::Error;
 use leasehold_sim::seeded::BackendKind;
 
+/// Where a server-backed backend's runs go (`--url URL`, `--spawn` of the command line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Server {
+    /// As the backend was registered (for Redis and PostgreSQL: their default server).
+    #[default]
+    Registered,
+    /// The server at this URL, which someone else runs.
+    Url(String),
+    /// Private servers the backend starts and stops itself.
+    Spawn,
+}
+
 /// The registered backends, in registration order, and those the model checker can explore
 /// too ([`CheckedBackend`]).
 #[derive(Clone, Debug)]
@@ -65,6 +77,19 @@ impl Backends {
                     self.names().join(", ")
                 ))
             })
+    }
+
+    /// The backend registered as `name`, on the server `server` names: its registered
+    /// configuration, the server at a URL ([`BackendKind::at_url`]) or private servers it
+    /// starts ([`BackendKind::spawned`]). A backend that takes no server refuses; every error
+    /// is one line.
+    pub fn find_on(&self, name: &str, server: &Server) -> Result<BackendKind, Error> {
+        let kind = self.find(name)?;
+        match server {
+            Server::Registered => Ok(kind),
+            Server::Url(url) => kind.at_url(url).map_err(Error),
+            Server::Spawn => kind.spawned().map_err(Error),
+        }
     }
 
     /// The broker registered for the model checker as `name`; an unknown name is a one-line

@@ -2,10 +2,8 @@
 //! the stock ones (`pure`, `embedded`, `redis`, `postgres`) and those a suite registers with its own build
 //! of the command line. `--backend NAME` of every command selects one of them.
 
-use crate::cmd::postgres::PostgresArgs;
-use crate::cmd::redis::RedisArgs;
 use crate::status::UserError;
-use leasehold_front::{Backends, CheckedBackend};
+use leasehold_front::{Backends, CheckedBackend, Server};
 use leasehold_model::{Backend, BackendFactory, BrokerConfig};
 use leasehold_sim::seeded::BackendKind;
 use std::sync::{Arc, Mutex};
@@ -20,6 +18,40 @@ impl BackendFactory for Embedded {
 
     fn make(&self, config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
         Ok(Box::new(leasehold_embedded::EmbeddedBackend::new(config)?))
+    }
+}
+
+/// The server flags of `replay`, `timeline`, `sim`, `shrink` and `report`: where the selected
+/// backend's runs go, for a backend that talks to a server (`redis`, `postgres`, or one a suite
+/// registered whose factory implements [`BackendFactory::at_url`] and
+/// [`BackendFactory::spawned`]). Without them, the backend as registered (Redis and PostgreSQL
+/// at their default local servers).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ServerArgs {
+    /// The selected backend's server, run by someone else (e.g. redis://127.0.0.1:6379,
+    /// postgres://postgres@127.0.0.1:5432/postgres): each run keeps to its own keys or schema
+    /// and removes them at the end; a backend without a server refuses it.
+    #[arg(
+        long,
+        value_name = "URL",
+        visible_aliases = ["redis-url", "postgres-url"],
+        conflicts_with = "spawn"
+    )]
+    pub url: Option<String>,
+    /// Start private servers for the selected backend (one per simulator thread), stopped when
+    /// the command ends; a broker restart then restarts the server.
+    #[arg(long, visible_aliases = ["redis-spawn", "postgres-spawn"])]
+    pub spawn: bool,
+}
+
+impl ServerArgs {
+    /// The server these flags name.
+    pub fn server(&self) -> Server {
+        match (&self.url, self.spawn) {
+            (_, true) => Server::Spawn,
+            (Some(url), false) => Server::Url(url.clone()),
+            (None, false) => Server::Registered,
+        }
     }
 }
 
@@ -61,22 +93,10 @@ impl Context {
         }
     }
 
-    /// The backend `--backend name` selects, configured by the server flags (Redis's,
-    /// Postgres's) and ready to run ([`BackendKind::prepare`]: a server answers). A backend's
-    /// flags beside another backend would go unused: given, they are refused by name. Errors
-    /// are one line (exit 2).
-    pub fn select(
-        &self,
-        name: &str,
-        redis: &RedisArgs,
-        postgres: &PostgresArgs,
-    ) -> Result<BackendKind, UserError> {
-        let redis = crate::cmd::redis::configured(name, redis)?;
-        let postgres = crate::cmd::postgres::configured(name, postgres)?;
-        let kind = match redis.or(postgres) {
-            Some(kind) => kind,
-            None => self.backends.find(name)?,
-        };
+    /// The backend `--backend name` selects, on the server the server flags name, and ready
+    /// to run ([`BackendKind::prepare`]: a server answers). Errors are one line (exit 2).
+    pub fn select(&self, name: &str, server: &ServerArgs) -> Result<BackendKind, UserError> {
+        let kind = self.backends.find_on(name, &server.server())?;
         kind.prepare().map_err(UserError)?;
         self.selected
             .lock()
@@ -96,17 +116,6 @@ impl Context {
         for kind in selected.iter() {
             kind.shutdown();
         }
-    }
-}
-
-/// Refuses the flags of backend `own` (`given`: the first one given, if any) beside another
-/// `backend`, where they would go unused; one line (exit 2).
-pub fn refuse_flags_beside(own: &str, backend: &str, given: Option<&str>) -> Result<(), UserError> {
-    match given {
-        Some(flag) if backend != own => Err(UserError(format!(
-            "{flag}: only with --backend {own} (this run's backend is '{backend}')"
-        ))),
-        _ => Ok(()),
     }
 }
 

@@ -5,7 +5,6 @@
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
 use crate::cmd::backends::Context;
-use crate::cmd::redis::RedisArgs;
 use crate::status::{CmdResult, Status, UserError};
 use leasehold_sim::parse;
 use leasehold_sim::script::{Replay, Script};
@@ -34,12 +33,9 @@ pub struct Args {
     /// `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
-    /// The Redis server (with `--backend redis`).
+    /// The backend's server (`--url URL`, `--spawn`).
     #[command(flatten)]
-    pub redis: RedisArgs,
-    /// The PostgreSQL server (with `--backend postgres`).
-    #[command(flatten)]
-    pub postgres: crate::cmd::postgres::PostgresArgs,
+    pub server: crate::cmd::backends::ServerArgs,
 }
 
 /// Reads and parses a scenario file; any failure is a one-line user error.
@@ -71,7 +67,7 @@ pub fn style(times: bool) -> leasehold_sim::timeline::Style {
 
 /// Runs the command.
 pub fn run(args: Args, context: &Context) -> CmdResult {
-    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
+    let backend = context.select(&args.backend, &args.server)?;
     // A seeded file (a simulator finding) replays through the simulator.
     let style = style(args.times);
     let seeded = crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &backend, style)?;

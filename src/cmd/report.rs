@@ -42,12 +42,9 @@ pub struct Args {
     /// registered for `check`). Name the variants it implements with --variants.
     #[arg(long, default_value = "pure")]
     pub backend: String,
-    /// The Redis server (with `--backend redis`).
+    /// The backend's server (`--url URL`, `--spawn`).
     #[command(flatten)]
-    pub redis: crate::cmd::redis::RedisArgs,
-    /// The PostgreSQL server (with `--backend postgres`).
-    #[command(flatten)]
-    pub postgres: crate::cmd::postgres::PostgresArgs,
+    pub server: crate::cmd::backends::ServerArgs,
     /// Diagnostic: override a variant's expectation, VARIANT=INVARIANT or VARIANT=holds
     /// (repeatable).
     #[arg(long, hide = true)]
@@ -126,7 +123,7 @@ pub fn matrix_config(args: &Args) -> Result<MatrixConfig, UserError> {
 
 /// Runs the command.
 pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
-    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
+    let backend = context.select(&args.backend, &args.server)?;
     let config = matrix_config(&args)?.backend(backend);
     run_with(
         &args,

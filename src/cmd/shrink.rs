@@ -23,12 +23,9 @@ pub struct Args {
     /// one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
-    /// The Redis server (with `--backend redis`).
+    /// The backend's server (`--url URL`, `--spawn`).
     #[command(flatten)]
-    pub redis: crate::cmd::redis::RedisArgs,
-    /// The PostgreSQL server (with `--backend postgres`).
-    #[command(flatten)]
-    pub postgres: crate::cmd::postgres::PostgresArgs,
+    pub server: crate::cmd::backends::ServerArgs,
     /// Where to write the result: a folder, or a file when it ends in `.toml` (default:
     /// `<input>-shrunk.toml` beside the input). An existing file is never replaced: the result
     /// then takes the next free name (`-2`, `-3`, …).
@@ -52,7 +49,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
         .as_deref()
         .map(leasehold_front::budget::parse_budget)
         .transpose()?;
-    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
+    let backend = context.select(&args.backend, &args.server)?;
     catch_interrupts(
         "no other run starts; the smallest failing scenario found is written",
         false,

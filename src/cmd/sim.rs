@@ -9,7 +9,6 @@
 pub(crate) mod progress;
 
 use crate::cmd::backends::Context;
-use crate::cmd::redis::RedisArgs;
 use crate::files;
 use crate::status::{CmdResult, Status, UserError};
 use leasehold_front::budget::parse_budget;
@@ -190,12 +189,9 @@ pub struct Options {
     /// `postgres` (a PostgreSQL server; pg-visibility, pg-fenced), or one a suite registered.
     #[arg(long, default_value = "pure")]
     pub backend: String,
-    /// The Redis server (with `--backend redis`).
+    /// The backend's server (`--url URL`, `--spawn`).
     #[command(flatten)]
-    pub redis: RedisArgs,
-    /// The PostgreSQL server (with `--backend postgres`).
-    #[command(flatten)]
-    pub postgres: crate::cmd::postgres::PostgresArgs,
+    pub server: crate::cmd::backends::ServerArgs,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
@@ -215,7 +211,7 @@ pub struct Options {
         value_name = "FILES",
         conflicts_with_all = [
             "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
-            "trace", "svg", "redis_url", "redis_spawn", "postgres_url", "postgres_spawn",
+            "trace", "svg", "url", "spawn",
             "for_",
         ]
     )]
@@ -259,7 +255,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     if !args.merge.is_empty() {
         return run_merge(&args);
     }
-    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
+    let backend = context.select(&args.backend, &args.server)?;
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",

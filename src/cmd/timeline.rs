@@ -11,7 +11,6 @@
 //! (`leasehold_sim::drawing`): a long run's every line would be a smear.
 
 use crate::cmd::backends::Context;
-use crate::cmd::redis::RedisArgs;
 use crate::cmd::replay::{load, run_on};
 use crate::cmd::sim::record_if_seeded;
 use crate::status::{CmdResult, Status, UserError};
@@ -56,12 +55,9 @@ pub struct Args {
     /// `redis-streams` variants only), `postgres` (`pg-visibility`, `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
-    /// The Redis server (with `--backend redis`).
+    /// The backend's server (`--url URL`, `--spawn`).
     #[command(flatten)]
-    pub redis: RedisArgs,
-    /// The PostgreSQL server (with `--backend postgres`).
-    #[command(flatten)]
-    pub postgres: crate::cmd::postgres::PostgresArgs,
+    pub server: crate::cmd::backends::ServerArgs,
 }
 
 /// Runs the command.
@@ -72,12 +68,11 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
             json: true,
             times: args.times,
             backend: args.backend,
-            redis: args.redis,
-            postgres: args.postgres,
+            server: args.server,
         };
         return crate::cmd::replay::run(replay, context);
     }
-    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
+    let backend = context.select(&args.backend, &args.server)?;
     match &args.svg {
         Some(out) => draw(&args, &backend, out),
         None => print(&args, &backend),

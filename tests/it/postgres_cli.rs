@@ -15,12 +15,13 @@ fn server(test: &str) -> Option<(String, Option<Target>)> {
     }
 }
 
-/// The Postgres flags with another backend would go unused: refused by name, before any run
-/// (no server is needed to see it); no server answering is one line, its password hidden.
+/// A server flag (here by its Postgres names, aliases of `--url` and `--spawn`) beside a
+/// backend that takes no server is refused, before any run (no server is needed to see it);
+/// no server answering is one line, its password hidden.
 #[test]
 fn postgres_flags_beside_another_backend_and_no_server_are_one_line() {
     let file = "scenarios/pg-visibility-late-delete.toml";
-    for (args, flag) in [
+    for (args, refusal) in [
         (
             vec![
                 "replay",
@@ -28,40 +29,39 @@ fn postgres_flags_beside_another_backend_and_no_server_are_one_line() {
                 "--postgres-url",
                 "postgres://x@127.0.0.1:1/y",
             ],
-            "--postgres-url",
+            "--url: backend 'pure' takes no server",
         ),
         (
             vec!["timeline", file, "--postgres-spawn"],
-            "--postgres-spawn",
+            "--spawn: backend 'pure' starts no server",
         ),
-        (vec!["shrink", file, "--postgres-spawn"], "--postgres-spawn"),
         (
-            vec!["report", "--backend", "redis", "--postgres-spawn"],
-            "--postgres-spawn",
+            vec!["shrink", file, "--postgres-spawn"],
+            "--spawn: backend 'pure' starts no server",
+        ),
+        (
+            vec!["report", "--backend", "embedded", "--postgres-spawn"],
+            "--spawn: backend 'embedded' starts no server",
         ),
         (
             vec!["sim", "--backend", "embedded", "--postgres-spawn"],
-            "--postgres-spawn",
+            "--spawn: backend 'embedded' starts no server",
         ),
     ] {
         let err = one_line_error(&leasehold(&args));
-        assert!(
-            err.contains(flag) && err.contains("only with --backend postgres"),
-            "{err}"
-        );
+        assert!(err.contains(refusal), "{args:?}: {err}");
     }
-    // And the Redis flags beside the Postgres backend.
+    // Both a server and private servers: one line.
     let err = one_line_error(&leasehold(&[
         "replay",
         file,
         "--backend",
         "postgres",
-        "--redis-spawn",
+        "--postgres-url",
+        "postgres://x@127.0.0.1:1/y",
+        "--postgres-spawn",
     ]));
-    assert!(
-        err.contains("--redis-spawn: only with --backend redis"),
-        "{err}"
-    );
+    assert!(err.contains("cannot be used with"), "{err}");
     let err = one_line_error(&leasehold(&[
         "sim",
         "--backend",
@@ -93,14 +93,7 @@ fn postgres_scenarios_replay_and_campaigns_hash_as_on_the_pure_broker() {
     ] {
         for command in ["replay", "timeline"] {
             let pure = leasehold(&[command, file]);
-            let pg = leasehold(&[
-                command,
-                file,
-                "--backend",
-                "postgres",
-                "--postgres-url",
-                &url,
-            ]);
+            let pg = leasehold(&[command, file, "--backend", "postgres", "--url", &url]);
             assert_eq!(pg.status.code(), Some(0), "{file}: {}", stderr(&pg));
             assert_eq!(stdout(&pg), stdout(&pure), "{command} {file}");
         }

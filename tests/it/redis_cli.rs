@@ -62,18 +62,24 @@ fn no_server_answering_is_one_line_and_exit_2() {
     one_line_error(&out);
 }
 
-/// The Redis flags with another backend would go unused: refused by name, before any run
-/// (no server is needed to see it).
+/// A server flag (here by its Redis names, aliases of `--url` and `--spawn`) beside a backend
+/// that takes no server is refused, before any run (no server is needed to see it).
 #[test]
 fn redis_flags_without_the_redis_backend_are_refused() {
     let file = "scenarios/redis-streams-late-xack.toml";
-    for (args, flag) in [
+    for (args, refusal) in [
         (
             vec!["replay", file, "--redis-url", "redis://127.0.0.1:1"],
-            "--redis-url",
+            "--url: backend 'pure' takes no server",
         ),
-        (vec!["timeline", file, "--redis-spawn"], "--redis-spawn"),
-        (vec!["shrink", file, "--redis-spawn"], "--redis-spawn"),
+        (
+            vec!["timeline", file, "--redis-spawn"],
+            "--spawn: backend 'pure' starts no server",
+        ),
+        (
+            vec!["shrink", file, "--url", "redis://127.0.0.1:1"],
+            "--url: backend 'pure' takes no server",
+        ),
         (
             vec![
                 "sim",
@@ -83,16 +89,14 @@ fn redis_flags_without_the_redis_backend_are_refused() {
                 "embedded",
                 "--redis-spawn",
             ],
-            "--redis-spawn",
+            "--spawn: backend 'embedded' starts no server",
         ),
     ] {
         let err = one_line_error(&leasehold(&args));
-        assert!(
-            err.contains(flag) && err.contains("only with --backend redis"),
-            "{err}"
-        );
+        assert!(err.contains(refusal), "{args:?}: {err}");
     }
 }
+
 #[cfg_attr(
     leasehold_no_redis,
     ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
@@ -113,7 +117,7 @@ fn redis_scenarios_replay_on_redis_with_the_pure_output() {
     ] {
         for command in ["replay", "timeline"] {
             let pure = leasehold(&[command, file]);
-            let redis = leasehold(&[command, file, "--backend", "redis", "--redis-url", &url]);
+            let redis = leasehold(&[command, file, "--backend", "redis", "--url", &url]);
             assert_eq!(redis.status.code(), Some(0), "{file}: {}", stderr(&redis));
             assert_eq!(stdout(&redis), stdout(&pure), "{command} {file}");
         }

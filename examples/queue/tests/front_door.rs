@@ -12,6 +12,9 @@ use leasehold_example_queue::{acks_by_id, fixed, AcksByIdQueue, FixedQueue, ACKS
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "front_door/hosted_cli.rs"]
+mod hosted_cli;
+
 #[path = "front_door/shrink_cli.rs"]
 mod shrink_cli;
 

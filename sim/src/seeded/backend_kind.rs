@@ -48,6 +48,26 @@ impl BackendKind {
         }
     }
 
+    /// The same backend on the server at `url` ([`BackendFactory::at_url`]); the reference
+    /// broker, like any backend that takes no server, refuses (one line).
+    pub fn at_url(&self, url: &str) -> Result<BackendKind, String> {
+        match self {
+            BackendKind::Pure => PureByName.at_url(url),
+            BackendKind::Other(factory) => factory.at_url(url),
+        }
+        .map(BackendKind::Other)
+    }
+
+    /// The same backend on private servers it starts ([`BackendFactory::spawned`]); the
+    /// reference broker refuses (one line).
+    pub fn spawned(&self) -> Result<BackendKind, String> {
+        match self {
+            BackendKind::Pure => PureByName.spawned(),
+            BackendKind::Other(factory) => factory.spawned(),
+        }
+        .map(BackendKind::Other)
+    }
+
     /// Whether the backend can be used at all ([`BackendFactory::prepare`]).
     pub fn prepare(&self) -> Result<(), String> {
         match self {
@@ -141,6 +161,19 @@ impl BackendKind {
                 Ok(script::run(script, self.make(&config)?))
             }
         }
+    }
+}
+
+/// The reference broker as a factory, for the refusals [`BackendFactory`]'s defaults word.
+struct PureByName;
+
+impl BackendFactory for PureByName {
+    fn name(&self) -> &str {
+        BackendKind::PURE
+    }
+
+    fn make(&self, config: &BrokerConfig) -> Result<Box<dyn Backend + Send>, String> {
+        Ok(Box::new(Broker::new(*config)))
     }
 }
 
