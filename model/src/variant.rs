@@ -73,6 +73,8 @@ variants! {
         "plain Redis Streams: XACK by entry id counts whoever holds the entry; nack leaves it pending until idle";
     RedisStreamsFenced => "redis-streams-fenced", Protocol, None,
         "Redis Streams with settles fenced on a lease id kept beside the entry (server-side script)";
+    JetStream => "jetstream", Protocol, Some(Invariant::I1),
+        "NATS JetStream, explicit acks: Ack/Nak/Term on a reply subject count while the message is ack-pending, whichever delivery sent them";
     UnfencedSettle => "unfenced-settle", Mutant, Some(Invariant::I1),
         "ack/nack/reject accepted by (group, seq) alone, ignoring the lease id";
     RenewRevives => "renew-revives", Mutant, Some(Invariant::I2),
@@ -144,12 +146,19 @@ impl Variant {
         matches!(self, Variant::RedisStreams | Variant::RedisStreamsFenced)
     }
 
+    /// Whether a lease's receipt names the delivered message (the Redis entry id; JetStream's
+    /// stream sequence, from the ack reply subject), so that a settle naming another message is
+    /// `receipt_mismatch`.
+    pub fn receipts_name_entries(self) -> bool {
+        self.is_redis() || self == Variant::JetStream
+    }
+
     /// The fence the broker applies to `op`. Renew is always fenced on the lease id (the
     /// `renew-revives` mutant deviates after the check, see [`Variant::renew_revives`]).
     pub fn fence(self, op: &SettleOp) -> Fence {
         match (self, op) {
             (_, SettleOp::Renew { .. }) => Fence::LeaseId,
-            (Variant::RedisStreams, _) => Fence::Pending,
+            (Variant::RedisStreams | Variant::JetStream, _) => Fence::Pending,
             (Variant::UnfencedSettle | Variant::NackOnAmbiguous, _) => Fence::None,
             (Variant::OnlyAckFenced, SettleOp::Nack { .. } | SettleOp::Reject { .. }) => {
                 Fence::None

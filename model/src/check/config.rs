@@ -179,6 +179,7 @@ impl CheckConfig {
                 },
             ),
             Variant::RedisStreams
+            | Variant::JetStream
             | Variant::UnfencedSettle
             | Variant::WorkerClockExpiry
             | Variant::OnlyAckFenced => base(1, 1, 2, none),
