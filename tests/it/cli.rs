@@ -15,7 +15,12 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// docs/variants.md, written out: a variant missing from `Variant::ALL` fails here.
-const PROTOCOLS: [&str; 3] = ["fenced", "redis-streams", "redis-streams-fenced"];
+const PROTOCOLS: [&str; 4] = [
+    "fenced",
+    "redis-streams",
+    "redis-streams-fenced",
+    "jetstream",
+];
 const MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),
     ("renew-revives", "I2"),
