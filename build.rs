@@ -1,8 +1,9 @@
-//! `cfg(leasehold_no_redis)` when this machine has no Redis server for the command-line tests
-//! of the Redis backend (see `redis/probe.rs`).
+//! `cfg(leasehold_no_redis)` and `cfg(leasehold_no_postgres)` when this machine has no Redis
+//! (PostgreSQL) server for the command-line tests of that backend (see `redis/probe.rs`).
 
 include!("redis/probe.rs");
 
 fn main() {
     probe("redis-server", "LEASEHOLD_REDIS_URL", "leasehold_no_redis");
+    probe("pg_ctl", "LEASEHOLD_POSTGRES_URL", "leasehold_no_postgres");
 }

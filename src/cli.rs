@@ -1,6 +1,8 @@
 //! The argument grammar and the exit statuses (docs/cli.md).
 
 use crate::cmd::backends::Context;
+use crate::status::panic_message;
+pub use crate::status::{CmdResult, Status, UserError, EXIT_OUTPUT_CLOSED};
 use clap::{Parser, Subcommand};
 use leasehold_front::CheckedBackend;
 use leasehold_sim::seeded::BackendKind;
@@ -37,51 +39,6 @@ pub enum Command {
     /// Run every variant through both engines and write the verdict matrix.
     Report(crate::cmd::report::Args),
 }
-
-/// The process exit status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    /// Everything held, or the run matched its expectations.
-    Ok,
-    /// An invariant was violated or an expectation failed (the output names it).
-    Failed,
-    /// Bad usage or bad input.
-    BadInput,
-}
-
-impl From<Status> for ExitCode {
-    fn from(status: Status) -> ExitCode {
-        ExitCode::from(status.code())
-    }
-}
-
-impl Status {
-    /// `Ok` when everything held (or the run matched its file's expectations), else
-    /// `Failed`.
-    pub fn held(held: bool) -> Status {
-        if held {
-            Status::Ok
-        } else {
-            Status::Failed
-        }
-    }
-
-    /// The numeric exit status: 0, 1 or 2.
-    pub fn code(self) -> u8 {
-        match self {
-            Status::Ok => 0,
-            Status::Failed => 1,
-            Status::BadInput => 2,
-        }
-    }
-}
-
-/// A user error (a bad flag, a malformed file): printed as one line, exit status 2. The
-/// library's error type: the front door's calls fail with the same one-line messages.
-pub use leasehold_front::Error as UserError;
-
-/// What every command returns.
-pub type CmdResult = Result<Status, UserError>;
 
 /// Prints help or version as clap does (exit 0), and any usage error as one line (exit 2).
 pub fn usage_error(error: clap::Error) -> ExitCode {
@@ -130,19 +87,6 @@ fn first_paragraph(text: &str) -> String {
         .join(" ")
 }
 
-/// A panic's message, when it has one (`panic!` with a literal or a formatted text).
-pub(crate) fn panic_message<'a>(info: &'a std::panic::PanicHookInfo<'_>) -> Option<&'a str> {
-    let payload = info.payload();
-    payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-}
-
-/// The exit status of a command whose output was closed before it ended (`leasehold sim …
-/// --trace | head`): what a shell reports for a program stopped by `SIGPIPE`.
-pub const EXIT_OUTPUT_CLOSED: u8 = 128 + 13;
-
 /// A closed standard output or error (the reader went away: `| head`, `| grep -q`) ends the
 /// command quietly with [`EXIT_OUTPUT_CLOSED`], as it ends any Unix tool, not with a panic's
 /// report: printing to a closed pipe panics with std's "failed printing to" message. The
@@ -162,7 +106,7 @@ fn closed_output_ends_quietly(context: Context) {
 
 /// The `leasehold` command line: parses the process's arguments, runs the command, returns
 /// its exit status. `backends` are registered beside the stock ones (`pure`, `embedded`,
-/// `redis`) for `--backend NAME` of every command, so a suite's own binary — `fn main() ->
+/// `redis`, `postgres`) for `--backend NAME` of every command, so a suite's own binary — `fn main() ->
 /// ExitCode { leasehold::cli::main_with(&[my_queue()]) }` — runs the commands its failing
 /// tests print, on its own backend.
 pub fn main_with(backends: &[BackendKind]) -> ExitCode {
@@ -183,8 +127,8 @@ fn run_with(context: Context) -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
-    // The selected backends' resources (private redis-server processes, `--redis-spawn`) are
-    // released with the command, also on a panic.
+    // The selected backends' resources (private servers: `--redis-spawn`, `--postgres-spawn`)
+    // are released with the command, also on a panic.
     struct Release(Context);
     impl Drop for Release {
         fn drop(&mut self) {
@@ -192,7 +136,7 @@ fn run_with(context: Context) -> ExitCode {
         }
     }
     let _release = Release(context.clone());
-    cmd::redis::lost_server_is_an_error(context.clone());
+    cmd::backends::lost_server_is_an_error(context.clone());
     closed_output_ends_quietly(context.clone());
     let context = &context;
     let result = match cli.command {

@@ -11,6 +11,8 @@
 //! * [`Op`] — one operation of a sequence.
 //! * [`Step`] — a step as a backend's own checks see it.
 //! * [`view`], [`view_of`] — everything an observer can read of a backend, as text.
+//! * [`bench`] — the operations-per-second workload of the server-backed backends' benchmarks.
+//! * [`servers`] — how the tests of a server-backed backend find a real server.
 //!
 //! A backend's own test calls it with a constructor; anything it wants to check beyond the
 //! contract (a server's own state, internal indexes) goes in the `after_step` hook:
@@ -27,6 +29,9 @@
 //! assert_eq!(ran.cases, 20);
 //! ```
 #![deny(missing_docs)]
+
+pub mod bench;
+pub mod servers;
 
 use leasehold_model::{
     Backend, Broker, BrokerConfig, BrokerView, Lease, LeaseId, Ms, Reason, Receipt, SettleError,

@@ -4,6 +4,7 @@
 //! never what it does: a stopped search reports what it found as at any bound, where running
 //! out of memory would have lost it all.
 
+use crate::Error;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
@@ -110,4 +111,74 @@ fn kib_field(text: &str, name: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(name))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib.saturating_mul(1024))
+}
+
+/// Parses `--for`'s duration (of `sim` and `check`).
+pub fn parse_budget(text: &str) -> Result<Duration, Error> {
+    let budget = humantime::parse_duration(text).map_err(|e| {
+        Error(format!(
+            "--for: '{text}' is not a duration such as 90s, 10m or 2h30m ({e})"
+        ))
+    })?;
+    if budget.is_zero() {
+        return Err(Error(format!(
+            "--for: '{text}' is no time at all; give a budget above zero"
+        )));
+    }
+    Ok(budget)
+}
+
+/// A memory budget as `leasehold check --max-memory` reads it: `auto` (80 % of the memory available now, where the system tells it),
+/// `none`, or a size (`16GiB`, `512MiB`, `2G`, bytes alone).
+pub fn parse_memory_budget(text: &str) -> Result<Option<u64>, Error> {
+    match text.trim() {
+        "none" => Ok(None),
+        "auto" => Ok(available_bytes().map(|b| b / 5 * 4)),
+        size => parse_size(size).map(Some).ok_or_else(|| {
+            Error(format!(
+                "--max-memory {text}: not a size (write e.g. 16GiB, 512MiB, auto or none)"
+            ))
+        }),
+    }
+}
+
+/// A size in bytes: a number and an optional binary unit (`16GiB`, `512MiB`, `2G`, `4096`).
+fn parse_size(text: &str) -> Option<u64> {
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return None,
+    };
+    number.checked_mul(1 << shift).filter(|&bytes| bytes > 0)
+}
+
+/// `9.6 GiB`, `512.0 MiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", units[unit])
+}
+
+/// Why long work stopped before its end, for a report: `time budget 10m spent` when it had a
+/// `budget` and no signal stopped it, else `interrupted`.
+pub fn stop_reason(budget: Option<Duration>, signalled: bool) -> String {
+    match budget {
+        Some(budget) if !signalled => {
+            format!("time budget {} spent", humantime::format_duration(budget))
+        }
+        _ => "interrupted".to_string(),
+    }
 }

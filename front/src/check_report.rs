@@ -2,8 +2,14 @@
 //! (`--json`, `--report`) — the counts, the verdict of every property, each counterexample as
 //! its replayed scenario's timeline, the result and the command that reproduces it.
 
-use leasehold_model::check::{Counts, Engine, Outcome, Report, Verdict};
+use crate::files;
+use crate::{CheckedBackend, Error};
+use leasehold_model::check::{
+    CheckConfig, Counterexample, Counts, Engine, LeaseModel, Options, Outcome, Report, Verdict,
+};
+use leasehold_sim::counterexample;
 use serde::Serialize;
+use std::path::Path;
 
 /// One counterexample in the printed report.
 #[derive(Clone, Debug, Serialize)]
@@ -216,6 +222,117 @@ fn result_text(printed: &Printed) -> String {
         Outcome::Bounded => "result: bounded (not proven)\n".to_string(),
         Outcome::Vacuous => {
             "result: vacuous: an applicable sometimes property was not reached\n".to_string()
+        }
+    }
+}
+
+/// The first line of a check's report: its command, the search, threads and bound, and a
+/// note when the policy is at most once by design.
+pub fn header(command: &str, config: &CheckConfig, options: &Options) -> String {
+    // The cycle search is single-threaded.
+    let threads = if config.cyclic() {
+        1
+    } else {
+        options.limits.threads
+    };
+    let mut text = format!(
+        "{command}  ({}, {} thread{}, max-states {})",
+        if config.cyclic() {
+            "breadth-first graph search for fair cycles, symmetry off".to_string()
+        } else {
+            format!(
+                "{}, symmetry {}",
+                options.search_name(config),
+                if options.symmetry { "on" } else { "off" }
+            )
+        },
+        threads,
+        if threads == 1 { "" } else { "s" },
+        options.limits.states_max
+    );
+    if !config.policy.at_least_once() {
+        text.push_str(&format!(
+            "\nnote: {} is at most once by design: events may be acked without being processed (the policy's documented guarantee, not a protocol bug)",
+            config.policy
+        ));
+    }
+    text
+}
+
+/// A counterexample as the report prints it: its scenario written under `out` (named after the
+/// broker, when it is not the reference one) and replayed, on `broker` or the reference broker.
+pub fn counterexample_report(
+    config: &CheckConfig,
+    broker: Option<&CheckedBackend>,
+    cx: &Counterexample,
+    out: &Path,
+) -> Result<CounterexampleReport, Error> {
+    let replayed = match broker {
+        Some(broker) => broker.replay(config, cx),
+        None => counterexample::replay(&LeaseModel::new(config.clone()), cx),
+    };
+    let (body, replay) = replayed.map_err(|e| {
+        Error(format!(
+            "the counterexample for {} does not make a scenario: {e}",
+            cx.invariant
+        ))
+    })?;
+    let prefix = broker.map(|b| format!("{}-", b.name())).unwrap_or_default();
+    let stem = format!("{prefix}{}-{}", config.variant, cx.invariant.id());
+    let path = files::write_new(out, &stem, "toml", body.as_bytes())?;
+    Ok(CounterexampleReport {
+        invariant: cx.invariant.id(),
+        name: cx.invariant.name(),
+        steps: cx.len(),
+        loop_start: cx.loop_start,
+        replays: replay.matched && replay.violated(cx.invariant),
+        violations: replay.violations.iter().map(|v| v.to_string()).collect(),
+        timeline: replay.timeline,
+        scenario: Some(path.display().to_string()),
+    })
+}
+
+/// The command that checks `config` again: on `broker` (when not the reference one), with
+/// the engine of `options` and, when asked, every violation.
+pub fn command(
+    config: &CheckConfig,
+    broker: Option<&CheckedBackend>,
+    options: &Options,
+    all_violations: bool,
+) -> String {
+    let mut command = format!("leasehold check {config}");
+    if let Some(broker) = broker {
+        command.push_str(&format!(" --backend {}", broker.name()));
+    }
+    if options.engine != Engine::Leasehold {
+        command.push_str(&format!(" --engine {}", options.engine.name()));
+    }
+    if all_violations {
+        command.push_str(" --all-violations");
+    }
+    command
+}
+
+impl Printed {
+    /// The printed report of `report`, a search of `seconds` on `broker` (`None`: the
+    /// reference broker) reproduced by `command`: no comparison without symmetry, no
+    /// counterexample written yet, not stopped.
+    pub fn new(
+        command: String,
+        broker: Option<&CheckedBackend>,
+        report: Report,
+        seconds: f64,
+    ) -> Printed {
+        Printed {
+            command,
+            backend: broker.map(|b| b.name().to_string()),
+            unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
+            collision_estimate: report.collision_estimate(),
+            seconds,
+            without_symmetry: None,
+            counterexamples: Vec::new(),
+            report,
+            stopped: None,
         }
     }
 }

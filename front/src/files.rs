@@ -229,3 +229,21 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Writes a `--report` file atomically: `json` (and a newline) when its name ends in `.json`,
+/// else `text`; nothing without a path. Each is made only when it is the one written.
+pub fn write_report(
+    path: Option<&Path>,
+    json: impl FnOnce() -> String,
+    text: impl FnOnce() -> String,
+) -> Result<(), UserError> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    let contents = if is_json(path) {
+        format!("{}\n", json())
+    } else {
+        text()
+    };
+    write_atomic(path, contents.as_bytes())
+}

@@ -38,6 +38,14 @@
 //! * [`conformance`] — the conformance suite of the `Backend` contract: your backend against
 //!   the reference broker, operation sequence by operation sequence.
 //! * [`check_report`] — a model check's printed report: its text and its JSON.
+//! * [`campaign_report`] — a campaign's printed summary, its failing seeds written, the merge
+//!   of a sharded campaign.
+//! * [`seeded`] — one seed as the command line reports it, a seeded scenario file loaded.
+//! * [`stream`] — a seeded run's timeline streamed to standard output; a seeded file's replay
+//!   in text or JSON.
+//! * [`draw`] — a scenario's run drawn as SVG, with the command that draws it again.
+//! * [`progress`] — the progress of a seed, a drawing or a campaign, told to a display.
+//! * [`protocols`] — the variants and mutants, listed with their check defaults.
 //! * [`defaults`] — the defaults the command line and these calls share.
 //! * [`files`] — atomic writes, never-overwriting writes.
 //! * [`failure`] — what a failed assertion prints, and how reproducing commands start by
@@ -46,16 +54,22 @@
 
 pub mod budget;
 pub mod campaign;
+pub mod campaign_report;
 pub mod check;
 pub mod check_report;
 pub mod defaults;
+pub mod draw;
 mod error;
 pub mod failure;
 pub mod files;
 pub mod matrix;
+pub mod progress;
+pub mod protocols;
 pub mod registry;
 pub mod replay;
+pub mod seeded;
 pub mod shrink;
+pub mod stream;
 
 pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};
 pub use check::{backend, check, checked_backend, Check, Checked, CheckedBackend, Found};

@@ -5,7 +5,7 @@ use crate::failure::{Failure, PROGRAM};
 use crate::Error;
 use leasehold_sim::parse;
 use leasehold_sim::recorder::TimelineSink;
-use leasehold_sim::script::Script;
+use leasehold_sim::script::{Replay, Script};
 use leasehold_sim::seeded::seeded_file::{check_expect, load_seeded, parse_toml, run_setup_with};
 use leasehold_sim::seeded::{BackendKind, RunOptions};
 pub use leasehold_sim::timeline::Style;
@@ -169,6 +169,30 @@ impl Replayed {
         }
         self
     }
+}
+
+/// Renders `replay`'s timeline again in `style` (it was rendered plain).
+pub fn restyle(replay: &mut Replay, style: Style) {
+    if style != Style::default() {
+        replay.timeline = leasehold_sim::timeline::render_with(&replay.trace, style).lines;
+    }
+}
+
+/// A scripted replay as the `leasehold replay --json` object, its timeline and records
+/// rendered in `style`.
+pub fn json(replay: &Replay, style: Style) -> serde_json::Value {
+    let rendered = leasehold_sim::timeline::render_with(&replay.trace, style);
+    serde_json::json!({
+        "header": replay.header,
+        "timeline": rendered.lines,
+        "records": leasehold_sim::timeline::records(&replay.trace, &rendered),
+        "violations": replay.violations,
+        "steps": replay.steps,
+        "mismatches": replay.mismatches,
+        "notes": replay.notes,
+        "trace_hash": replay.trace_hash,
+        "matched": replay.matched,
+    })
 }
 
 #[cfg(test)]

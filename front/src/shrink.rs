@@ -412,12 +412,8 @@ impl Shrink {
     /// [`Shrink::run`] started, else `interrupted` (the stop flag was raised).
     fn stop_reason(&self) -> String {
         let spent = |budget: Duration| self.started.is_some_and(|s| s.elapsed() >= budget);
-        match self.budget {
-            Some(budget) if spent(budget) => {
-                format!("time budget {} spent", humantime::format_duration(budget))
-            }
-            _ => "interrupted".to_string(),
-        }
+        let signalled = !self.budget.is_some_and(spent);
+        crate::budget::stop_reason(self.budget, signalled)
     }
 
     /// The end of a written file's note when the search stopped early: `; stopped early

@@ -717,6 +717,14 @@ impl Broker {
                 pending
             }
             Fence::None => true,
+            // `WHERE id = $1`: the row is there until an ack deletes it or a dead letter moves it.
+            Fence::Row => {
+                let present = !record.is_settled();
+                if present && self.receipt(lease.seq) != lease.receipt {
+                    return Err(SettleError::ReceiptMismatch);
+                }
+                present
+            }
         };
         if accepted {
             Ok(())

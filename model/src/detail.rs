@@ -7,11 +7,23 @@
 //! each reader words it: [`fmt::Display`] gives the oracle's wording, [`Detail::named`] a
 //! timeline's. Nothing is parsed back out of text.
 
-use crate::oracle::Issuance;
 use crate::types::{GroupIx, Ms, Seq};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
+
+/// The oracle's own name for one lease: the index of the fetch that issued it (renumbered
+/// canonically by the model checker).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub struct Issuance(pub u32);
+
+impl fmt::Display for Issuance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "L{}", self.0 + 1)
+    }
+}
 
 /// One part of a [`Detail`].
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -67,3 +67,110 @@ pub trait BackendFactory: Send + Sync {
     /// command ends, also on a panic.
     fn shutdown(&self) {}
 }
+
+/// `url` as it may be printed or saved (in a reproducing command, an error, a file): its
+/// password, if it has one, shown as `***`, everything else as given. For
+/// [`BackendFactory::flags`] and [`BackendFactory::describe`] of a server-backed backend.
+///
+/// Hidden: the userinfo password of `scheme://user:secret@host/…` (the userinfo ends at the
+/// last `@` before the host, so a password holding an unescaped `@`, `:`, `/`, `?` or `#` is
+/// hidden whole, never printed in part); a `pass` or `password` query parameter
+/// (`redis+unix:///path?pass=secret`, `postgres://host/db?password=secret`); and, in a
+/// keyword/value connection string (`host=… password=secret`, no `://`), the `password` value.
+///
+/// ```
+/// use leasehold_model::factory::redacted_url;
+///
+/// assert_eq!(redacted_url("redis://app:s3cret@host:6379"), "redis://app:***@host:6379");
+/// assert_eq!(redacted_url("host=db password=s3cret"), "host=db password=***");
+/// ```
+pub fn redacted_url(url: &str) -> String {
+    const HIDDEN: &str = "***";
+    let hide_pairs = |text: &str, separator: char, keys: &[&str]| -> String {
+        let pairs: Vec<String> = text
+            .split(separator)
+            .map(|pair| match pair.split_once('=') {
+                Some((key, _)) if keys.contains(&key) => format!("{key}={HIDDEN}"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        pairs.join(&separator.to_string())
+    };
+    let Some((scheme, mut rest)) = url.split_once("://") else {
+        return hide_pairs(url, ' ', &["password"]);
+    };
+    let mut shown = format!("{scheme}://");
+    // A URL with a host (not `redis+unix:///path`): the userinfo ends at the last '@'.
+    if !rest.starts_with('/') {
+        if let Some(at) = rest.rfind('@') {
+            match rest[..at].split_once(':') {
+                Some((user, _password)) => shown += &format!("{user}:{HIDDEN}@"),
+                None => shown += &rest[..=at],
+            }
+            rest = &rest[at + 1..];
+        }
+    }
+    match rest.split_once('?') {
+        Some((before, query)) => {
+            shown + before + "?" + &hide_pairs(query, '&', &["pass", "password"])
+        }
+        None => shown + rest,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_url;
+
+    #[test]
+    fn a_password_is_hidden_and_nothing_else_changes() {
+        for (url, shown) in [
+            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
+            ("redis://127.0.0.1:6379/2", "redis://127.0.0.1:6379/2"),
+            ("redis://:s3cret@host:6379/0", "redis://:***@host:6379/0"),
+            ("rediss://app:s3cret@host", "rediss://app:***@host"),
+            ("redis://app@host:6379", "redis://app@host:6379"),
+            // The password may hold '@' and ':' (the host is after the last '@').
+            ("redis://app:p@ss:w0rd@host:1/", "redis://app:***@host:1/"),
+            (
+                "redis+unix:///run/redis.sock?db=1&pass=s3cret",
+                "redis+unix:///run/redis.sock?db=1&pass=***",
+            ),
+            (
+                "unix:///run/redis.sock?password=s3cret&user=app",
+                "unix:///run/redis.sock?password=***&user=app",
+            ),
+            // Unescaped separators in a password hide it whole, never a part of it.
+            ("redis://app:ab?cd@host:1", "redis://app:***@host:1"),
+            ("redis://app:a#b/c@host/2", "redis://app:***@host/2"),
+            (
+                "redis+unix:///run/redis.sock?pass=a@b",
+                "redis+unix:///run/redis.sock?pass=***",
+            ),
+            ("not a url", "not a url"),
+            (
+                "postgres://127.0.0.1:5432/db",
+                "postgres://127.0.0.1:5432/db",
+            ),
+            (
+                "postgres://app:s3cret@host/db",
+                "postgres://app:***@host/db",
+            ),
+            ("postgresql://app@host:1/db", "postgresql://app@host:1/db"),
+            (
+                "postgres://app:p@ss/w?rd@host/db",
+                "postgres://app:***@host/db",
+            ),
+            (
+                "postgres://app@host/db?sslmode=disable&password=s3cret",
+                "postgres://app@host/db?sslmode=disable&password=***",
+            ),
+            (
+                "host=127.0.0.1 user=app password=s3cret dbname=db",
+                "host=127.0.0.1 user=app password=*** dbname=db",
+            ),
+        ] {
+            assert_eq!(redacted_url(url), shown, "{url}");
+        }
+    }
+}

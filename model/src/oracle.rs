@@ -39,6 +39,8 @@
 
 use crate::broker::BrokerView;
 use crate::detail;
+/// The oracle's name for one lease (defined beside the violation details that name it).
+pub use crate::detail::Issuance;
 use crate::detail::{Detail, Happened, Moment, Part};
 use crate::inline::InlineVec;
 use crate::invariant::Invariant;
@@ -48,19 +50,6 @@ use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-
-/// The oracle's own name for one lease: the index of the fetch that issued it (renumbered
-/// canonically by the model checker).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-pub struct Issuance(pub u32);
-
-impl fmt::Display for Issuance {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "L{}", self.0 + 1)
-    }
-}
 
 /// What the oracle needs to know of the configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -26,6 +26,9 @@ pub enum Fence {
     Pending,
     /// By (group, seq) alone: no check at all.
     None,
+    /// By row id, as a job table's `DELETE … WHERE id = $1`: the record is still in the queue
+    /// (available or leased, not acked or dead-lettered), whoever read it last.
+    Row,
     /// As [`Fence::LeaseId`], but the deadline is checked against the clock the worker reports
     /// instead of the broker's own: a worker whose clock runs behind settles an expired lease.
     WorkerClock,
@@ -73,6 +76,10 @@ variants! {
         "plain Redis Streams: XACK by entry id counts whoever holds the entry; nack leaves it pending until idle";
     RedisStreamsFenced => "redis-streams-fenced", Protocol, None,
         "Redis Streams with settles fenced on a lease id kept beside the entry (server-side script)";
+    PgVisibility => "pg-visibility", Protocol, Some(Invariant::I1),
+        "a Postgres job table with a visibility timeout (pgmq): delete, nack and extend by row id, whoever read the row last";
+    PgFenced => "pg-fenced", Protocol, None,
+        "a Postgres job table whose reads store a fresh lease token: every settle is UPDATE/DELETE … WHERE id AND token";
     JetStream => "jetstream", Protocol, Some(Invariant::I1),
         "NATS JetStream, explicit acks: Ack/Nak/Term on a reply subject count while the message is ack-pending, whichever delivery sent them";
     UnfencedSettle => "unfenced-settle", Mutant, Some(Invariant::I1),
@@ -153,10 +160,18 @@ impl Variant {
         self.is_redis() || self == Variant::JetStream
     }
 
-    /// The fence the broker applies to `op`. Renew is always fenced on the lease id (the
+    /// Whether this variant is one of the Postgres job tables (no receipt; `lease_ms` is the
+    /// visibility timeout).
+    pub fn is_postgres(self) -> bool {
+        matches!(self, Variant::PgVisibility | Variant::PgFenced)
+    }
+
+    /// The fence the broker applies to `op`. Renew is fenced on the lease id in every variant
+    /// but `pg-visibility`, where every statement names the row by id alone (the
     /// `renew-revives` mutant deviates after the check, see [`Variant::renew_revives`]).
     pub fn fence(self, op: &SettleOp) -> Fence {
         match (self, op) {
+            (Variant::PgVisibility, _) => Fence::Row,
             (_, SettleOp::Renew { .. }) => Fence::LeaseId,
             (Variant::RedisStreams | Variant::JetStream, _) => Fence::Pending,
             (Variant::UnfencedSettle | Variant::NackOnAmbiguous, _) => Fence::None,

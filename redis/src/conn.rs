@@ -47,59 +47,12 @@ impl Target {
     }
 }
 
-/// `url` as it may be printed or saved: its password, if it has one, shown as `***`.
-///
-/// The password of `redis://user:secret@host:6379` (or `redis://:secret@host`) and the `pass`
-/// parameter of `redis+unix:///path?pass=secret`, as redis-rs reads them. Everything the
-/// command line prints (reproduce lines, errors, the server line) and every file it writes
-/// names a server this way, so a finding saved into a repository carries no credential.
-pub fn redacted(url: &str) -> String {
-    const HIDDEN: &str = "***";
-    let Some((scheme, mut rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let mut shown = String::with_capacity(url.len());
-    shown.push_str(scheme);
-    shown.push_str("://");
-    // The userinfo ends at the last '@' of a URL with a host (not `redis+unix:///path`),
-    // whatever comes before it: a password with an unescaped '@', '/', '?' or '#' is still
-    // hidden whole rather than split at one of them and printed in part.
-    if !rest.starts_with('/') {
-        if let Some(at) = rest.rfind('@') {
-            let userinfo = &rest[..at];
-            match userinfo.split_once(':') {
-                Some((user, _password)) => {
-                    shown.push_str(user);
-                    shown.push(':');
-                    shown.push_str(HIDDEN);
-                }
-                None => shown.push_str(userinfo),
-            }
-            shown.push('@');
-            rest = &rest[at + 1..];
-        }
-    }
-    let Some((before, query)) = rest.split_once('?') else {
-        shown.push_str(rest);
-        return shown;
-    };
-    shown.push_str(before);
-    shown.push('?');
-    for (index, pair) in query.split('&').enumerate() {
-        if index > 0 {
-            shown.push('&');
-        }
-        match pair.split_once('=') {
-            Some((key, _)) if key == "pass" || key == "password" => {
-                shown.push_str(key);
-                shown.push('=');
-                shown.push_str(HIDDEN);
-            }
-            _ => shown.push_str(pair),
-        }
-    }
-    shown
-}
+/// `url` as it may be printed or saved: its password, if it has one, shown as `***` (the
+/// shared rule of every server-backed backend, [`leasehold_model::factory::redacted_url`]).
+/// Everything the command line prints (reproduce lines, errors, the server line) and every
+/// file it writes names a server this way, so a finding saved into a repository carries no
+/// credential.
+pub use leasehold_model::factory::redacted_url as redacted;
 
 /// Why a broker restart is refused on `url` (one line; the URL [`redacted`]).
 pub fn restart_refusal(url: &str) -> String {
@@ -181,41 +134,5 @@ impl Conn {
 
     fn expect<T>(&self, what: &str, result: redis::RedisResult<T>) -> T {
         result.unwrap_or_else(|e| panic!("backend redis ({}): {what}: {e}", redacted(&self.url)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redacted;
-
-    #[test]
-    fn a_password_is_hidden_and_nothing_else_changes() {
-        for (url, shown) in [
-            ("redis://127.0.0.1:6379", "redis://127.0.0.1:6379"),
-            ("redis://127.0.0.1:6379/2", "redis://127.0.0.1:6379/2"),
-            ("redis://:s3cret@host:6379/0", "redis://:***@host:6379/0"),
-            ("rediss://app:s3cret@host", "rediss://app:***@host"),
-            ("redis://app@host:6379", "redis://app@host:6379"),
-            // The password may hold '@' and ':' (the host is after the last '@').
-            ("redis://app:p@ss:w0rd@host:1/", "redis://app:***@host:1/"),
-            (
-                "redis+unix:///run/redis.sock?db=1&pass=s3cret",
-                "redis+unix:///run/redis.sock?db=1&pass=***",
-            ),
-            (
-                "unix:///run/redis.sock?password=s3cret&user=app",
-                "unix:///run/redis.sock?password=***&user=app",
-            ),
-            // Unescaped separators in a password hide it whole, never a part of it.
-            ("redis://app:ab?cd@host:1", "redis://app:***@host:1"),
-            ("redis://app:a#b/c@host/2", "redis://app:***@host/2"),
-            (
-                "redis+unix:///run/redis.sock?pass=a@b",
-                "redis+unix:///run/redis.sock?pass=***",
-            ),
-            ("not a url", "not a url"),
-        ] {
-            assert_eq!(redacted(url), shown, "{url}");
-        }
     }
 }

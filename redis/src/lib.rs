@@ -14,8 +14,6 @@
 //! * [`conn`] — the connection, and [`Target`]: a server at a URL, or one this process runs.
 //! * [`server`] — [`RedisServer`]: a private `redis-server` (AOF, `appendfsync always`) that
 //!   can be killed and restarted; [`ServerPool`].
-//! * [`testing`] — how tests find a server: `LEASEHOLD_REDIS_URL`, a private server, or a skip
-//!   (a failure under `CI=true`).
 //!
 //! The Lua scripts are `src/lua/settle.lua` (the fenced settle, written to be copied into a
 //! consumer of your own) and `src/lua/lease.lua` (lease ids and delivery counts after a claim).
@@ -40,7 +38,6 @@ pub mod keys;
 pub mod mirror;
 pub mod server;
 pub mod state;
-pub mod testing;
 pub mod traits;
 
 pub use backend::{check_config, delete_keys, RedisBackend, DEFAULT_CONSUMER, VARIANTS};

@@ -10,6 +10,7 @@
 
 use crate::engine::{Expiry, HandlerRun, Setup};
 use crate::scenario::{Expect, Scenario, Step};
+pub use crate::script::{bind_names, LOOP_PASSES_DEFAULT, LOOP_PASSES_MAX, LOOP_PASSES_MIN};
 use crate::script::{Expectations, Op, Script, ScriptStep};
 use crate::trace::Fault;
 use leasehold_model::{AckPolicy, HandleCall, Invariant, Ms, Outcome, Reason, SettleOp, Variant};
@@ -164,12 +165,6 @@ pub const EVENTS_MAX: u32 = 100_000;
 pub const ATTEMPTS_MAX: u32 = crate::seeded::setup::ATTEMPTS_MAX;
 /// The most leases one fetch step may ask for.
 pub const LIMIT_MAX: u32 = 10_000;
-/// How many times a lasso's loop runs at least (once shows nothing repeats) …
-pub const LOOP_PASSES_MIN: u32 = 2;
-/// … and at most.
-pub const LOOP_PASSES_MAX: u32 = 1_000;
-/// How many times a lasso's loop runs when `[expect]` does not say.
-pub const LOOP_PASSES_DEFAULT: u32 = 3;
 
 const OUTCOMES: [&str; 5] = ["ok", "error", "ack", "nack", "reject"];
 const CALLS: [&str; 3] = ["ack", "nack", "reject"];
@@ -1197,18 +1192,4 @@ impl<'a> Validator<'a> {
 fn parse_run(text: &str) -> Option<(u32, u32)> {
     let (seq, delivery) = text.strip_prefix('E')?.split_once('#')?;
     Some((seq.parse().ok()?, delivery.parse().ok()?))
-}
-
-/// The names a fetch with `bind = name` and `limit` gives its leases: `name`, then `name-2`,
-/// `name-3`, …
-pub fn bind_names(name: &str, limit: usize) -> Vec<String> {
-    (1..=limit)
-        .map(|i| {
-            if i == 1 {
-                name.to_string()
-            } else {
-                format!("{name}-{i}")
-            }
-        })
-        .collect()
 }

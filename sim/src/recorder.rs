@@ -16,7 +16,6 @@
 //! will read again, so its memory follows what is still open (requests in flight, handler
 //! runs, restarts not yet folded), not the length of the run.
 
-use crate::engine::describe_outcome;
 use crate::event::{Event, FetchOutcome, Origin, Readback};
 use crate::timeline::Renderer;
 use crate::trace::{
@@ -24,7 +23,9 @@ use crate::trace::{
     Request, RequestId, StaleTimer, Told, Trace, Window, WorkerIx,
 };
 use leasehold_model::detail::{Happened, Moment, Piece};
-use leasehold_model::{BrokerView, GroupIx, Issuance, Lease, LeaseId, Ms, Seq, SettleError};
+use leasehold_model::{
+    BrokerView, GroupIx, Issuance, Lease, LeaseId, Ms, Outcome, Seq, SettleError,
+};
 use serde::Serialize;
 use smallvec::SmallVec;
 use std::collections::{BTreeMap, BTreeSet};
@@ -1162,5 +1163,19 @@ fn effect_of(readback: &Readback) -> Effect {
         status: readback.status,
         reason: readback.reason.map(|reason| reason.as_str().to_string()),
         renewed_until_ms: readback.renewed_until_ms,
+    }
+}
+
+/// How a handler's outcome reads in a timeline.
+pub fn describe_outcome(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Ok => "returns".to_string(),
+        Outcome::Ack => "raises AckMessage".to_string(),
+        Outcome::Error { kind, text } if text.is_empty() => format!("raises {kind}"),
+        Outcome::Error { kind, text } => format!("raises {kind} ({text})"),
+        Outcome::Nack(text) if text.is_empty() => "raises NackMessage".to_string(),
+        Outcome::Nack(text) => format!("raises NackMessage ({text})"),
+        Outcome::Reject(text) if text.is_empty() => "raises RejectMessage".to_string(),
+        Outcome::Reject(text) => format!("raises RejectMessage ({text})"),
     }
 }

@@ -9,7 +9,6 @@
 //! when every invariant held).
 
 use crate::engine::{Delivery, Engine, HandlerRun, Setup};
-use crate::parse::bind_names;
 use crate::scenario::Scenario;
 use crate::timeline::{self, Timeline};
 use crate::trace::{Fault, Found, Trace, WorkerIx};
@@ -20,7 +19,28 @@ use leasehold_model::{
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// A validated scenario, ready to run (built by [`crate::parse::parse`]).
+/// How many times a lasso's loop runs at least (once shows nothing repeats) …
+pub const LOOP_PASSES_MIN: u32 = 2;
+/// … and at most.
+pub const LOOP_PASSES_MAX: u32 = 1_000;
+/// How many times a lasso's loop runs when `[expect]` does not say.
+pub const LOOP_PASSES_DEFAULT: u32 = 3;
+
+/// The names a fetch with `bind = name` and `limit` gives its leases: `name`, then `name-2`,
+/// `name-3`, …
+pub fn bind_names(name: &str, limit: usize) -> Vec<String> {
+    (1..=limit)
+        .map(|i| {
+            if i == 1 {
+                name.to_string()
+            } else {
+                format!("{name}-{i}")
+            }
+        })
+        .collect()
+}
+
+/// A validated scenario, ready to run (built by the scenario parser, `parse::parse`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Script {
     /// The file's display name.
@@ -282,10 +302,7 @@ pub fn run<B: Backend>(script: &Script, backend: B) -> Replay {
         results.push(run_one(&mut engine, step, &mut names));
     }
     let lasso = (!looped.is_empty()).then(|| {
-        let passes = script
-            .expect
-            .loop_passes
-            .unwrap_or(crate::parse::LOOP_PASSES_DEFAULT);
+        let passes = script.expect.loop_passes.unwrap_or(LOOP_PASSES_DEFAULT);
         let previous_ms = prefix.last().map_or(0, |s| s.at_ms);
         run_loop(
             &mut engine,

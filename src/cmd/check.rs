@@ -1,23 +1,23 @@
 //! `leasehold check`: exhaustive model checking of a bounded configuration (docs/check.md).
 //!
 //! This file parses the flags and prints: the check itself is a library call
-//! ([`leasehold_model::check::run()`]). A counterexample is shown by replaying the scenario file
-//! it writes through the scenario executor ([`leasehold_sim::counterexample::replay`]), so the
-//! timeline printed is the one `leasehold replay FILE` prints.
+//! ([`leasehold_model::check::run()`]), and so is its report
+//! ([`leasehold_front::check_report`]). A counterexample is shown by replaying the scenario
+//! file it writes through the scenario executor, so the timeline printed is the one
+//! `leasehold replay FILE` prints.
 
-use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
-use leasehold_front::budget::Spent;
-use leasehold_front::check_report::{text, CounterexampleReport, Printed};
+use crate::status::{CmdResult, Status, UserError};
+use leasehold_front::budget::{format_bytes, parse_memory_budget, Spent};
+use leasehold_front::check_report::{command, counterexample_report, header, text, Printed};
 use leasehold_front::CheckedBackend;
 use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
-    run as check, Budgets, CheckConfig, Counterexample, Counts, Engine, ExplorerModel, Fairness,
-    Interrupt, LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report,
+    run as check, Budgets, CheckConfig, Counts, Engine, ExplorerModel, Fairness, Interrupt,
+    LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report,
 };
 use leasehold_model::{AckPolicy, Variant};
-use leasehold_sim::counterexample;
 use stateright::Model;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -147,49 +147,6 @@ pub struct Args {
 
 fn user(message: String) -> UserError {
     UserError(message)
-}
-
-/// `--max-memory`: `auto` (80 % of the memory available now, where the system tells it),
-/// `none`, or a size (`16GiB`, `512MiB`, `2G`, bytes alone).
-fn memory_budget(text: &str) -> Result<Option<u64>, UserError> {
-    match text.trim() {
-        "none" => Ok(None),
-        "auto" => Ok(leasehold_front::budget::available_bytes().map(|b| b / 5 * 4)),
-        size => parse_size(size).map(Some).ok_or_else(|| {
-            user(format!(
-                "--max-memory {text}: not a size (write e.g. 16GiB, 512MiB, auto or none)"
-            ))
-        }),
-    }
-}
-
-fn parse_size(text: &str) -> Option<u64> {
-    let digits = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits);
-    let number: u64 = number.parse().ok()?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => return None,
-    };
-    number.checked_mul(1 << shift).filter(|&bytes| bytes > 0)
-}
-
-/// `9.6 GiB`, `512.0 MiB`.
-fn format_bytes(bytes: u64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < units.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", units[unit])
 }
 
 /// The configuration the arguments ask for: the variant's defaults, overridden by flags.
@@ -393,27 +350,18 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         .as_deref()
         .map(|name| context.checked(name))
         .transpose()?;
-    let mut command = format!("leasehold check {config}");
-    if let Some(broker) = &broker {
-        command.push_str(&format!(" --backend {}", broker.name()));
-    }
-    if options.engine != Engine::Leasehold {
-        command.push_str(&format!(" --engine {}", options.engine.name()));
-    }
-    if args.all_violations {
-        command.push_str(" --all-violations");
-    }
+    let command = command(&config, broker.as_ref(), &options, args.all_violations);
     if let Some(addr) = explore {
         return serve(&config, &options, addr, &command);
     }
     let budget = args
         .for_
         .as_deref()
-        .map(crate::cmd::sim::parse_budget)
+        .map(leasehold_front::budget::parse_budget)
         .transpose()?;
     // stateright's checker has no interrupt: a memory budget could not stop it.
     let memory = match options.engine {
-        Engine::Leasehold => memory_budget(&args.max_memory)?,
+        Engine::Leasehold => parse_memory_budget(&args.max_memory)?,
         Engine::Stateright => None,
     };
     let progress = crate::cmd::sim::progress::bars_wanted(false);
@@ -451,65 +399,24 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
     let counterexamples = report
         .counterexamples
         .iter()
-        .map(|cx| counterexample_report(&config, broker.as_ref(), cx, &args))
+        .map(|cx| counterexample_report(&config, broker.as_ref(), cx, &args.out))
         .collect::<Result<Vec<_>, _>>()?;
-    let printed = Printed {
-        command,
-        backend: broker.as_ref().map(|b| b.name().to_string()),
-        unique_per_second: report.counts.unique as f64 / seconds.max(1e-9),
-        collision_estimate: report.collision_estimate(),
-        seconds,
-        without_symmetry,
-        counterexamples,
-        report,
-        stopped,
-    };
+    let mut printed = Printed::new(command, broker.as_ref(), report, seconds);
+    printed.without_symmetry = without_symmetry;
+    printed.counterexamples = counterexamples;
+    printed.stopped = stopped;
     let json = serde_json::to_string_pretty(&printed).expect("the report serialises");
     if args.json {
         println!("{json}");
     } else {
         print!("{}", text(&printed));
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{json}\n")
-        } else {
-            format!("{header}\n{}", text(&printed))
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    files::write_report(
+        args.report.as_deref(),
+        || json,
+        || format!("{header}\n{}", text(&printed)),
+    )?;
     Ok(Status::held(printed.report.outcome == Outcome::Holds))
-}
-
-fn header(command: &str, config: &CheckConfig, options: &Options) -> String {
-    // The cycle search is single-threaded.
-    let threads = if config.cyclic() {
-        1
-    } else {
-        options.limits.threads
-    };
-    let mut text = format!(
-        "{command}  ({}, {} thread{}, max-states {})",
-        if config.cyclic() {
-            "breadth-first graph search for fair cycles, symmetry off".to_string()
-        } else {
-            format!(
-                "{}, symmetry {}",
-                options.search_name(config),
-                if options.symmetry { "on" } else { "off" }
-            )
-        },
-        threads,
-        if threads == 1 { "" } else { "s" },
-        options.limits.states_max
-    );
-    if !config.policy.at_least_once() {
-        text.push_str(&format!(
-            "\nnote: {} is at most once by design: events may be acked without being processed (the policy's documented guarantee, not a protocol bug)",
-            config.policy
-        ));
-    }
-    text
 }
 
 fn serve(config: &CheckConfig, options: &Options, addr: SocketAddr, command: &str) -> CmdResult {
@@ -521,35 +428,4 @@ fn serve(config: &CheckConfig, options: &Options, addr: SocketAddr, command: &st
     let model = LeaseModel::new(config.clone()).with_symmetry(options.symmetry);
     let _ = ExplorerModel(model).checker().serve(addr);
     Ok(Status::Ok)
-}
-
-fn counterexample_report(
-    config: &CheckConfig,
-    broker: Option<&CheckedBackend>,
-    cx: &Counterexample,
-    args: &Args,
-) -> Result<CounterexampleReport, UserError> {
-    let replayed = match broker {
-        Some(broker) => broker.replay(config, cx),
-        None => counterexample::replay(&LeaseModel::new(config.clone()), cx),
-    };
-    let (body, replay) = replayed.map_err(|e| {
-        user(format!(
-            "the counterexample for {} does not make a scenario: {e}",
-            cx.invariant
-        ))
-    })?;
-    let prefix = broker.map(|b| format!("{}-", b.name())).unwrap_or_default();
-    let stem = format!("{prefix}{}-{}", config.variant, cx.invariant.id());
-    let path = files::write_new(&args.out, &stem, "toml", body.as_bytes())?;
-    Ok(CounterexampleReport {
-        invariant: cx.invariant.id(),
-        name: cx.invariant.name(),
-        steps: cx.len(),
-        loop_start: cx.loop_start,
-        replays: replay.matched && replay.violated(cx.invariant),
-        violations: replay.violations.iter().map(|v| v.to_string()).collect(),
-        timeline: replay.timeline,
-        scenario: Some(path.display().to_string()),
-    })
 }

@@ -2,6 +2,7 @@
 
 pub mod backends;
 pub mod check;
+pub mod postgres;
 pub mod protocols;
 pub mod redis;
 pub mod replay;

@@ -8,10 +8,16 @@
 //! per simulator thread, which a broker restart kills and restarts; they are stopped when the
 //! command ends.
 
-use crate::cli::UserError;
-use crate::cmd::backends::Context;
-use leasehold_redis::{Redis, DEFAULT_URL};
+use crate::cmd::backends::refuse_flags_beside;
+use crate::status::UserError;
+#[cfg(feature = "redis")]
+use leasehold_redis::DEFAULT_URL;
 use leasehold_sim::seeded::BackendKind;
+
+/// The Redis backend's default server: this build has no Redis backend (feature `redis`
+/// off), so `--backend redis` is an unknown backend.
+#[cfg(not(feature = "redis"))]
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
 /// The Redis flags of `replay`, `timeline`, `sim` and `shrink`.
 #[derive(clap::Args, Debug, Clone)]
@@ -45,44 +51,25 @@ pub fn configured(backend: &str, args: &RedisArgs) -> Result<Option<BackendKind>
         } else {
             (args.redis_url != DEFAULT_URL).then_some("--redis-url")
         };
-        return match given {
-            Some(flag) => Err(UserError(format!(
-                "{flag}: only with --backend redis (this run's backend is '{backend}')"
-            ))),
-            None => Ok(None),
-        };
+        refuse_flags_beside("redis", backend, given)?;
+        return Ok(None);
     }
-    Ok(Some(BackendKind::new(if args.redis_spawn {
+    Ok(redis(args))
+}
+
+/// The Redis backend the flags configure.
+#[cfg(feature = "redis")]
+fn redis(args: &RedisArgs) -> Option<BackendKind> {
+    use leasehold_redis::Redis;
+    Some(BackendKind::new(if args.redis_spawn {
         Redis::spawn()
     } else {
         Redis::url(args.redis_url.clone())
-    })))
+    }))
 }
 
-/// A Redis server that stops answering in the middle of a run (it died, was stopped, or its
-/// connection broke) ends the command with one line and exit status 2, as any input the run
-/// cannot proceed with: the backend reports it by panicking with a message that starts with
-/// `backend redis`, from whichever thread met it. Other panics keep the default report.
-///
-/// A campaign's threads may all meet the lost server at once: the first to report it says its
-/// line and ends the process; the others wait for that end, so the error stays one line.
-pub fn lost_server_is_an_error(context: Context) {
-    let reporting = std::sync::atomic::AtomicBool::new(false);
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        match crate::cli::panic_message(info) {
-            Some(message) if message.starts_with("backend redis") => {
-                if reporting.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                    loop {
-                        std::thread::park();
-                    }
-                }
-                let line = message.lines().next().unwrap_or(message);
-                eprintln!("leasehold: error: {line}");
-                context.shutdown();
-                std::process::exit(2);
-            }
-            _ => default(info),
-        }
-    }));
+/// None: this build has no Redis backend.
+#[cfg(not(feature = "redis"))]
+fn redis(_: &RedisArgs) -> Option<BackendKind> {
+    None
 }

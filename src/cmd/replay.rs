@@ -4,9 +4,9 @@
 //! `[expect]` block — a file expecting `violated = "I1"` that reproduces it matched); 1 when it
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
-use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::backends::Context;
 use crate::cmd::redis::RedisArgs;
+use crate::status::{CmdResult, Status, UserError};
 use leasehold_sim::parse;
 use leasehold_sim::script::{Replay, Script};
 use leasehold_sim::seeded::BackendKind;
@@ -29,13 +29,17 @@ pub struct Args {
     #[arg(long)]
     pub times: bool,
     /// The broker under test: `pure` (the reference state machine), `embedded` (the
-    /// in-process thread-safe broker; `fenced` only) or `redis` (a Redis server; the
-    /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
+    /// in-process thread-safe broker; `fenced` only) `redis` (a Redis server; the
+    /// `redis-streams` variants only), `postgres` (a PostgreSQL server; `pg-visibility`,
+    /// `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
 }
 
 /// Reads and parses a scenario file; any failure is a one-line user error.
@@ -65,32 +69,9 @@ pub fn style(times: bool) -> leasehold_sim::timeline::Style {
     leasehold_sim::timeline::Style { times }
 }
 
-/// Renders `replay`'s timeline again in `style` (it was rendered plain).
-pub fn restyle(replay: &mut Replay, style: leasehold_sim::timeline::Style) {
-    if style != leasehold_sim::timeline::Style::default() {
-        replay.timeline = leasehold_sim::timeline::render_with(&replay.trace, style).lines;
-    }
-}
-
-/// The `--json` object, its timeline and records rendered in `style`.
-pub fn json(replay: &Replay, style: leasehold_sim::timeline::Style) -> serde_json::Value {
-    let rendered = leasehold_sim::timeline::render_with(&replay.trace, style);
-    serde_json::json!({
-        "header": replay.header,
-        "timeline": rendered.lines,
-        "records": leasehold_sim::timeline::records(&replay.trace, &rendered),
-        "violations": replay.violations,
-        "steps": replay.steps,
-        "mismatches": replay.mismatches,
-        "notes": replay.notes,
-        "trace_hash": replay.trace_hash,
-        "matched": replay.matched,
-    })
-}
-
 /// Runs the command.
 pub fn run(args: Args, context: &Context) -> CmdResult {
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     // A seeded file (a simulator finding) replays through the simulator.
     let style = style(args.times);
     let seeded = crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &backend, style)?;
@@ -100,9 +81,9 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     let script = load(&args.file)?;
     let mut replay = run_on(&script, &backend)?;
     if args.json {
-        println!("{}", json(&replay, style));
+        println!("{}", leasehold_front::replay::json(&replay, style));
     } else {
-        restyle(&mut replay, style);
+        leasehold_front::replay::restyle(&mut replay, style);
         let command = format!("leasehold replay {}{}", replay.file, backend.flags());
         print!("{}", replay.text_reproduced_by(&command));
     }

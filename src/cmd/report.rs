@@ -2,25 +2,16 @@
 //! `reports/VERDICTS.md` (and `reports/verdicts.json`).
 //!
 //! The matrix itself — the engines, the cells, the expectations and the judging — is the
-//! library's ([`leasehold_front::matrix`]); this module turns flags into a
-//! [`MatrixConfig`], renders the rows and writes (or compares) the files.
-//!
-//! * [`render`] — the Markdown (byte-stable) and JSON (with timings) renderings.
+//! library's ([`leasehold_front::matrix`]), and so are the files it writes or compares
+//! ([`leasehold_front::matrix::report`]); this module turns flags into a [`MatrixConfig`] and
+//! prints.
 
-use crate::cli::{CmdResult, Status, UserError};
-use crate::files;
-use leasehold_front::matrix::{
-    self, engines, evidence_files, stale_evidence, Cell, Depth, Engine, EngineRun, MatrixConfig,
-    Row, Unexpected,
-};
-use leasehold_model::{Invariant, Variant};
-use std::path::{Path, PathBuf};
+use crate::status::{CmdResult, Status, UserError};
+use leasehold_front::matrix::report::{self, ReportFiles};
+use leasehold_front::matrix::{self, engines, Depth, Engine, EngineRun, MatrixConfig};
+use leasehold_model::Variant;
+use std::path::PathBuf;
 use std::time::Instant;
-
-/// The Markdown report's file name.
-pub const VERDICTS_MD: &str = "VERDICTS.md";
-/// The JSON report's file name.
-pub const VERDICTS_JSON: &str = "verdicts.json";
 
 /// Arguments of `leasehold report`.
 #[derive(clap::Args, Debug, Default, Clone)]
@@ -46,14 +37,17 @@ pub struct Args {
     /// Threads for the engines (the results do not depend on it).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// The broker the simulator's campaigns run on: `pure`, `embedded`, `redis`, or one a
-    /// suite registered (`cli::main_with`); the model checker explores the reference broker.
-    /// Name the variants it implements with --variants.
+    /// The broker the simulator's campaigns run on: `pure`, `embedded`, `redis`, `postgres`, or
+    /// one a suite registered (`cli::main_with`; the model checker explores it too when it was
+    /// registered for `check`). Name the variants it implements with --variants.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: crate::cmd::redis::RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Diagnostic: override a variant's expectation, VARIANT=INVARIANT or VARIANT=holds
     /// (repeatable).
     #[arg(long, hide = true)]
@@ -130,101 +124,9 @@ pub fn matrix_config(args: &Args) -> Result<MatrixConfig, UserError> {
     Ok(config)
 }
 
-/// One line per variant on stdout: what each engine found.
-fn summary_line(row: &Row) -> String {
-    let mut parts = Vec::new();
-    for engine in Engine::ALL {
-        let violated: Vec<String> = Invariant::ALL
-            .iter()
-            .filter_map(|&inv| match row.cell(engine, inv) {
-                Cell::Violated(e) => Some(format!("{} ({})", inv.id(), e.short())),
-                _ => None,
-            })
-            .collect();
-        let other: Vec<String> = Invariant::ALL
-            .iter()
-            .filter_map(|&inv| match row.cell(engine, inv) {
-                Cell::NotReached { .. } | Cell::Bounded { .. } => {
-                    Some(format!("{} {}", inv.id(), row.cell(engine, inv).word()))
-                }
-                _ => None,
-            })
-            .collect();
-        let mut text = if violated.is_empty() {
-            "no violation".to_string()
-        } else {
-            format!("violated {}", violated.join(", "))
-        };
-        if !other.is_empty() {
-            text.push_str(&format!("; {}", other.join(", ")));
-        }
-        parts.push(format!("{engine}: {text}"));
-    }
-    format!(
-        "{:<22} expected {:<12} {}",
-        row.variant.name(),
-        row.expectation.text(),
-        parts.join("  |  ")
-    )
-}
-
-/// Lines present in one text and not the other, at most `limit` of each, as a diff summary.
-pub fn diff_summary(committed: &str, fresh: &str, limit: usize) -> String {
-    let old: Vec<&str> = committed.lines().collect();
-    let new: Vec<&str> = fresh.lines().collect();
-    let mut out = String::new();
-    let removed: Vec<(usize, &str)> = old
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| !new.contains(l))
-        .map(|(i, l)| (i + 1, *l))
-        .collect();
-    let added: Vec<(usize, &str)> = new
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| !old.contains(l))
-        .map(|(i, l)| (i + 1, *l))
-        .collect();
-    for (sign, lines) in [("-", &removed), ("+", &added)] {
-        for (n, line) in lines.iter().take(limit) {
-            let line: String = line.chars().take(160).collect();
-            out.push_str(&format!("  {sign} line {n}: {line}\n"));
-        }
-        if lines.len() > limit {
-            out.push_str(&format!("  {sign} … {} more lines\n", lines.len() - limit));
-        }
-    }
-    if removed.is_empty() && added.is_empty() {
-        out.push_str("  (the same lines in another order, or a difference in line endings)\n");
-    }
-    out
-}
-
-/// Compares the fresh report in `fresh_dir` with the committed one in `committed_dir`;
-/// returns the differences (empty: identical).
-fn compare(committed_dir: &Path, fresh_dir: &Path, rows: &[Row]) -> Vec<String> {
-    let mut differences = Vec::new();
-    let mut names = vec![VERDICTS_MD.to_string()];
-    names.extend(evidence_files(rows));
-    for name in names {
-        let committed = committed_dir.join(&name);
-        let fresh = std::fs::read_to_string(fresh_dir.join(&name)).unwrap_or_default();
-        match std::fs::read_to_string(&committed) {
-            Err(e) => differences.push(format!("{}: cannot read: {e}\n", committed.display())),
-            Ok(old) if old != fresh => differences.push(format!(
-                "{} differs from a regeneration:\n{}",
-                committed.display(),
-                diff_summary(&old, &fresh, 12)
-            )),
-            Ok(_) => {}
-        }
-    }
-    differences
-}
-
 /// Runs the command.
 pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     let config = matrix_config(&args)?.backend(backend);
     run_with(
         &args,
@@ -233,23 +135,9 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
     )
 }
 
-/// What the run wrote or compared: the unexpected cells and the differences from the
-/// committed report (`--check-diff`).
-struct Outcome {
-    unexpected: Vec<Unexpected>,
-    differences: Vec<String>,
-    json_text: String,
-}
-
 /// Runs the command with the given engines (tests pass stand-ins).
 pub fn run_with(args: &Args, config: &MatrixConfig, engines: &[Box<dyn EngineRun>]) -> CmdResult {
     let started = Instant::now();
-    let out = args.out_dir();
-    let write_dir = if args.check_diff {
-        std::env::temp_dir().join(format!("leasehold-report-{}", std::process::id()))
-    } else {
-        out.clone()
-    };
     if !args.json {
         let names: Vec<&str> = engines.iter().map(|e| e.engine().name()).collect();
         let n = config.variants.len();
@@ -263,320 +151,50 @@ pub fn run_with(args: &Args, config: &MatrixConfig, engines: &[Box<dyn EngineRun
     let progress = |variant: Variant, engine: Engine, seconds: f64| {
         eprintln!("report: {variant} × {engine}: {seconds:.1} s");
     };
-    let rows = config.run_with(engines, &write_dir, &progress)?;
-    let json_text = write_reports(args, config, &rows, &write_dir, started)?;
-    let differences = finish_files(args, &out, &write_dir, &rows)?;
-    let outcome = Outcome {
-        unexpected: rows.iter().flat_map(Row::unexpected).collect(),
-        differences,
-        json_text,
+    let files = ReportFiles {
+        command: args.canonical_command(),
+        out: args.out_dir(),
+        check_diff: args.check_diff,
     };
-    print_outcome(args, &rows, &outcome, &out, started);
-    Ok(
-        if outcome.unexpected.is_empty() && outcome.differences.is_empty() {
-            Status::Ok
-        } else {
-            Status::Failed
-        },
-    )
-}
-
-/// Renders and writes `VERDICTS.md` and `verdicts.json` into `dir`; returns the JSON text.
-fn write_reports(
-    args: &Args,
-    config: &MatrixConfig,
-    rows: &[Row],
-    dir: &Path,
-    started: Instant,
-) -> Result<String, UserError> {
-    let command = args.canonical_command();
-    let bounds = config.bounds();
-    let check_diff = format!(
-        "cargo run --release -- report{} --check-diff",
-        if args.quick { " --quick" } else { "" }
-    );
-    let header = matrix::render::Header {
-        command: &command,
-        depth: args.depth(),
-        check_diff: &check_diff,
-        bounds: &bounds,
-    };
-    let markdown = matrix::render::markdown(&header, rows);
-    let json = matrix::render::json(&header, rows, started.elapsed().as_secs_f64());
-    let json_text = format!(
-        "{}\n",
-        serde_json::to_string_pretty(&json).expect("the report serialises")
-    );
-    files::write_atomic(&dir.join(VERDICTS_MD), markdown.as_bytes())?;
-    files::write_atomic(&dir.join(VERDICTS_JSON), json_text.as_bytes())?;
-    Ok(json_text)
-}
-
-/// With `--check-diff`: the differences between the fresh report in `write_dir` and the
-/// committed one in `out` (then removes `write_dir`). Otherwise removes the stale evidence
-/// files under `out`.
-fn finish_files(
-    args: &Args,
-    out: &Path,
-    write_dir: &Path,
-    rows: &[Row],
-) -> Result<Vec<String>, UserError> {
-    if !args.check_diff {
-        for path in stale_evidence(out, rows) {
-            std::fs::remove_file(out.join(&path)).map_err(|e| {
-                UserError(format!("{}: cannot remove: {e}", out.join(&path).display()))
-            })?;
-        }
-        return Ok(Vec::new());
-    }
-    let mut differences = compare(out, write_dir, rows);
-    for path in stale_evidence(out, rows) {
-        differences.push(format!(
-            "{}: no longer produced (the violation it replays is not found any more)\n",
-            out.join(path).display()
-        ));
-    }
-    let _ = std::fs::remove_dir_all(write_dir);
-    Ok(differences)
-}
-
-fn print_outcome(args: &Args, rows: &[Row], outcome: &Outcome, out: &Path, started: Instant) {
+    let reported = report::write_report(&files, config, engines, &progress)?;
     if args.json {
-        print!("{}", outcome.json_text);
+        print!("{}", reported.json_text);
     } else {
-        for row in rows {
-            println!("{}", summary_line(row));
+        for row in &reported.rows {
+            println!("{}", report::summary_line(row));
         }
     }
-    for u in &outcome.unexpected {
+    for u in &reported.unexpected {
         println!("{u}");
     }
-    for d in &outcome.differences {
+    for d in &reported.differences {
         print!("{d}");
     }
-    if args.json {
-        return;
+    if !args.json {
+        let seconds = started.elapsed().as_secs_f64();
+        println!("{}", report::result_line(&files, &reported, seconds));
     }
-    let wrote = if args.check_diff {
-        format!("compared with {}", out.join(VERDICTS_MD).display())
-    } else {
-        format!(
-            "wrote {} and {}",
-            out.join(VERDICTS_MD).display(),
-            out.join(VERDICTS_JSON).display()
-        )
-    };
-    let cells = if outcome.unexpected.is_empty() {
-        "every cell as expected".to_string()
-    } else {
-        format!("{} unexpected cell(s)", outcome.unexpected.len())
-    };
-    let diff = match (args.check_diff, outcome.differences.is_empty()) {
-        (false, _) => "",
-        (true, true) => ", the committed report is up to date",
-        (true, false) => {
-            ", the committed report is OUT OF DATE (regenerate it without --check-diff)"
-        }
-    };
-    println!(
-        "result: {cells}{diff}; {wrote} ({:.1} s)",
-        started.elapsed().as_secs_f64()
-    );
+    Ok(Status::held(reported.ok()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use leasehold_front::matrix::{EngineResult, Evidence};
-    use std::collections::BTreeMap;
-
-    /// A stand-in engine that finds exactly docs/variants.md's expected violations (and, for
-    /// `dlq-drop`, an extra one), with made-up but fixed evidence: it exercises the matrix, not
-    /// a protocol.
-    struct StandIn(Engine);
-
-    impl EngineRun for StandIn {
-        fn engine(&self) -> Engine {
-            self.0
-        }
-
-        fn run(
-            &self,
-            variant: Variant,
-            _depth: Depth,
-            out: &Path,
-        ) -> Result<EngineResult, UserError> {
-            let mut cells = BTreeMap::new();
-            for inv in Invariant::ALL {
-                let breaks = variant.expected_violation() == Some(inv)
-                    || (variant == Variant::DlqDrop && inv == Invariant::I4);
-                let cell = if self.0 == Engine::Check && inv == Invariant::I7 {
-                    Cell::NotChecked
-                } else if breaks {
-                    let scenario = format!("scenarios/{variant}-{}-{}.toml", self.0, inv.id());
-                    files::write_atomic(&out.join(&scenario), b"name = \"x\"\n")?;
-                    Cell::Violated(match self.0 {
-                        Engine::Check => Evidence::Check {
-                            depth: 3,
-                            scenario: Some(scenario),
-                            replays: true,
-                        },
-                        Engine::Sim => Evidence::Sim {
-                            seeds_to_first_failure: 2,
-                            first_seed: 1,
-                            median_seeds_to_failure: matrix::median_gap(0, &[1, 4, 5]),
-                            failures_sampled: 3,
-                            failures: 3,
-                            seeds_run: 10,
-                            scenario: Some(scenario),
-                            replays: true,
-                        },
-                    })
-                } else {
-                    Cell::Holds
-                };
-                cells.insert(inv, cell);
-            }
-            Ok(EngineResult {
-                command: format!("leasehold {} --variant {variant}", self.0),
-                cells,
-                seconds: 0.0,
-                stats: serde_json::Value::Null,
-            })
-        }
-    }
-
-    fn stand_ins() -> Vec<Box<dyn EngineRun>> {
-        vec![
-            Box::new(StandIn(Engine::Check)),
-            Box::new(StandIn(Engine::Sim)),
-        ]
-    }
-
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!(
-            "leasehold-report-test-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
-    fn run_stand_in(args: &Args) -> Status {
-        // `Args::default()` has no thread; the command line's default is 1.
-        let args = Args {
-            threads: 1,
-            ..args.clone()
-        };
-        let config = matrix_config(&args).expect("a valid matrix");
-        run_with(&args, &config, &stand_ins()).expect("runs")
-    }
 
     #[test]
-    fn every_expected_cell_exits_0_and_renders_the_evidence() {
-        let dir = temp("ok");
+    fn the_report_names_only_the_flags_that_change_it() {
         let args = Args {
-            out: Some(dir.clone()),
-            ..Args::default()
-        };
-        assert_eq!(run_stand_in(&args), Status::Ok);
-        let md = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
-        assert!(md.contains("**Result: every cell as expected** (18 variants"));
-        // docs/variants.md: two protocols hold, sixteen variants each break one invariant
-        // (redis-streams, and fifteen mutants: twelve, then one per blind spot).
-        assert!(md.contains(
-            "**Headline**: 2 of 2 variants expected to hold hold in every cell the engines \
-             evaluate; 16 of 16 expected violations are caught by both engines (check 16, sim \
-             16); 0 unexpected cells."
-        ));
-        // The expected violation is bold and linked to its scenario; the extra one is informational.
-        assert!(md.contains("**[violated (depth 3)](scenarios/dlq-drop-check-I3.toml)**"));
-        assert!(md.contains("[also violated (depth 3)](scenarios/dlq-drop-check-I4.toml)"));
-        // Failures at seeds 1, 4, 5 from 0: gaps 2, 3, 1 → median 2.
-        assert!(md.contains("[violated (2 seeds, median 2)](scenarios/dlq-drop-sim-I3.toml)"));
-        assert!(!md.contains("⚠ "), "no cell is marked");
-        let json: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(VERDICTS_JSON)).expect("json"))
-                .expect("valid json");
-        assert_eq!(json["result"], "as_expected");
-        assert_eq!(
-            json["variants"][0]["engines"]["check"]["cells"]["I7"]["cell"]["verdict"],
-            "not_checked"
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_broken_expectation_exits_1_and_marks_the_cell() {
-        let dir = temp("bad");
-        let args = Args {
-            out: Some(dir.clone()),
+            quick: true,
             variants: vec!["dlq-drop".into(), "fenced".into()],
             expect: vec!["dlq-drop=I2".into()],
+            json: true,
+            threads: 2,
             ..Args::default()
         };
-        assert_eq!(run_stand_in(&args), Status::Failed);
-        let md = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
-        assert!(md.contains("* ⚠ unexpected: dlq-drop × I2 × check: holds, expected violated"));
-        assert!(md.contains("* ⚠ unexpected: dlq-drop × I2 × sim: holds, expected violated"));
-        assert!(md.contains(
-            "**Headline**: 1 of 1 variants expected to hold hold in every cell the engines \
-             evaluate; 0 of 1 expected violations are caught by both engines (check 0, sim 0); \
-             2 unexpected cells."
-        ));
-        assert!(md.contains(
-            "Generated by `leasehold report --variants dlq-drop,fenced --expect dlq-drop=I2`"
-        ));
-        // fenced stays first: rows keep the canonical order.
-        assert!(
-            md.find("| `fenced` |").expect("fenced row")
-                < md.find("| `dlq-drop` |").expect("dlq row")
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn check_diff_passes_on_a_fresh_report_and_fails_on_an_edited_one() {
-        let dir = temp("diff");
-        let args = Args {
-            out: Some(dir.clone()),
-            variants: vec!["fenced".into(), "dlq-drop".into()],
-            ..Args::default()
-        };
-        assert_eq!(run_stand_in(&args), Status::Ok);
-        let before = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
-        let diff = Args {
-            check_diff: true,
-            ..args.clone()
-        };
-        assert_eq!(run_stand_in(&diff), Status::Ok);
-        // --check-diff writes nothing under --out.
         assert_eq!(
-            std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("still there"),
-            before
+            args.canonical_command(),
+            "leasehold report --quick --variants dlq-drop,fenced --expect dlq-drop=I2"
         );
-        std::fs::write(dir.join(VERDICTS_MD), before.replace("depth 3", "depth 4")).expect("edit");
-        assert_eq!(run_stand_in(&diff), Status::Failed);
-        std::fs::write(dir.join(VERDICTS_MD), &before).expect("restore");
-        std::fs::write(dir.join("scenarios/dlq-drop-sim-I3.toml"), "edited").expect("edit");
-        assert_eq!(run_stand_in(&diff), Status::Failed);
-        // Evidence a run no longer produces is a difference, and a regeneration removes it
-        // (files of variants not run, and other files, are left alone).
-        let stale = dir.join("scenarios/dlq-drop-check-I6.toml");
-        let other = dir.join("scenarios/stuck-lease-check-I6.toml");
-        std::fs::write(&stale, "old").expect("write");
-        std::fs::write(&other, "kept").expect("write");
-        assert_eq!(run_stand_in(&args), Status::Ok);
-        assert!(!stale.exists());
-        assert!(other.exists());
-        std::fs::write(&stale, "old").expect("write");
-        assert_eq!(run_stand_in(&diff), Status::Failed);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn diff_summary_names_the_changed_lines() {
-        let summary = diff_summary("a\nb\nc\n", "a\nB\nc\n", 5);
-        assert_eq!(summary, "  - line 2: b\n  + line 2: B\n");
+        assert_eq!(args.out_dir(), PathBuf::from("reports/quick"));
     }
 }

@@ -4,9 +4,9 @@
 //! step by step (delta debugging); a scripted one step by step at once — writes the scripted
 //! result beside the input (never overwriting) and prints what shrank.
 
-use crate::cli::{CmdResult, Status};
 use crate::cmd::backends::Context;
 use crate::cmd::sim::progress::{bars_wanted, catch_interrupts, INTERRUPTED};
+use crate::status::{CmdResult, Status};
 use leasehold_sim::seeded::shrink::{size, Shrunk};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,13 +19,16 @@ pub struct Args {
     /// Bound on the runs tried.
     #[arg(long, default_value_t = leasehold_front::shrink::RUNS_MAX)]
     pub runs_max: u64,
-    /// The broker the finding was made on, for both phases: `pure`, `embedded`, `redis`, or
+    /// The broker the finding was made on, for both phases: `pure`, `embedded`, `redis`, `postgres`, or
     /// one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: crate::cmd::redis::RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Where to write the result: a folder, or a file when it ends in `.toml` (default:
     /// `<input>-shrunk.toml` beside the input). An existing file is never replaced: the result
     /// then takes the next free name (`-2`, `-3`, …).
@@ -47,9 +50,9 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     let budget = args
         .for_
         .as_deref()
-        .map(crate::cmd::sim::parse_budget)
+        .map(leasehold_front::budget::parse_budget)
         .transpose()?;
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     catch_interrupts(
         "no other run starts; the smallest failing scenario found is written",
         false,

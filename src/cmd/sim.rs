@@ -8,31 +8,31 @@
 
 pub(crate) mod progress;
 
-use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::backends::Context;
 use crate::cmd::redis::RedisArgs;
 use crate::files;
+use crate::status::{CmdResult, Status, UserError};
+use leasehold_front::budget::parse_budget;
+use leasehold_front::campaign_report::{self, save_failures};
 use leasehold_front::defaults;
-use leasehold_model::{AckPolicy, Invariant, Variant};
+use leasehold_front::draw::Drawing;
+use leasehold_front::seeded::{
+    load_seeded_file, parse_seeds, save_seed, seed_json, seed_text, seeded_setup, SavedSeed,
+};
+use leasehold_front::stream::{self, StdoutTimeline, Story};
+use leasehold_model::{AckPolicy, Variant};
+use leasehold_sim::drawing;
 use leasehold_sim::engine::Expiry;
-use leasehold_sim::parse::scenario_of_toml;
-use leasehold_sim::recorder::{RecordSink, TimelineSink};
 use leasehold_sim::scenario::Scenario;
-use leasehold_sim::seeded::campaign::{
-    recipe, Campaign, CampaignReport, Pinned, Saved, THREADS_MAX,
-};
+use leasehold_sim::seeded::campaign::{Campaign, CampaignReport, Pinned, THREADS_MAX};
 use leasehold_sim::seeded::prng::Draws;
-use leasehold_sim::seeded::seeded_file::{
-    check_expect, first_violation_story, load_seeded, parse_toml, scenario_of, to_toml,
-};
-use leasehold_sim::seeded::summary::{parse_shard, FirstFailure, SeedRange, Stopped};
+use leasehold_sim::seeded::seeded_file::check_expect;
+use leasehold_sim::seeded::summary::{parse_shard, SeedRange, Stopped};
 use leasehold_sim::seeded::{
     BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
 };
 use leasehold_sim::timeline::Style;
-use leasehold_sim::{drawing, timeline};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The modes that take a run's setup from elsewhere (a seeded `--file`; `--merge`, from its
@@ -186,12 +186,16 @@ pub struct Options {
     #[arg(long, default_value = "1/1")]
     pub shard: String,
     /// The broker: `pure` (the state machine), `embedded` (the thread-safe in-process
-    /// broker; fenced only) or `redis` (a Redis server; the redis-streams variants only).
+    /// broker; fenced only), `redis` (a Redis server; the redis-streams variants only),
+    /// `postgres` (a PostgreSQL server; pg-visibility, pg-fenced), or one a suite registered.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
     /// Stop at the smallest failing seed (the seeds-to-first-failure measure).
     #[arg(long)]
     pub stop_on_failure: bool,
@@ -211,7 +215,8 @@ pub struct Options {
         value_name = "FILES",
         conflicts_with_all = [
             "seed", "file", "seeds", "swarm", "shard", "stop_on_failure", "backend",
-            "trace", "svg", "redis_url", "redis_spawn", "for_",
+            "trace", "svg", "redis_url", "redis_spawn", "postgres_url", "postgres_spawn",
+            "for_",
         ]
     )]
     pub merge: Vec<PathBuf>,
@@ -254,7 +259,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     if !args.merge.is_empty() {
         return run_merge(&args);
     }
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     if args.threads == 0 || args.threads > THREADS_MAX {
         return Err(UserError(format!(
             "--threads: {} is not between 1 and {THREADS_MAX}",
@@ -308,26 +313,6 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     let budget = args.for_.as_deref().map(parse_budget).transpose()?;
     campaign.shard = parse_shard(&args.shard).map_err(|e| UserError(format!("--shard: {e}")))?;
     run_campaign(&args, &campaign, budget)
-}
-
-/// Parses `--for`'s duration (of `sim` and `check`).
-pub(crate) fn parse_budget(text: &str) -> Result<Duration, UserError> {
-    let budget = humantime::parse_duration(text).map_err(|e| {
-        UserError(format!(
-            "--for: '{text}' is not a duration such as 90s, 10m or 2h30m ({e})"
-        ))
-    })?;
-    if budget.is_zero() {
-        return Err(UserError(format!(
-            "--for: '{text}' is no time at all; give a budget above zero"
-        )));
-    }
-    Ok(budget)
-}
-
-/// The run template from the flags (seed 0), validated.
-pub fn template(args: &Options) -> Result<Setup, UserError> {
-    template_pinned(args).map(|(setup, _)| setup)
 }
 
 /// The run template from the flags, validated, and which bounds the flags pinned.
@@ -426,30 +411,6 @@ fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 15] {
     ]
 }
 
-/// Parses `A..B`, or `A..` (open: up to 2^64 − 1, excluded).
-pub fn parse_seeds(text: &str) -> Result<std::ops::Range<u64>, UserError> {
-    let bad = || {
-        UserError(format!(
-            "--seeds: '{text}' is not a range A..B with A < B, or A.."
-        ))
-    };
-    let (a, b) = text.split_once("..").ok_or_else(bad)?;
-    let a: u64 = a.trim().parse().map_err(|_| bad())?;
-    let b: u64 = match b.trim() {
-        "" => u64::MAX,
-        b => b.parse().map_err(|_| bad())?,
-    };
-    if a >= b {
-        return Err(bad());
-    }
-    Ok(a..b)
-}
-
-/// The flags that reproduce a campaign's configuration.
-pub fn campaign_recipe(campaign: &Campaign) -> String {
-    campaign.recipe()
-}
-
 fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     let setup = campaign.setup(seed);
     let swarm_flag = if args.swarm { " (swarm)" } else { "" };
@@ -465,7 +426,7 @@ fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
     // Written before the report, which names it (in `--json` too).
     let broken = outcome.violations.first().map(|v| v.invariant);
     let saved = if args.save || (broken.is_some() && !args.no_save) {
-        Some(save_seed(args, &setup, broken, &campaign.backend)?)
+        Some(save_seed(&args.out, &setup, broken, &campaign.backend)?)
     } else {
         None
     };
@@ -491,7 +452,7 @@ fn draw_seed(
     let drawn = progress::draw_seeded(setup, backend, args.lines.clone())
         .map_err(|e| UserError(format!("--{e}")))?;
     let recorded = drawn.outcome.recorded.expect("a recorded run");
-    crate::cmd::timeline::Drawing {
+    let drawing = Drawing {
         trace: &recorded.trace,
         stretch: drawn.stretch.as_ref(),
         title,
@@ -503,8 +464,11 @@ fn draw_seed(
         ),
         command: format!("{header} --svg {}", out.display()),
         lines: args.lines.clone(),
+    };
+    for line in drawing.write(out)? {
+        println!("{line}");
     }
-    .write(out)
+    Ok(())
 }
 
 fn run_file(args: &Options, path: &Path, backend: &BackendKind) -> CmdResult {
@@ -540,31 +504,13 @@ fn run_file(args: &Options, path: &Path, backend: &BackendKind) -> CmdResult {
     Ok(Status::held(mismatches.is_empty()))
 }
 
-/// Reads a scenario file; a parse error is one line naming the file.
-pub fn load_scenario(path: &Path) -> Result<Scenario, UserError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UserError(format!("{}: cannot read: {e}", path.display())))?;
-    scenario_of_toml(&text, &path.display().to_string()).map_err(|e| UserError(e.to_string()))
-}
-
-/// Reads a seeded scenario file and its validated setup; an error is one line with the file,
-/// line and field.
-pub fn load_seeded_file(path: &Path) -> Result<(Scenario, Setup), UserError> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
-    let scenario = scenario_of_toml(&text, &name).map_err(|e| UserError(e.to_string()))?;
-    let setup = load_seeded(&text, &name).map_err(UserError)?;
-    Ok((scenario, setup))
-}
-
 /// A single seed's timeline (`--trace`) streams to standard output as the run goes (`--json`
 /// prints no timeline).
-fn single_seed_story(args: &Options) -> progress::Story {
+fn single_seed_story(args: &Options) -> Story {
     if args.trace && !args.json {
-        progress::Story::Streamed(progress::StdoutTimeline::new())
+        Story::Streamed(StdoutTimeline::new())
     } else {
-        progress::Story::None
+        Story::None
     }
 }
 
@@ -578,12 +524,12 @@ fn report_one(
 ) -> CmdResult {
     let status = Status::held(outcome.violations.is_empty());
     let json = || {
-        let mut value = one_json(header, setup, outcome, wall);
+        let mut value = seed_json(header, setup, outcome, wall);
         let path = saved.map(|saved| saved.path.display().to_string());
         value["saved"] = path.into();
         serde_json::to_string_pretty(&value).expect("json")
     };
-    let text = one_text(setup, outcome, wall, saved);
+    let text = seed_text(setup, outcome, wall, saved);
     if args.json {
         println!("{}", json());
     } else {
@@ -592,144 +538,11 @@ fn report_one(
         }
         print!("{text}");
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{}\n", json())
-        } else {
-            let faults = format!("faults: {}", setup.faults.summary());
-            format!("{header}\n{faults}\n{text}")
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    files::write_report(args.report.as_deref(), json, || {
+        let faults = format!("faults: {}", setup.faults.summary());
+        format!("{header}\n{faults}\n{text}")
+    })?;
     Ok(status)
-}
-
-/// One seed's printed summary: its end, bound, violations, duplicates, speed, hash and file.
-fn one_text(
-    setup: &Setup,
-    outcome: &RunOutcome,
-    wall: Duration,
-    saved: Option<&SavedSeed>,
-) -> String {
-    use std::fmt::Write as _;
-    let mut text = String::new();
-    let mut line = |line: String| {
-        let _ = writeln!(text, "{line}");
-    };
-    line(format!(
-        "seed {}: {} after {} steps, {} simulated ms, {} records",
-        setup.seed, outcome.end, outcome.steps, outcome.sim_ms, outcome.records
-    ));
-    if let Some(bound) = outcome.inconclusive {
-        line(format!("inconclusive: {bound} reached (a bound, not a verdict: no invariant is judged violated by it)"));
-    }
-    for violation in &outcome.violations {
-        line(format!(
-            "  {}",
-            violation.named(&setup.group_names, |_| None)
-        ));
-    }
-    line(format!(
-        "duplicates: {} handler runs, {} world writes, {} ghost writes",
-        outcome.duplicate_runs, outcome.duplicate_writes, outcome.ghost_writes
-    ));
-    if outcome.at_most_once_losses > 0 {
-        line(format!(
-            "at-most-once: {} events acked without a completed handler ({}'s documented guarantee, not a protocol failure)",
-            outcome.at_most_once_losses, setup.policy
-        ));
-    }
-    let secs = wall.as_secs_f64().max(1e-6);
-    line(format!(
-        "speed: {:.0} steps/s, simulated/wall {:.0}x",
-        outcome.steps as f64 / secs,
-        outcome.sim_ms as f64 / 1000.0 / secs
-    ));
-    line(format!("trace hash {:016x}", outcome.trace_hash));
-    if let Some(saved) = saved {
-        let path = saved.path.display();
-        line(format!(
-            "{}: replay with: leasehold replay {path}{}",
-            saved.what, saved.backend_flags
-        ));
-    }
-    text
-}
-
-/// One seed's `--json` object.
-fn one_json(
-    header: &str,
-    setup: &Setup,
-    outcome: &RunOutcome,
-    wall: Duration,
-) -> serde_json::Value {
-    let coverage: serde_json::Map<String, serde_json::Value> = outcome
-        .hits
-        .iter()
-        .map(|(probe, count)| (probe.name().to_string(), count.into()))
-        .collect();
-    serde_json::json!({
-        "command": header,
-        "variant": setup.variant.name(),
-        "seed": setup.seed,
-        "faults": setup.faults.summary(),
-        "trace_hash": format!("{:016x}", outcome.trace_hash),
-        "steps": outcome.steps,
-        "records": outcome.records,
-        "sim_ms": outcome.sim_ms,
-        "end": outcome.end,
-        "inconclusive": outcome.inconclusive.map(|b| b.name()),
-        "violations": outcome.violations.iter().map(|v| serde_json::json!({
-            "invariant": v.invariant.id(),
-            "name": v.invariant.name(),
-            "step": v.step,
-            "detail": v.detail,
-            "told": v.named(&setup.group_names, |_| None),
-        })).collect::<Vec<_>>(),
-        "duplicate_runs": outcome.duplicate_runs,
-        "duplicate_writes": outcome.duplicate_writes,
-        "ghost_writes": outcome.ghost_writes,
-        "at_most_once_losses": outcome.at_most_once_losses,
-        "coverage": coverage,
-        "wall_ms": wall.as_millis() as u64,
-    })
-}
-
-/// A single seed's scenario file, written: what it expects, and where it is.
-struct SavedSeed {
-    /// `I2 single-holder`, or that it expects every invariant to hold.
-    what: String,
-    path: PathBuf,
-    /// The flags that replay it on the backend it ran on (none for the pure broker).
-    backend_flags: String,
-}
-
-/// Writes a single seed's scenario file: one that expects the invariant it broke, or (`None`,
-/// with `--save`) one that expects every invariant to hold.
-fn save_seed(
-    args: &Options,
-    setup: &Setup,
-    broken: Option<Invariant>,
-    backend: &BackendKind,
-) -> Result<SavedSeed, UserError> {
-    let note = format!(
-        "found by: leasehold sim --seed {} {}{}",
-        setup.seed,
-        recipe(setup, false, Some(setup.expiry), Pinned::default()),
-        backend.flags_named()
-    );
-    let scenario = scenario_of(setup, broken.map(Invariant::id), Some(note));
-    let stem = format!("{}-seed{}", setup.variant, setup.seed);
-    let path = files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
-    let what = match broken {
-        Some(invariant) => format!("{} {}", invariant.id(), invariant.name()),
-        None => "saved (expects every invariant to hold)".to_string(),
-    };
-    Ok(SavedSeed {
-        what,
-        path,
-        backend_flags: backend.flags(),
-    })
 }
 
 fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -> CmdResult {
@@ -756,7 +569,7 @@ fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -
     let saved = if args.no_save {
         Vec::new()
     } else {
-        save_failures(args, &ran, &summary)?
+        save_failures(&args.out, &ran, &summary)?
     };
     let mut report = ran.report(summary, wall.as_millis() as u64, saved);
     report.stopped = stopped.reason.map(|reason| Stopped {
@@ -767,57 +580,8 @@ fn run_campaign(args: &Options, campaign: &Campaign, budget: Option<Duration>) -
     Ok(Status::held(report.summary.seeds_failed == 0))
 }
 
-/// Writes the smallest failing seed of each broken invariant as a seeded scenario (the
-/// variant's expected invariant first: a seed that breaks it is saved expecting it).
-fn save_failures(
-    args: &Options,
-    campaign: &Campaign,
-    summary: &leasehold_sim::seeded::Summary,
-) -> Result<Vec<Saved>, UserError> {
-    let expected = campaign.template.variant.expected_violation();
-    let mut order: Vec<_> = summary.failures.iter().collect();
-    order.sort_by_key(|(invariant, _)| Some(**invariant) != expected);
-    let mut saved: Vec<Saved> = Vec::new();
-    for (invariant, failures) in order {
-        let Some(&seed) = failures.seeds.first() else {
-            continue;
-        };
-        if saved.iter().any(|s| s.seed == seed) {
-            continue;
-        }
-        let setup = campaign.setup(seed);
-        let note = format!("found by: {}", campaign.seed_command(seed));
-        let scenario = scenario_of(&setup, Some(invariant.id()), Some(note));
-        let stem = format!("{}-seed{seed}", setup.variant);
-        let path = files::write_new(&args.out, &stem, "toml", to_toml(&scenario).as_bytes())?;
-        saved.push(Saved {
-            seed,
-            invariant: *invariant,
-            path: path.display().to_string(),
-        });
-    }
-    Ok(saved)
-}
-
 fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) -> CmdResult {
-    let mut text = report.to_string();
-    let backend_flags = campaign.backend.flags();
-    for saved in &report.saved {
-        text.push_str(&format!(
-            "{} seed {}: replay with: leasehold replay {}{backend_flags}   (or: {})\n",
-            saved.invariant.id(),
-            saved.seed,
-            saved.path,
-            campaign.seed_command(saved.seed)
-        ));
-    }
-    if let Some(first) = &report.summary.first_failure {
-        text.push_str(&failure_story(campaign, first));
-    }
-    if let Some(line) = campaign.backend.describe() {
-        text.push_str(&line);
-        text.push('\n');
-    }
+    let text = campaign_report::report_text(campaign, report);
     if args.json {
         println!(
             "{}",
@@ -826,81 +590,23 @@ fn print_report(args: &Options, campaign: &Campaign, report: &CampaignReport) ->
     } else {
         print!("{text}");
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            let json = serde_json::to_string_pretty(report).expect("a report serialises");
-            format!("{json}\n")
-        } else {
-            format!("{}\n{text}", report.command)
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    let json = || serde_json::to_string_pretty(report).expect("a report serialises");
+    files::write_report(args.report.as_deref(), json, || {
+        format!("{}\n{text}", report.command)
+    })?;
     Ok(Status::Ok)
 }
 
-/// The smallest failing seed, re-run up to the step that found its first violation, its
-/// timeline streamed and only its end kept: the lines before that violation. The re-run must
-/// find the campaign's first violation again, or determinism is broken.
-fn failure_story(campaign: &Campaign, first: &FirstFailure) -> String {
-    const CONTEXT_LINES: usize = 8;
-    let seed = first.seed;
-    let setup = campaign.setup(seed);
-    let story = first_violation_story(&setup, &campaign.backend, CONTEXT_LINES);
-    let Some(story) = story.filter(|s| first.violations.first() == Some(&s.found.violation)) else {
-        return format!("seed {seed} did not fail the same way when re-run: the run is not deterministic (a bug: please report it)\n");
-    };
-    let mut out = format!("timeline of seed {seed} up to its first violation:\n");
-    for line in &story.lines {
-        out.push_str(&format!("  {line}\n"));
-    }
-    out.push_str(&format!(
-        "  → {}\n",
-        timeline::violation_text_at(&story.found, story.t, &story.told)
-    ));
-    out
-}
-
 fn run_merge(args: &Options) -> CmdResult {
-    let mut parts = Vec::new();
-    for path in &args.merge {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| UserError(format!("{}: cannot read: {e}", path.display())))?;
-        let part: CampaignReport = serde_json::from_str(&text).map_err(|e| {
-            UserError(format!(
-                "{}: not a `leasehold sim --json` campaign output: {e}",
-                path.display()
-            ))
-        })?;
-        parts.push(part);
-    }
-    let merged = CampaignReport::merge(&parts).map_err(|e| UserError(format!("--merge: {e}")))?;
+    let (merged, shards) = campaign_report::merge(&args.merge)?;
     let json = || serde_json::to_string_pretty(&merged).expect("a report serialises");
-    let mut text = format!(
-        "{}\nmerged from {} shards\n{merged}",
-        merged.command,
-        parts.len()
-    );
-    for saved in &merged.saved {
-        text.push_str(&format!(
-            "{} seed {}: replay with: leasehold replay {}\n",
-            saved.invariant.id(),
-            saved.seed,
-            saved.path
-        ));
-    }
+    let text = campaign_report::merged_text(&merged, shards);
     if args.json {
         println!("{}", json());
     } else {
         print!("{text}");
     }
-    if let Some(path) = &args.report {
-        let contents = if files::is_json(path) {
-            format!("{}\n", json())
-        } else {
-            text
-        };
-        files::write_atomic(path, contents.as_bytes())?;
-    }
+    files::write_report(args.report.as_deref(), json, || text)?;
     Ok(Status::held(merged.summary.seeds_failed == 0))
 }
 
@@ -924,127 +630,18 @@ pub fn replay_if_seeded_styled(
     backend: &BackendKind,
     style: Style,
 ) -> Result<Option<Status>, UserError> {
-    if json {
-        replay_seeded_json(path, backend, style)
-    } else {
-        replay_seeded_text(path, backend, style)
-    }
-}
-
-/// [`replay_if_seeded`] as one JSON object, streamed: a seeded run is deterministic, so it
-/// runs three times — for its verdict, then its records, then its lines — each streamed,
-/// keeping only what is still open (a large seed's object is written, never held).
-fn replay_seeded_json(
-    path: &Path,
-    backend: &BackendKind,
-    style: Style,
-) -> Result<Option<Status>, UserError> {
-    let name = path.display().to_string();
-    let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
-        return Ok(None);
-    };
-    // The object streams to standard output: a bar on standard error when that is not the
+    // The replay streams to standard output: a bar on standard error when that is not the
     // same terminal, one per run.
     let bars = progress::bars_wanted(true);
-    let streamed = |pass: &str, timeline: TimelineSink, records: Option<RecordSink>| {
-        let options = RunOptions {
-            timeline: Some(timeline),
-            records,
-            style,
-            ..RunOptions::default()
-        };
-        progress::run_with_bar(&setup, &kind, options, bars, pass)
+    let run = |setup: &Setup, kind: &BackendKind, options: RunOptions, pass: &str| {
+        progress::run_with_bar(setup, kind, options, bars, pass)
     };
-    let outcome = streamed(
-        "run 1/3 (verdict) ",
-        TimelineSink(Arc::new(|_: &str| {})),
-        None,
-    );
-    let mismatches = check_expect(&scenario, &outcome);
-    let head = serde_json::json!({
-        "header": format!("leasehold replay {name}{}", backend.flags()),
-        "inconclusive": outcome.inconclusive.map(|b| b.name()),
-        "matched": mismatches.is_empty(),
-        "mismatches": mismatches,
-    });
-    let tail = serde_json::json!({
-        "seed": scenario.seed,
-        "steps": outcome.steps,
-    });
-    let end = serde_json::json!({
-        "trace_hash": format!("{:016x}", outcome.trace_hash),
-        "violations": streamed_violations(&outcome),
-    });
-    // The keys in the order `serde_json` writes an object's: the same bytes as one object.
-    let inner = |value: &serde_json::Value| {
-        let text = value.to_string();
-        text[1..text.len() - 1].to_string()
+    let matched = if json {
+        stream::replay_seeded_json(path, backend, style, &run)?
+    } else {
+        stream::replay_seeded_text(path, backend, style, &run)?
     };
-    let out = progress::StdoutTimeline::new();
-    out.write(&format!("{{{},\"records\":[", inner(&head)));
-    streamed(
-        "run 2/3 (records) ",
-        TimelineSink(Arc::new(|_: &str| {})),
-        Some(out.json_records()),
-    );
-    out.write(&format!("],{},\"timeline\":[", inner(&tail)));
-    streamed("run 3/3 (lines) ", out.json_lines(), None);
-    out.write(&format!("],{}}}\n", inner(&end)));
-    out.flush();
-    Ok(Some(Status::held(mismatches.is_empty())))
-}
-
-/// [`replay_if_seeded`] in text: the header, then the timeline as the run tells it (streamed:
-/// a large seed's replay keeps only what is still open), then the violations, the bound, the
-/// mismatches and the trace hash.
-fn replay_seeded_text(
-    path: &Path,
-    backend: &BackendKind,
-    style: Style,
-) -> Result<Option<Status>, UserError> {
-    let name = path.display().to_string();
-    let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
-        return Ok(None);
-    };
-    println!(
-        "leasehold replay {name}{}   (seed {}, variant {})",
-        backend.flags(),
-        scenario.seed.unwrap_or_default(),
-        scenario.variant
-    );
-    if let Some(faults) = &scenario.faults {
-        println!("faults: {}", faults.summary());
-    }
-    let out = progress::StdoutTimeline::new();
-    let story = progress::Story::Streamed(out);
-    let outcome = progress::run_one_seed_styled(&setup, &kind, &story, style);
-    let mismatches = check_expect(&scenario, &outcome);
-    let status = Status::held(mismatches.is_empty());
-    for violation in streamed_violations(&outcome) {
-        println!("{violation}");
-    }
-    if let Some(bound) = outcome.inconclusive {
-        println!("inconclusive: {bound} reached");
-    }
-    for mismatch in &mismatches {
-        println!("mismatch: {mismatch}");
-    }
-    println!("trace hash {:016x}", outcome.trace_hash);
-    Ok(Some(status))
-}
-
-/// A streamed run's violations as `violation_text` words them, each at its `tN`.
-pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
-    let (Some(recorded), Some(streamed)) = (&outcome.recorded, &outcome.streamed) else {
-        return Vec::new();
-    };
-    recorded
-        .trace
-        .violations
-        .iter()
-        .zip(streamed.violation_t.iter().zip(&streamed.violation_told))
-        .map(|(found, (&t, told))| timeline::violation_text_at(found, t, told))
-        .collect()
+    Ok(matched.map(Status::held))
 }
 
 /// When `path` holds a seeded scenario (`seed = N`, no steps): the file and its run on
@@ -1052,7 +649,7 @@ pub fn streamed_violations(outcome: &RunOutcome) -> Vec<String> {
 pub fn record_if_seeded(
     path: &Path,
     backend: &BackendKind,
-    story: &progress::Story,
+    story: &Story,
     style: Style,
 ) -> Result<Option<(Scenario, leasehold_sim::seeded::RunOutcome)>, UserError> {
     let Some((scenario, setup, kind)) = seeded_setup(path, backend)? else {
@@ -1060,26 +657,4 @@ pub fn record_if_seeded(
     };
     let outcome = progress::run_one_seed_styled(&setup, &kind, story, style);
     Ok(Some((scenario, outcome)))
-}
-
-/// When `path` holds a seeded scenario (`seed = N`, no steps): the file, its validated setup
-/// and the backend to run it on. `Ok(None)` for a scripted scenario.
-pub fn seeded_setup(
-    path: &Path,
-    backend: &BackendKind,
-) -> Result<Option<(Scenario, Setup, BackendKind)>, UserError> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
-    let Ok(scenario) = parse_toml(&text) else {
-        return Ok(None); // Not ours to report: the scripted parser locates the error.
-    };
-    if scenario.seed.is_none() {
-        return Ok(None);
-    }
-    let kind = backend.clone();
-    let setup = load_seeded(&text, &name).map_err(UserError)?;
-    kind.check(&setup)
-        .map_err(|e| UserError(format!("{name}: {e}")))?;
-    Ok(Some((scenario, setup, kind)))
 }

@@ -10,18 +10,18 @@
 //! A drawing shows at most [`drawing::DRAWN_LINES`] lines unless `--lines` asks for others
 //! (`leasehold_sim::drawing`): a long run's every line would be a smear.
 
-use crate::cli::{CmdResult, Status, UserError};
 use crate::cmd::backends::Context;
 use crate::cmd::redis::RedisArgs;
 use crate::cmd::replay::{load, run_on};
-use crate::cmd::sim::progress::{StdoutTimeline, Story};
-use crate::cmd::sim::{record_if_seeded, seeded_setup, streamed_violations};
-use crate::files::{is_stream, write_atomic};
-use leasehold_sim::drawing::{self, Stretch};
+use crate::cmd::sim::record_if_seeded;
+use crate::status::{CmdResult, Status, UserError};
+use leasehold_front::draw::{Drawable, Drawing};
+use leasehold_front::seeded::{seeded_setup, streamed_violations};
+use leasehold_front::stream::{StdoutTimeline, Story};
+use leasehold_sim::drawing;
 use leasehold_sim::seeded::seeded_file::check_expect;
 use leasehold_sim::seeded::BackendKind;
-use leasehold_sim::trace::Trace;
-use leasehold_sim::{svg, timeline};
+use leasehold_sim::timeline;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -53,12 +53,15 @@ pub struct Args {
     #[arg(long, conflicts_with = "svg")]
     pub times: bool,
     /// The broker under test: `pure`, `embedded` (`fenced` only), `redis` (the
-    /// `redis-streams` variants only), or one a suite registered (`cli::main_with`).
+    /// `redis-streams` variants only), `postgres` (`pg-visibility`, `pg-fenced`), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The Redis server (with `--backend redis`).
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// The PostgreSQL server (with `--backend postgres`).
+    #[command(flatten)]
+    pub postgres: crate::cmd::postgres::PostgresArgs,
 }
 
 /// Runs the command.
@@ -70,10 +73,11 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
             times: args.times,
             backend: args.backend,
             redis: args.redis,
+            postgres: args.postgres,
         };
         return crate::cmd::replay::run(replay, context);
     }
-    let backend = context.select(&args.backend, &args.redis)?;
+    let backend = context.select(&args.backend, &args.redis, &args.postgres)?;
     match &args.svg {
         Some(out) => draw(&args, &backend, out),
         None => print(&args, &backend),
@@ -139,103 +143,33 @@ fn lines_shown(args: &Args, total: usize) -> Result<(), UserError> {
 fn draw(args: &Args, backend: &BackendKind, out: &Path) -> CmdResult {
     let name = args.file.display().to_string();
     let in_file = |e: String| UserError(format!("{name}: {e}"));
-    let (trace, stretch, title, subtitle, mismatches): (Trace, Option<Stretch>, _, _, _) =
-        match seeded_setup(&args.file, backend)? {
-            Some((scenario, setup, kind)) => {
-                let drawn =
-                    crate::cmd::sim::progress::draw_seeded(&setup, &kind, args.lines.clone())
-                        .map_err(in_file)?;
-                let mismatches = check_expect(&scenario, &drawn.outcome);
-                let recorded = drawn.outcome.recorded.expect("a recorded run");
-                let subtitle = format!(
-                    "variant {} · ack_policy {} · seed {} · {name}",
-                    scenario.variant,
-                    scenario.config.ack_policy,
-                    scenario.seed.unwrap_or_default(),
-                );
-                (
-                    recorded.trace,
-                    drawn.stretch,
-                    scenario.name,
-                    subtitle,
-                    mismatches,
-                )
-            }
-            None => {
-                let script = load(&args.file)?;
-                let replay = run_on(&script, backend)?;
-                let rendered = timeline::render(&replay.trace);
-                let stretch =
-                    drawing::stretch_of_trace(&replay.trace, &rendered, args.lines.clone())
-                        .map_err(in_file)?;
-                let subtitle = format!(
-                    "variant {} · ack_policy {} · {name}",
-                    script.variant, script.setup.ack_policy,
-                );
-                let title = script.scenario.name.clone();
-                (replay.trace, stretch, title, subtitle, replay.mismatches)
-            }
-        };
+    let drawable = match seeded_setup(&args.file, backend)? {
+        Some((scenario, setup, kind)) => {
+            let drawn = crate::cmd::sim::progress::draw_seeded(&setup, &kind, args.lines.clone())
+                .map_err(in_file)?;
+            Drawable::seeded(scenario, drawn, &name)
+        }
+        None => {
+            let script = load(&args.file)?;
+            let replay = run_on(&script, backend)?;
+            Drawable::scripted(&script, replay, &name, args.lines.clone())?
+        }
+    };
     let command = format!(
         "leasehold timeline {name} --svg {}{}",
         out.display(),
         backend.flags()
     );
-    let drawn = Drawing {
-        trace: &trace,
-        stretch: stretch.as_ref(),
-        title: &title,
-        subtitle,
+    let drawing = Drawing {
+        trace: &drawable.trace,
+        stretch: drawable.stretch.as_ref(),
+        title: &drawable.title,
+        subtitle: drawable.subtitle,
         command,
         lines: args.lines.clone(),
     };
-    drawn.write(out)?;
-    Ok(said_mismatches(&mismatches))
-}
-
-/// A drawing to write: a run's trace, the stretch of it drawn, and what the SVG says of it.
-pub struct Drawing<'a> {
-    /// The trace (the kept part of it, for a stretch of a seeded run).
-    pub trace: &'a Trace,
-    /// The stretch drawn, when not the whole run.
-    pub stretch: Option<&'a Stretch>,
-    /// The title.
-    pub title: &'a str,
-    /// The subtitle; the stretch's lines are added to it.
-    pub subtitle: String,
-    /// The command that draws it again (without `--lines`, added from `lines`).
-    pub command: String,
-    /// The lines asked for.
-    pub lines: Option<Range<usize>>,
-}
-
-impl Drawing<'_> {
-    /// Renders the SVG and writes it atomically to `out`; says what it drew, unless `out` is a
-    /// stream (`--svg -` and `--svg /dev/stdout` are the drawing alone).
-    pub fn write(self, out: &Path) -> Result<(), UserError> {
-        let subtitle = match self.stretch {
-            Some(stretch) => format!(
-                "{} · t{}..t{}",
-                self.subtitle, stretch.lines.start, stretch.lines.end
-            ),
-            None => self.subtitle,
-        };
-        let mut provenance = format!("generated by: {}", self.command);
-        if let Some(lines) = &self.lines {
-            provenance.push_str(&format!(" --lines {}..{}", lines.start, lines.end));
-        }
-        let view = self.stretch.map(|s| s.view);
-        let drawing = svg::render_view(self.trace, view, self.title, &subtitle, &provenance);
-        write_atomic(out, drawing.as_bytes())?;
-        if !is_stream(out) {
-            println!("wrote {}", out.display());
-            if let Some(stretch) = self.stretch {
-                println!(
-                    "drew {}; --lines A..B draws another stretch",
-                    stretch.describe()
-                );
-            }
-        }
-        Ok(())
+    for line in drawing.write(out)? {
+        println!("{line}");
     }
+    Ok(said_mismatches(&drawable.mismatches))
 }

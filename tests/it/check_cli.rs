@@ -229,7 +229,9 @@ fn bad_input_exits_2_with_one_line() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("fenced, redis-streams, redis-streams-fenced, jetstream, unfenced-settle"),
+        err.contains(
+            "fenced, redis-streams, redis-streams-fenced, pg-visibility, pg-fenced, jetstream, unfenced-settle"
+        ),
         "{err}"
     );
     for args in [

@@ -4,28 +4,12 @@
 //! no server, a variant the backend does not run, a broker restart on a server leasehold did
 //! not start.
 
-use leasehold_redis::{testing, Target};
+use crate::redis_testing as testing;
+use crate::run::{campaign_hash, leasehold, one_line_error, stderr, stdout, BIN};
+use leasehold_redis::Target;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Arc;
-
-const BIN: &str = env!("CARGO_BIN_EXE_leasehold");
-
-fn leasehold(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).to_string()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).to_string()
-}
 
 /// A server URL for the test, and what keeps a private server alive.
 fn server(test: &str) -> Option<(String, Option<Arc<leasehold_redis::RedisServer>>)> {
@@ -47,13 +31,6 @@ fn scratch_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn one_line_error(out: &Output) -> String {
-    assert_eq!(out.status.code(), Some(2), "{}{}", stdout(out), stderr(out));
-    let err = stderr(out);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    err
 }
 
 #[test]
@@ -286,12 +263,6 @@ fn a_urls_password_is_never_printed_or_saved() {
     }
     assert!(saved > 0, "the finding is saved");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-fn campaign_hash(text: &str) -> &str {
-    text.lines()
-        .find_map(|line| line.strip_prefix("campaign hash "))
-        .expect("a campaign hash line")
 }
 
 #[cfg_attr(

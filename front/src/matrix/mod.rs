@@ -16,10 +16,13 @@
 //!
 //! * [`engines`] — the model checker and the simulator behind the [`EngineRun`] seam.
 //! * [`render`] — the rows as `VERDICTS.md` (byte-stable) and `verdicts.json`.
+//! * [`report`] — those files written into a folder, or compared with the committed ones, and
+//!   the lines that summarise a run (`leasehold report`).
 //! * [`config`] — which variants, what is expected of them, how deep: the run of the matrix.
 
 pub mod engines;
 pub mod render;
+pub mod report;
 mod run;
 
 pub use run::{config, evidence_files, stale_evidence, MatrixConfig};

@@ -6,3 +6,4 @@ mod scratch;
 mod campaign_coverage;
 mod campaign_story;
 mod check_budget;
+mod matrix_report;

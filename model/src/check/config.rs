@@ -167,7 +167,7 @@ impl CheckConfig {
         match variant {
             // The largest configuration that proves in about ten seconds on one thread,
             // lost replies on (reports/check-bench.md).
-            Variant::Fenced | Variant::RedisStreamsFenced => base(
+            Variant::Fenced | Variant::RedisStreamsFenced | Variant::PgFenced => base(
                 3,
                 3,
                 2,
@@ -180,6 +180,7 @@ impl CheckConfig {
             ),
             Variant::RedisStreams
             | Variant::JetStream
+            | Variant::PgVisibility
             | Variant::UnfencedSettle
             | Variant::WorkerClockExpiry
             | Variant::OnlyAckFenced => base(1, 1, 2, none),

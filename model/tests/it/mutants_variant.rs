@@ -63,6 +63,7 @@ fn a_stale_ack_counts_only_where_the_ack_is_unfenced() {
         &[
             Variant::RedisStreams,
             Variant::JetStream,
+            Variant::PgVisibility,
             Variant::UnfencedSettle,
             Variant::NackOnAmbiguous,
         ],
@@ -75,6 +76,7 @@ fn a_stale_nack_or_reject_also_counts_where_only_the_ack_is_fenced() {
     let unfenced = [
         Variant::RedisStreams,
         Variant::JetStream,
+        Variant::PgVisibility,
         Variant::UnfencedSettle,
         Variant::NackOnAmbiguous,
         Variant::OnlyAckFenced,
@@ -100,8 +102,9 @@ fn a_stale_nack_or_reject_also_counts_where_only_the_ack_is_fenced() {
 
 #[test]
 fn a_stale_renew_counts_only_where_renew_revives() {
-    // Renew is fenced on the lease id in every variant, Redis and unfenced ones included.
-    deviates_exactly(&[Variant::RenewRevives], |v| {
+    // Renew is fenced on the lease id in every variant, Redis and unfenced ones included,
+    // except pg-visibility, where extending the visibility names the row by id alone.
+    deviates_exactly(&[Variant::RenewRevives, Variant::PgVisibility], |v| {
         stale_request_accepted(v, SettleOp::Renew { extend_ms: 50 })
     });
 }
@@ -124,6 +127,7 @@ fn an_ack_past_the_deadline_counts_where_the_broker_trusts_the_workers_clock() {
         &[
             Variant::RedisStreams,
             Variant::JetStream,
+            Variant::PgVisibility,
             Variant::UnfencedSettle,
             Variant::NackOnAmbiguous,
             Variant::WorkerClockExpiry,
@@ -136,6 +140,7 @@ fn an_ack_past_the_deadline_counts_where_the_broker_trusts_the_workers_clock() {
         &[
             Variant::RedisStreams,
             Variant::JetStream,
+            Variant::PgVisibility,
             Variant::UnfencedSettle,
             Variant::NackOnAmbiguous,
             Variant::WorkerClockExpiry,
@@ -417,4 +422,49 @@ fn a_nack_on_jetstream_redelivers_after_its_delay_and_a_stale_one_counts() {
         .nack(&l1, 50, 0)
         .expect("a stale nack while the message is ack-pending");
     assert_eq!(fetch(&mut broker, 60).attempt, 3);
+}
+
+/// pg-visibility names a row by its id alone, like `DELETE FROM jobs WHERE id = $1`: once the
+/// row is gone (acked) or moved (dead-lettered), a second delete changes nothing and is
+/// refused, unlike `unfenced-settle`, which accepts a settle whatever the record holds.
+#[test]
+fn pg_visibility_refuses_a_settle_once_the_row_is_gone() {
+    for (variant, accepted) in [
+        (Variant::PgVisibility, false),
+        (Variant::UnfencedSettle, true),
+    ] {
+        let mut broker = broker(variant, 1, 3);
+        let l1 = fetch(&mut broker, 0);
+        broker.ack(&l1, 10).expect("ack");
+        let nack = SettleOp::Nack {
+            delay_ms: 0,
+            reason: None,
+        };
+        let again = broker.settle(&SettleRequest::new(&l1, nack, 20), 20);
+        assert_eq!(again.is_ok(), accepted, "{variant}: {again:?}");
+        let status = broker.status(0, 1).0;
+        assert_eq!(status == Status::Acked, !accepted, "{variant}: {status:?}");
+    }
+}
+
+/// pg-visibility's renew is `UPDATE … SET visible_at = now + extend WHERE id = $1`: a stale
+/// holder hides the row again even after it became visible and was read by someone else;
+/// pg-fenced refuses it (`WHERE id = $1 AND lease_id = $2`).
+#[test]
+fn pg_visibility_extends_a_row_another_worker_holds() {
+    for (variant, accepted) in [(Variant::PgVisibility, true), (Variant::PgFenced, false)] {
+        let mut broker = broker(variant, 1, 3);
+        let l1 = fetch(&mut broker, 0);
+        let l2 = fetch(&mut broker, LEASE_MS);
+        let now = LEASE_MS + 10;
+        let renew = SettleOp::Renew { extend_ms: 50 };
+        let result = broker.settle(&SettleRequest::new(&l1, renew, now), now);
+        assert_eq!(result.is_ok(), accepted, "{variant}: {result:?}");
+        let holder = if accepted { l1.lease_id } else { l2.lease_id };
+        assert!(
+            matches!(broker.record(0, 1), Some(Record::Leased { lease_id, .. }) if *lease_id == holder),
+            "{variant}: {:?}",
+            broker.record(0, 1)
+        );
+    }
 }

@@ -414,6 +414,16 @@ fn redis_streams_fenced_holds_i1_to_i5() {
 }
 
 #[test]
+fn pg_fenced_holds_i1_to_i5() {
+    holds(Variant::PgFenced, 2_000);
+}
+
+#[test]
+fn pg_visibility_breaks_i1() {
+    caught(Variant::PgVisibility, Invariant::I1);
+}
+
+#[test]
 fn stuck_lease_is_safe_it_only_breaks_liveness() {
     // Broker operations alone never show it: I1–I5 hold; see the I6 test below.
     holds(Variant::StuckLease, 300);
@@ -565,6 +575,7 @@ fn every_variant_expected_to_break_is_searched() {
     let searched = [
         Variant::RedisStreams,
         Variant::JetStream,
+        Variant::PgVisibility,
         Variant::UnfencedSettle,
         Variant::RenewRevives,
         Variant::LeaseIdReuse,

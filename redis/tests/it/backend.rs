@@ -1,8 +1,9 @@
 //! The backend's contract beyond conformance: what it refuses, and that a run leaves nothing
 //! on the server.
 
+use crate::testing;
 use leasehold_model::{BrokerConfig, Variant};
-use leasehold_redis::{check_config, testing, RedisBackend, Target};
+use leasehold_redis::{check_config, RedisBackend, Target};
 
 fn config(variant: Variant) -> BrokerConfig {
     BrokerConfig {

@@ -8,9 +8,10 @@
 //! Both `redis-streams` and `redis-streams-fenced`, 320 sequences each, on a private server
 //! that the `Restart` operation kills and restarts (AOF, `appendfsync always`).
 
+use crate::testing;
 use leasehold_conformance::{view_of, Op, Step, Suite, WORKERS};
 use leasehold_model::{Broker, BrokerView, Variant};
-use leasehold_redis::{testing, Mirror, RedisBackend, Target};
+use leasehold_redis::{Mirror, RedisBackend, Target};
 use std::collections::BTreeMap;
 
 /// What the Redis side shows beyond the contract after `step`, against `reference`;

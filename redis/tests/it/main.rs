@@ -4,3 +4,4 @@ mod backend;
 mod conformance;
 mod policy_table;
 mod scenarios;
+mod testing;

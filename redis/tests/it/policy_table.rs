@@ -14,8 +14,9 @@
 //! `redis-streams` and for `redis-streams-fenced`. The `x-error` rule (the outcome's text, or
 //! its kind name when the text is empty) is checked on the server too.
 
+use crate::testing;
 use leasehold_model::Variant;
-use leasehold_redis::{delete_keys, testing, RedisBackend, Target};
+use leasehold_redis::{delete_keys, RedisBackend, Target};
 use leasehold_sim::trace::LineKind;
 use leasehold_sim::{parse, script};
 use redis::Value;

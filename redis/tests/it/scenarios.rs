@@ -4,8 +4,9 @@
 //! twin that is refused), seeded ones by the simulator (same trace, same trace hash, same
 //! violations).
 
+use crate::testing;
 use leasehold_model::{Broker, Variant};
-use leasehold_redis::{testing, RedisBackend, RedisServer, Target};
+use leasehold_redis::{RedisBackend, RedisServer, Target};
 use leasehold_sim::seeded::seeded_file::{check_expect, parse_toml, setup_from_scenario};
 use leasehold_sim::{parse, script};
 use std::path::{Path, PathBuf};

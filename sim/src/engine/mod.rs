@@ -101,9 +101,7 @@ use crate::hash::TraceHasher;
 use crate::recorder::Recorder;
 use crate::trace::{Trace, WorkerIx};
 use crate::world::World;
-use leasehold_model::{
-    Backend, Expired, Issuance, Lease, Ms, Oracle, OracleConfig, Outcome, Seq, Status,
-};
+use leasehold_model::{Backend, Expired, Issuance, Lease, Ms, Oracle, OracleConfig, Seq, Status};
 use live::{Flight, LiveLease, LiveLeases, Run, Slab};
 use queue::Queue;
 use smallvec::SmallVec;
@@ -502,19 +500,5 @@ impl<B: Backend> Engine<B> {
         for _ in held.len()..before {
             self.leases.release(issuance);
         }
-    }
-}
-
-/// How a handler's outcome reads in a timeline.
-pub fn describe_outcome(outcome: &Outcome) -> String {
-    match outcome {
-        Outcome::Ok => "returns".to_string(),
-        Outcome::Ack => "raises AckMessage".to_string(),
-        Outcome::Error { kind, text } if text.is_empty() => format!("raises {kind}"),
-        Outcome::Error { kind, text } => format!("raises {kind} ({text})"),
-        Outcome::Nack(text) if text.is_empty() => "raises NackMessage".to_string(),
-        Outcome::Nack(text) => format!("raises NackMessage ({text})"),
-        Outcome::Reject(text) if text.is_empty() => "raises RejectMessage".to_string(),
-        Outcome::Reject(text) => format!("raises RejectMessage ({text})"),
     }
 }

@@ -26,6 +26,8 @@ const RUN: &[&str] = &[
     "redis-streams-late-xack.toml",
     "redis-streams-fenced-late-xack.toml",
     "jetstream-late-ack.toml",
+    "pg-visibility-late-delete.toml",
+    "pg-fenced-late-delete.toml",
     "liveness-crash-broker-restart.toml",
     "clock-skew-fenced.toml",
     "wait-lapse-on-fetch.toml",
@@ -303,6 +305,16 @@ fn the_late_ack_counts_on_jetstream_at_the_late_ack() {
     let late = replay_matched("jetstream-late-ack.toml");
     let i1 = &late.violations[0];
     assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
+}
+
+#[test]
+fn the_late_delete_by_id_counts_on_pg_visibility_and_not_when_fenced() {
+    let plain = replay_matched("pg-visibility-late-delete.toml");
+    // Found where it happens: c1's late delete by id, t4 (step[4]).
+    let i1 = &plain.violations[0];
+    assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
+    let fenced = replay_matched("pg-fenced-late-delete.toml");
+    assert!(fenced.violations.is_empty());
 }
 
 /// docs/protocol.md: a lease is valid while `now < deadline`. The boundary files, replayed on

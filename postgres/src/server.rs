@@ -1,0 +1,286 @@
+//! [`PgServer`]: a private PostgreSQL server this process starts (`initdb` in a temporary
+//! folder, a free loopback port, `fsync` on), restarts for a broker restart (an immediate
+//! shutdown — the server process killed without a checkpoint — then a start that replays the
+//! write-ahead log), and stops when dropped. [`ServerPool`] lends one server at a time to each
+//! run, so that a broker restart in one run never disturbs another run of the same campaign.
+//!
+//! PostgreSQL refuses to run as root: run as root, the server's files belong to the `postgres`
+//! user (or `$LEASEHOLD_POSTGRES_USER`) and its programs run through `runuser -u USER --`.
+//! The programs come from `$LEASEHOLD_POSTGRES_BIN`, the folder of `initdb` on the `PATH`, or
+//! the newest `/usr/lib/postgresql/*/bin`.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A private server; see the module documentation.
+#[derive(Debug)]
+pub struct PgServer {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    user: Option<String>,
+    url: String,
+    restarts: AtomicU64,
+}
+
+/// The folder of the server's programs.
+pub fn bin_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os("LEASEHOLD_POSTGRES_BIN") {
+        return Ok(PathBuf::from(dir));
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        if dir.join("initdb").is_file() && dir.join("pg_ctl").is_file() {
+            return Ok(dir);
+        }
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").is_file().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .map(|(_, bin)| bin)
+        .ok_or_else(|| "no initdb found (install the postgresql package)".to_string())
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("a free port: {e}"))?;
+    listener
+        .local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("a free port: {e}"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+impl PgServer {
+    /// Starts a fresh server; the error is one line.
+    pub fn start() -> Result<PgServer, String> {
+        let bin = bin_dir()?;
+        let user = is_root().then(|| {
+            std::env::var("LEASEHOLD_POSTGRES_USER").unwrap_or_else(|_| "postgres".to_string())
+        });
+        let dir = tempdir()?;
+        if let Some(user) = &user {
+            run(
+                Command::new("chown").arg(format!("{user}:")).arg(&dir),
+                "chown",
+            )?;
+        }
+        let port = free_port()?;
+        let server = PgServer {
+            url: format!("postgres://leasehold@127.0.0.1:{port}/postgres"),
+            bin,
+            dir,
+            port,
+            user,
+            restarts: AtomicU64::new(0),
+        };
+        let data = server.data();
+        server.program(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-A",
+                "trust",
+                "-U",
+                "leasehold",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+        )?;
+        server.pg_ctl_start()?;
+        Ok(server)
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Broker restarts so far.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// A broker restart: an immediate shutdown (no checkpoint; the next start replays the
+    /// write-ahead log), then a start on the same data directory and port.
+    pub fn restart(&self) -> Result<(), String> {
+        self.program(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        )?;
+        self.pg_ctl_start()?;
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").display().to_string()
+    }
+
+    fn pg_ctl_start(&self) -> Result<(), String> {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on",
+            self.port,
+            self.dir.display()
+        );
+        let log = self.dir.join("server.log").display().to_string();
+        self.program(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-l",
+                &log,
+                "-o",
+                &options,
+                "-w",
+                "start",
+            ],
+        )
+        .map_err(|e| {
+            let tail = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = tail.lines().last().unwrap_or_default().to_string();
+            format!("{e}: {last}")
+        })
+    }
+
+    fn program(&self, name: &str, args: &[&str]) -> Result<(), String> {
+        let path = self.bin.join(name);
+        let mut command = match &self.user {
+            Some(user) => {
+                let mut c = Command::new("runuser");
+                c.arg("-u").arg(user).arg("--").arg(&path);
+                c
+            }
+            None => Command::new(&path),
+        };
+        command.args(args).current_dir(&self.dir);
+        run(&mut command, name)
+    }
+}
+
+fn run(command: &mut Command, what: &str) -> Result<(), String> {
+    let out = command
+        .output()
+        .map_err(|e| format!("{what}: cannot run: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    Err(format!("{what} failed ({}): {line}", out.status))
+}
+
+fn tempdir() -> Result<PathBuf, String> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("leasehold-pg-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let _ = self.program(
+            "pg_ctl",
+            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+        );
+        let _ = std::fs::remove_dir_all(Path::new(&self.dir));
+    }
+}
+
+/// Private servers lent one at a time to each run (`--postgres-spawn`), so that a broker
+/// restart in one run of a campaign never disturbs another: a run takes a free server, or
+/// starts one when none is free, and gives it back when its backend is dropped. Clones share
+/// the pool.
+#[derive(Debug, Clone, Default)]
+pub struct ServerPool {
+    free: Arc<Mutex<Vec<PgServer>>>,
+    /// Servers started so far.
+    started: Arc<AtomicU64>,
+}
+
+impl ServerPool {
+    /// An empty pool (servers are started on demand).
+    pub fn new() -> ServerPool {
+        ServerPool::default()
+    }
+
+    /// A free server, started if none is free; the error is one line.
+    pub fn checkout(&self) -> Result<PooledServer, String> {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let server = match free {
+            Some(server) => server,
+            None => {
+                let server = PgServer::start()?;
+                self.started.fetch_add(1, Ordering::Relaxed);
+                server
+            }
+        };
+        Ok(PooledServer {
+            server: Some(server),
+            pool: self.clone(),
+        })
+    }
+
+    /// Servers started so far (at most one per concurrent run).
+    pub fn started(&self) -> u64 {
+        self.started.load(Ordering::Relaxed)
+    }
+
+    /// Broker restarts over the pool's servers (the lent ones count once they are back).
+    pub fn restarts(&self) -> u64 {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.iter().map(PgServer::restarts).sum()
+    }
+
+    /// Stops every free server (a server still lent stops when its run drops it after this).
+    pub fn shutdown(&self) {
+        let servers = std::mem::take(&mut *self.free.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(servers);
+    }
+}
+
+/// A server lent by a [`ServerPool`]; it goes back to the pool when dropped.
+#[derive(Debug)]
+pub struct PooledServer {
+    server: Option<PgServer>,
+    pool: ServerPool,
+}
+
+impl std::ops::Deref for PooledServer {
+    type Target = PgServer;
+    fn deref(&self) -> &PgServer {
+        self.server.as_ref().expect("present until dropped")
+    }
+}
+
+impl Drop for PooledServer {
+    fn drop(&mut self) {
+        if let Some(server) = self.server.take() {
+            self.pool
+                .free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(server);
+        }
+    }
+}
