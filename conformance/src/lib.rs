@@ -11,7 +11,7 @@
 //! * [`Op`] — one operation of a sequence.
 //! * [`Step`] — a step as a backend's own checks see it.
 //! * [`view`], [`view_of`] — everything an observer can read of a backend, as text.
-//! * [`bench`] — the operations-per-second workload of the server-backed backends' benchmarks.
+//! * [`mod@bench`] — the operations-per-second workload of the server-backed backends' benchmarks.
 //! * [`servers`] — how the tests of a server-backed backend find a real server.
 //!
 //! A backend's own test calls it with a constructor; anything it wants to check beyond the

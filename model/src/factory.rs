@@ -66,6 +66,23 @@ pub trait BackendFactory: Send + Sync {
     /// Releases what the backend holds (stops the server processes it spawned); called when a
     /// command ends, also on a panic.
     fn shutdown(&self) {}
+
+    /// The same backend on the server `url` names (`--url URL` of the command line), for a
+    /// backend that talks to a server someone else runs. The default refuses (one line): this
+    /// backend takes no server.
+    fn at_url(&self, url: &str) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+        let _ = url;
+        Err(format!("--url: backend '{}' takes no server", self.name()))
+    }
+
+    /// The same backend on private servers it starts and stops itself (`--spawn`), so that a
+    /// broker restart can restart the server. The default refuses (one line).
+    fn spawned(&self) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+        Err(format!(
+            "--spawn: backend '{}' starts no server of its own",
+            self.name()
+        ))
+    }
 }
 
 /// `url` as it may be printed or saved (in a reproducing command, an error, a file): its

@@ -97,6 +97,14 @@ impl BackendFactory for Postgres {
         })
     }
 
+    fn at_url(&self, url: &str) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+        Ok(std::sync::Arc::new(Postgres::url(url)))
+    }
+
+    fn spawned(&self) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+        Ok(std::sync::Arc::new(Postgres::spawn()))
+    }
+
     fn shutdown(&self) {
         if let Postgres::Spawn(pool) = self {
             pool.shutdown();

@@ -94,6 +94,14 @@ impl BackendFactory for Redis {
         })
     }
 
+    fn at_url(&self, url: &str) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+        Ok(std::sync::Arc::new(Redis::url(url)))
+    }
+
+    fn spawned(&self) -> Result<std::sync::Arc<dyn BackendFactory>, String> {
+        Ok(std::sync::Arc::new(Redis::spawn()))
+    }
+
     fn shutdown(&self) {
         if let Redis::Spawn(pool) = self {
             pool.shutdown();
