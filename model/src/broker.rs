@@ -441,9 +441,12 @@ impl Broker {
     }
 
     /// The receipt the broker gives leases on event `seq`: the Redis variants' stream entry
-    /// id, nothing for the others.
+    /// id, `jetstream`'s stream sequence, nothing for the others.
     pub fn receipt(&self, seq: Seq) -> Option<Receipt> {
-        self.config.variant.is_redis().then_some(entry_id(seq))
+        self.config
+            .variant
+            .receipts_name_entries()
+            .then_some(entry_id(seq))
     }
 
     /// Makes room for `events` more events in every group.
@@ -706,7 +709,8 @@ impl Broker {
                     Record::Available { attempts, .. } => *attempts > 0,
                     _ => false,
                 };
-                // XACK names the entry by its id: another id does not settle this entry.
+                // XACK names the entry by its id (JetStream's reply subject its stream sequence):
+                // another id does not settle this entry.
                 if pending && lease.receipt != Some(entry_id(lease.seq)) {
                     return Err(SettleError::ReceiptMismatch);
                 }

@@ -80,6 +80,8 @@ variants! {
         "a Postgres job table with a visibility timeout (pgmq): delete, nack and extend by row id, whoever read the row last";
     PgFenced => "pg-fenced", Protocol, None,
         "a Postgres job table whose reads store a fresh lease token: every settle is UPDATE/DELETE … WHERE id AND token";
+    JetStream => "jetstream", Protocol, Some(Invariant::I1),
+        "NATS JetStream, explicit acks: Ack/Nak/Term on a reply subject count while the message is ack-pending, whichever delivery sent them";
     UnfencedSettle => "unfenced-settle", Mutant, Some(Invariant::I1),
         "ack/nack/reject accepted by (group, seq) alone, ignoring the lease id";
     RenewRevives => "renew-revives", Mutant, Some(Invariant::I2),
@@ -151,6 +153,13 @@ impl Variant {
         matches!(self, Variant::RedisStreams | Variant::RedisStreamsFenced)
     }
 
+    /// Whether a lease's receipt names the delivered message (the Redis entry id; JetStream's
+    /// stream sequence, from the ack reply subject), so that a settle naming another message is
+    /// `receipt_mismatch`.
+    pub fn receipts_name_entries(self) -> bool {
+        self.is_redis() || self == Variant::JetStream
+    }
+
     /// Whether this variant is one of the Postgres job tables (no receipt; `lease_ms` is the
     /// visibility timeout).
     pub fn is_postgres(self) -> bool {
@@ -164,7 +173,7 @@ impl Variant {
         match (self, op) {
             (Variant::PgVisibility, _) => Fence::Row,
             (_, SettleOp::Renew { .. }) => Fence::LeaseId,
-            (Variant::RedisStreams, _) => Fence::Pending,
+            (Variant::RedisStreams | Variant::JetStream, _) => Fence::Pending,
             (Variant::UnfencedSettle | Variant::NackOnAmbiguous, _) => Fence::None,
             (Variant::OnlyAckFenced, SettleOp::Nack { .. } | SettleOp::Reject { .. }) => {
                 Fence::None

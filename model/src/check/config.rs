@@ -179,6 +179,7 @@ impl CheckConfig {
                 },
             ),
             Variant::RedisStreams
+            | Variant::JetStream
             | Variant::PgVisibility
             | Variant::UnfencedSettle
             | Variant::WorkerClockExpiry

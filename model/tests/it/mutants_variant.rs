@@ -62,6 +62,7 @@ fn a_stale_ack_counts_only_where_the_ack_is_unfenced() {
     deviates_exactly(
         &[
             Variant::RedisStreams,
+            Variant::JetStream,
             Variant::PgVisibility,
             Variant::UnfencedSettle,
             Variant::NackOnAmbiguous,
@@ -74,6 +75,7 @@ fn a_stale_ack_counts_only_where_the_ack_is_unfenced() {
 fn a_stale_nack_or_reject_also_counts_where_only_the_ack_is_fenced() {
     let unfenced = [
         Variant::RedisStreams,
+        Variant::JetStream,
         Variant::PgVisibility,
         Variant::UnfencedSettle,
         Variant::NackOnAmbiguous,
@@ -124,6 +126,7 @@ fn an_ack_past_the_deadline_counts_where_the_broker_trusts_the_workers_clock() {
     deviates_exactly(
         &[
             Variant::RedisStreams,
+            Variant::JetStream,
             Variant::PgVisibility,
             Variant::UnfencedSettle,
             Variant::NackOnAmbiguous,
@@ -136,6 +139,7 @@ fn an_ack_past_the_deadline_counts_where_the_broker_trusts_the_workers_clock() {
     deviates_exactly(
         &[
             Variant::RedisStreams,
+            Variant::JetStream,
             Variant::PgVisibility,
             Variant::UnfencedSettle,
             Variant::NackOnAmbiguous,
@@ -306,13 +310,18 @@ fn a_published_event_survives_a_restart_except_in_volatile_publish() {
 }
 
 #[test]
-fn only_the_redis_variants_hand_out_the_entry_id_as_a_receipt() {
-    deviates_exactly(&[Variant::RedisStreams, Variant::RedisStreamsFenced], |v| {
+fn only_the_redis_and_jetstream_variants_hand_out_the_entry_id_as_a_receipt() {
+    let named = [
+        Variant::RedisStreams,
+        Variant::RedisStreamsFenced,
+        Variant::JetStream,
+    ];
+    deviates_exactly(&named, |v| {
         let mut broker = broker(v, 2, 3);
         let leases = broker.fetch(0, 2, 0, None).expect("fetch");
         assert_eq!(leases[0].receipt, broker.receipt(1));
         assert_eq!(leases[1].receipt, broker.receipt(2));
-        assert_eq!(v.is_redis(), broker.receipt(2).is_some());
+        assert_eq!(v.receipts_name_entries(), broker.receipt(2).is_some());
         match broker.receipt(2) {
             None => false,
             Some(receipt) => {
@@ -375,6 +384,7 @@ fn every_variant_is_found_by_its_name_and_prints_it() {
         "fenced",
         "redis-streams",
         "redis-streams-fenced",
+        "jetstream",
         "unfenced-settle",
         "renew-revives",
         "lease-id-reuse",
@@ -389,9 +399,29 @@ fn every_variant_is_found_by_its_name_and_prints_it() {
         "stuck-lease",
     ] {
         let variant = Variant::from_name(name).expect(name);
-        let protocol = matches!(name, "fenced" | "redis-streams" | "redis-streams-fenced");
+        let protocol = matches!(
+            name,
+            "fenced" | "redis-streams" | "redis-streams-fenced" | "jetstream"
+        );
         assert_eq!(variant.kind() == VariantKind::Protocol, protocol, "{name}");
     }
+}
+
+#[test]
+fn a_nack_on_jetstream_redelivers_after_its_delay_and_a_stale_one_counts() {
+    // Observed on nats-server 2.9.10 (docs/jetstream.md): `-NAK` redelivers at the next pull,
+    // `-NAK {"delay": …}` after the delay, and a `-NAK` on the reply subject of an earlier
+    // delivery is taken while the message is ack-pending.
+    let mut broker = broker(Variant::JetStream, 1, 3);
+    let l1 = fetch(&mut broker, 0);
+    broker.nack(&l1, 10, 30).expect("nack");
+    assert!(broker.fetch(0, 1, 20, None).expect("fetch").is_empty());
+    let l2 = fetch(&mut broker, 40);
+    assert_eq!(l2.attempt, 2);
+    broker
+        .nack(&l1, 50, 0)
+        .expect("a stale nack while the message is ack-pending");
+    assert_eq!(fetch(&mut broker, 60).attempt, 3);
 }
 
 /// pg-visibility names a row by its id alone, like `DELETE FROM jobs WHERE id = $1`: once the

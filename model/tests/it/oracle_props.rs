@@ -435,6 +435,11 @@ fn redis_streams_breaks_i1() {
 }
 
 #[test]
+fn jetstream_breaks_i1() {
+    caught(Variant::JetStream, Invariant::I1);
+}
+
+#[test]
 fn unfenced_settle_breaks_i1() {
     caught_as_declared(Variant::UnfencedSettle);
 }
@@ -569,6 +574,7 @@ fn every_variant_expected_to_break_is_searched() {
     // The list above, written out: a new variant must be added to a test.
     let searched = [
         Variant::RedisStreams,
+        Variant::JetStream,
         Variant::PgVisibility,
         Variant::UnfencedSettle,
         Variant::RenewRevives,

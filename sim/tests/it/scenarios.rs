@@ -25,6 +25,7 @@ const RUN: &[&str] = &[
     "settle-failed-nacked.toml",
     "redis-streams-late-xack.toml",
     "redis-streams-fenced-late-xack.toml",
+    "jetstream-late-ack.toml",
     "pg-visibility-late-delete.toml",
     "pg-fenced-late-delete.toml",
     "liveness-crash-broker-restart.toml",
@@ -297,6 +298,13 @@ fn the_late_xack_counts_on_redis_streams_and_not_when_fenced() {
     assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
     let fenced = replay_matched("redis-streams-fenced-late-xack.toml");
     assert!(fenced.violations.is_empty());
+}
+
+#[test]
+fn the_late_ack_counts_on_jetstream_at_the_late_ack() {
+    let late = replay_matched("jetstream-late-ack.toml");
+    let i1 = &late.violations[0];
+    assert_eq!((i1.id, i1.t, i1.step), ("I1", Some(4), Some(4)));
 }
 
 #[test]
