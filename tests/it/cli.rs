@@ -15,12 +15,13 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// docs/variants.md, written out: a variant missing from `Variant::ALL` fails here.
-const PROTOCOLS: [&str; 5] = [
+const PROTOCOLS: [&str; 6] = [
     "fenced",
     "redis-streams",
     "redis-streams-fenced",
     "pg-visibility",
     "pg-fenced",
+    "rabbitmq",
 ];
 const MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),
