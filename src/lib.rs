@@ -12,6 +12,7 @@
 //!   `timeline`, `protocols`, `report`.
 //! * `redis` — (feature `redis`) the Redis backend, `leasehold_redis`.
 //! * `postgres` — (feature `postgres`) the PostgreSQL backend, `leasehold_postgres`.
+//! * `rabbitmq` — (feature `rabbitmq`) the RabbitMQ backend, `leasehold_rabbitmq`.
 #![deny(missing_docs)]
 
 #[cfg(feature = "cli")]
@@ -28,3 +29,5 @@ pub use leasehold_redis as redis;
 
 #[cfg(feature = "postgres")]
 pub use leasehold_postgres as postgres;
+#[cfg(feature = "rabbitmq")]
+pub use leasehold_rabbitmq as rabbitmq;

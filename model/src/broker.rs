@@ -197,8 +197,13 @@ struct Group {
     max_acked: Seq,
     /// Index: every record from this seq on was never delivered (available, no delay).
     fresh_from: Seq,
-    /// Index: the available records below `fresh_from`, in seq order.
+    /// Index: the available records below `fresh_from`, in seq order (in the order they came
+    /// back when `returns_first`).
     returned: InlineVec<Seq, 4>,
+    /// The variant delivers returned records first, in the order they came back
+    /// ([`Variant::returns_first`](crate::Variant::returns_first)): `returned` is then state,
+    /// not an index.
+    returns_first: bool,
     /// The lowest seq at or below the frontier that became unsettled since the frontier was
     /// last derived from the records (`Seq::MAX`: none): where a restart re-derives it from.
     unsettled_below: Seq,
@@ -214,6 +219,7 @@ impl Clone for Group {
             max_acked: self.max_acked,
             fresh_from: self.fresh_from,
             returned: self.returned.clone(),
+            returns_first: self.returns_first,
             unsettled_below: self.unsettled_below,
         }
     }
@@ -224,6 +230,7 @@ impl Clone for Group {
         self.max_acked = source.max_acked;
         self.fresh_from = source.fresh_from;
         self.returned.clone_from(&source.returned);
+        self.returns_first = source.returns_first;
         self.unsettled_below = source.unsettled_below;
     }
 }
@@ -233,6 +240,7 @@ impl PartialEq for Group {
         self.records == other.records
             && self.frontier == other.frontier
             && self.max_acked == other.max_acked
+            && (!self.returns_first || self.returned == other.returned)
     }
 }
 
@@ -242,17 +250,26 @@ impl Hash for Group {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.records.hash(state);
         state.write_u64(u64::from(self.frontier) | u64::from(self.max_acked) << 32);
+        if self.returns_first {
+            // The delivery order is state here (the other variants' fingerprints stay as
+            // pinned).
+            state.write_usize(self.returned.len());
+            for &seq in &self.returned {
+                state.write_u32(seq);
+            }
+        }
     }
 }
 
 impl Group {
-    fn new() -> Group {
+    fn new(returns_first: bool) -> Group {
         Group {
             records: InlineVec::new(),
             frontier: 0,
             max_acked: 0,
             fresh_from: 1,
             returned: InlineVec::new(),
+            returns_first,
             unsettled_below: Seq::MAX,
         }
     }
@@ -264,6 +281,9 @@ impl Group {
                 Record::Available { not_before_ms, .. } if not_before_ms <= now_ms)
         });
         let fresh = (self.fresh_from as usize <= self.records.len()).then_some(self.fresh_from);
+        if self.returns_first {
+            return returned.or(fresh);
+        }
         match (returned, fresh) {
             (Some(r), Some(f)) => Some(r.min(f)),
             (r, f) => r.or(f),
@@ -292,6 +312,27 @@ impl Group {
         self.returned = (1..fresh_from)
             .filter(|&seq| matches!(self.records[seq as usize - 1], Record::Available { .. }))
             .collect();
+    }
+}
+
+impl Group {
+    /// `seq` became available again: into the index (at its end, in the order records came
+    /// back, when `returns_first`).
+    fn push_returned(&mut self, seq: Seq) {
+        if !self.returns_first {
+            insert_sorted(&mut self.returned, seq);
+        } else if !self.returned.contains(&seq) {
+            self.returned.push(seq);
+        }
+    }
+
+    /// `seq` is no longer available: out of the index.
+    fn drop_returned(&mut self, seq: Seq) {
+        if !self.returns_first {
+            remove_sorted(&mut self.returned, seq);
+        } else if let Some(position) = self.returned.iter().position(|&s| s == seq) {
+            self.returned.remove(position);
+        }
     }
 }
 
@@ -398,7 +439,9 @@ impl Broker {
         assert!(config.group_count > 0, "a broker needs at least one group");
         assert!(config.max_attempts > 0, "max_attempts must be at least 1");
         Broker {
-            groups: (0..config.group_count).map(|_| Group::new()).collect(),
+            groups: (0..config.group_count)
+                .map(|_| Group::new(config.variant.returns_first()))
+                .collect(),
             next_lease_id: 1,
             unflushed: InlineVec::new(),
             unflushed_events: 0,
@@ -623,6 +666,11 @@ impl Broker {
                 format!("no record for group {} seq {}", lease.group, lease.seq).into(),
             ));
         };
+        if matches!(request.op, SettleOp::Renew { .. }) && !self.config.variant.renews() {
+            return Err(SettleError::Invalid(
+                "a delivery's timeout cannot be extended (no renew on this broker)".into(),
+            ));
+        }
         let verdict = self.fence_check(&record, request, now_ms);
         match (request.op, verdict) {
             (SettleOp::Renew { extend_ms }, Ok(())) => {
@@ -646,6 +694,11 @@ impl Broker {
                     let reason = reason.unwrap_or(Reason::MAX_ATTEMPTS);
                     self.dead_letter(lease.group, lease.seq, reason);
                 } else {
+                    let delay_ms = if self.config.variant.nack_delays() {
+                        delay_ms
+                    } else {
+                        0
+                    };
                     let mut not_before_ms = now_ms.saturating_add(delay_ms);
                     if self.config.variant.is_redis() {
                         // No XNACK: the entry stays pending and is claimable once idle.
@@ -815,16 +868,16 @@ impl Broker {
             // Leaving the never-delivered suffix (a fetch takes its lowest record, so the
             // loop below only runs for a settle that names a record never delivered).
             for below in g.fresh_from..seq {
-                insert_sorted(&mut g.returned, below);
+                g.push_returned(below);
             }
             g.fresh_from = seq + 1;
             if is_available {
-                insert_sorted(&mut g.returned, seq);
+                g.push_returned(seq);
             }
         } else if was_available && !is_available {
-            remove_sorted(&mut g.returned, seq);
+            g.drop_returned(seq);
         } else if is_available && !was_available {
-            insert_sorted(&mut g.returned, seq);
+            g.push_returned(seq);
         }
         let settles = match (old.is_settled(), record.is_settled()) {
             (false, true) => {
@@ -1145,9 +1198,12 @@ impl Broker {
             }
             // Forgotten, then rebuilt from the records alone (a scan owes nothing to the
             // index it replaces).
-            g.returned = InlineVec::new();
-            g.fresh_from = 1;
-            g.reindex();
+            if !g.returns_first {
+                // (In return order the index is state, and a restart keeps the records.)
+                g.returned = InlineVec::new();
+                g.fresh_from = 1;
+                g.reindex();
+            }
             g.max_acked = g
                 .records
                 .iter()

@@ -82,6 +82,8 @@ variants! {
         "a Postgres job table whose reads store a fresh lease token: every settle is UPDATE/DELETE … WHERE id AND token";
     JetStream => "jetstream", Protocol, Some(Invariant::I1),
         "NATS JetStream, explicit acks: Ack/Nak/Term on a reply subject count while the message is ack-pending, whichever delivery sent them";
+    RabbitMq => "rabbitmq", Protocol, None,
+        "a RabbitMQ quorum queue, manual acks, a channel per delivery: expiry closes the channel, returned messages come first, no nack delay, no renew";
     UnfencedSettle => "unfenced-settle", Mutant, Some(Invariant::I1),
         "ack/nack/reject accepted by (group, seq) alone, ignoring the lease id";
     RenewRevives => "renew-revives", Mutant, Some(Invariant::I2),
@@ -164,6 +166,31 @@ impl Variant {
     /// visibility timeout).
     pub fn is_postgres(self) -> bool {
         matches!(self, Variant::PgVisibility | Variant::PgFenced)
+    }
+
+    /// Whether this variant is the RabbitMQ quorum queue (docs/rabbitmq.md): a record that
+    /// comes back (an expiry, a nack) is delivered before every never-delivered one, in the
+    /// order it came back; a nack has no delay; a delivery's timeout cannot be extended.
+    pub fn is_rabbitmq(self) -> bool {
+        self == Variant::RabbitMq
+    }
+
+    /// Whether returned records are delivered first, in the order they came back (RabbitMQ's
+    /// quorum queue), instead of lowest sequence first.
+    pub fn returns_first(self) -> bool {
+        self.is_rabbitmq()
+    }
+
+    /// Whether a nack's `delay_ms` holds the record back (RabbitMQ's `basic.nack` requeues at
+    /// once).
+    pub fn nack_delays(self) -> bool {
+        !self.is_rabbitmq()
+    }
+
+    /// Whether a renew may extend a lease (RabbitMQ has no per-delivery extension: a renew is
+    /// refused as `invalid`, changing nothing).
+    pub fn renews(self) -> bool {
+        !self.is_rabbitmq()
     }
 
     /// The fence the broker applies to `op`. Renew is fenced on the lease id in every variant

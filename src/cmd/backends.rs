@@ -1,5 +1,5 @@
 //! The backends a command can run on, passed down from [`crate::cli::main_with`] as a value:
-//! the stock ones (`pure`, `embedded`, `redis`, `postgres`) and those a suite registers with its own build
+//! the stock ones (`pure`, `embedded`, `redis`, `postgres`, `rabbitmq`) and those a suite registers with its own build
 //! of the command line. `--backend NAME` of every command selects one of them.
 
 use crate::status::UserError;
@@ -64,8 +64,8 @@ pub struct Context {
 }
 
 impl Context {
-    /// The stock backends (`pure`, `embedded`, `redis` and `postgres` at their default
-    /// servers), then
+    /// The stock backends (`pure`, `embedded`, `redis`, `postgres` and `rabbitmq` at their
+    /// default servers), then
     /// `kinds` and `checked` (which may replace a stock one by name).
     pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
         let mut backends = Backends::new().with(BackendKind::new(Embedded));
@@ -80,6 +80,14 @@ impl Context {
             backends = backends.with(BackendKind::new(leasehold_postgres::Postgres::url(
                 leasehold_postgres::DEFAULT_URL,
             )));
+        }
+        #[cfg(feature = "rabbitmq")]
+        {
+            // At `LEASEHOLD_RABBITMQ_URL` when it is set (the server flags are generic and
+            // routed to `BackendFactory::at_url`), else at the default URL.
+            let url = std::env::var("LEASEHOLD_RABBITMQ_URL")
+                .unwrap_or_else(|_| leasehold_rabbitmq::DEFAULT_URL.to_string());
+            backends = backends.with(BackendKind::new(leasehold_rabbitmq::RabbitMq::url(url)));
         }
         for kind in kinds {
             backends = backends.with(kind.clone());
@@ -121,12 +129,12 @@ impl Context {
 
 /// The first words of the panic a server-backed backend raises when its server stops
 /// answering in the middle of a run.
-const LOST_SERVER: [&str; 2] = ["backend redis", "backend postgres"];
+const LOST_SERVER: [&str; 3] = ["backend redis", "backend postgres", "backend rabbitmq"];
 
 /// A server (Redis, PostgreSQL) that stops answering in the middle of a run (it died, was
 /// stopped, or its connection broke) ends the command with one line and exit status 2, as any
 /// input the run cannot proceed with: the backend reports it by panicking with a message that
-/// starts with `backend redis` or `backend postgres`, from whichever thread met it. Other
+/// starts with `backend redis`, `backend postgres` or `backend rabbitmq`, from whichever thread met it. Other
 /// panics keep the default report.
 ///
 /// A campaign's threads may all meet the lost server at once: the first to report it says its

@@ -15,13 +15,14 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// docs/variants.md, written out: a variant missing from `Variant::ALL` fails here.
-const PROTOCOLS: [&str; 6] = [
+const PROTOCOLS: [&str; 7] = [
     "fenced",
     "redis-streams",
     "redis-streams-fenced",
     "pg-visibility",
     "pg-fenced",
     "jetstream",
+    "rabbitmq",
 ];
 const MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),

@@ -31,13 +31,14 @@ fn committed(path: &str) -> String {
 
 /// docs/variants.md, written out here (not read from `Variant`): each variant and what it must
 /// break, so that a drift in the code's expectations fails this test.
-const EXPECTED: [(&str, &str); 18] = [
+const EXPECTED: [(&str, &str); 19] = [
     ("fenced", "holds"),
     ("redis-streams", "violates I1"),
     ("redis-streams-fenced", "holds"),
     ("pg-visibility", "violates I1"),
     ("pg-fenced", "holds"),
     ("jetstream", "violates I1"),
+    ("rabbitmq", "holds"),
     ("unfenced-settle", "violates I1"),
     ("renew-revives", "violates I2"),
     ("lease-id-reuse", "violates I1"),

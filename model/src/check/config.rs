@@ -178,6 +178,18 @@ impl CheckConfig {
                     ..none
                 },
             ),
+            // A broker restart is outside the RabbitMQ model (every channel would close:
+            // docs/rabbitmq.md), so its largest bounds have none.
+            Variant::RabbitMq => base(
+                3,
+                3,
+                2,
+                Budgets {
+                    crashes: 1,
+                    lost_replies: 1,
+                    ..none
+                },
+            ),
             Variant::RedisStreams
             | Variant::JetStream
             | Variant::PgVisibility

@@ -3,7 +3,7 @@
 //! names the variants whose answer differs from `fenced`'s.
 
 use leasehold_model::broker::{Broker, BrokerView, SettleRequest};
-use leasehold_model::types::{Lease, Reason, Receipt, Record, SettleError, SettleOp, Status};
+use leasehold_model::types::{Lease, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status};
 use leasehold_model::{Variant, VariantKind};
 
 const LEASE_MS: u64 = 100;
@@ -53,6 +53,8 @@ fn stale_request_accepted(variant: Variant, op: SettleOp) -> bool {
     match result {
         Ok(_) => true,
         Err(SettleError::StaleLease) => false,
+        // RabbitMQ refuses every renew, stale or not (no per-delivery extension).
+        Err(SettleError::Invalid(_)) if !variant.renews() => false,
         Err(other) => panic!("{variant}: unexpected {other}"),
     }
 }
@@ -467,4 +469,69 @@ fn pg_visibility_extends_a_row_another_worker_holds() {
             broker.record(0, 1)
         );
     }
+}
+
+#[test]
+fn rabbitmq_refuses_every_renew_and_changes_nothing() {
+    deviates_exactly(&[Variant::RabbitMq], |v| {
+        let mut broker = broker(v, 1, 3);
+        let l1 = fetch(&mut broker, 0);
+        let renew = SettleOp::Renew { extend_ms: 50 };
+        match broker.settle(&SettleRequest::new(&l1, renew, 10), 10) {
+            Ok(Some(renewed)) => {
+                assert_eq!(renewed.deadline_ms, 60, "{v}");
+                false
+            }
+            Err(SettleError::Invalid(_)) => {
+                assert_eq!(broker.next_deadline(), Some(l1.deadline_ms));
+                true
+            }
+            other => panic!("{v}: {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn rabbitmq_delivers_returned_records_first_in_the_order_they_came_back() {
+    // E1 and E2 leased; E2 expires first, then E1 is nacked: RabbitMQ's quorum queue hands out
+    // E2, E1 (returns, in order), then E3; every other variant lowest seq first.
+    deviates_exactly(&[Variant::RabbitMq], |v| {
+        let mut broker = broker(v, 1, 3);
+        for _ in 0..2 {
+            broker.publish();
+        }
+        let l1 = broker
+            .fetch(0, 1, 0, Some(LEASE_MS * 2))
+            .expect("fetch")
+            .remove(0);
+        let l2 = fetch(&mut broker, 0);
+        assert_eq!((l1.seq, l2.seq), (1, 2));
+        assert_eq!(broker.expire_due(LEASE_MS).len(), 1, "{v}");
+        broker.nack(&l1, LEASE_MS + 1, 0).expect("nack");
+        let order: Vec<Seq> = (0..3)
+            .map(|_| fetch(&mut broker, LEASE_MS * 2 + 2).seq)
+            .collect();
+        match order.as_slice() {
+            [1, 2, 3] => false,
+            [2, 1, 3] => true,
+            other => panic!("{v}: {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn rabbitmq_requeues_a_nack_at_once_whatever_its_delay() {
+    deviates_exactly(&[Variant::RabbitMq], |v| {
+        let mut broker = broker(v, 1, 3);
+        let l1 = fetch(&mut broker, 0);
+        broker.nack(&l1, 10, 1_000).expect("nack");
+        match broker.fetch(0, 1, 20, None).expect("fetch").as_slice() {
+            [] => false,
+            [lease] => {
+                assert_eq!((lease.seq, lease.attempt), (1, 2));
+                true
+            }
+            other => panic!("{v}: {other:?}"),
+        }
+    });
 }

@@ -1,0 +1,71 @@
+//! Conformance: the RabbitMQ backend against the reference broker of the `rabbitmq` variant,
+//! through the shared suite (`leasehold-conformance`): identical outputs — leases (ids,
+//! attempts, deadlines), errors, expiries — and identical `BrokerView` state after every
+//! step, on a real server. No broker restarts (outside the model: docs/rabbitmq.md).
+
+use crate::testing;
+use leasehold_conformance::Suite;
+use leasehold_model::{BrokerConfig, Variant};
+use leasehold_rabbitmq::RabbitBackend;
+
+const IGNORE: &str = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL";
+
+fn cases() -> u32 {
+    std::env::var("LEASEHOLD_RABBITMQ_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(320)
+}
+
+#[cfg_attr(
+    leasehold_no_rabbitmq,
+    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
+)]
+#[test]
+fn rabbitmq_matches_the_pure_broker() {
+    let _ = IGNORE;
+    let Some(url) = testing::url("conformance rabbitmq") else {
+        return;
+    };
+    let cases = cases();
+    let ran = Suite::new(Variant::RabbitMq)
+        .cases(cases)
+        .seed(0x4ab1)
+        .ops_max(40)
+        .restarts_percent(0)
+        .run(|config| RabbitBackend::new(config, &url), |_, _, _| Ok(()));
+    match ran {
+        Ok(_) => eprintln!(
+            "rabbitmq: {cases} sequences identical on the reference broker and on RabbitMQ"
+        ),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The suite can fail on the server: the real queue judged as `fenced` (lowest seq first, a
+/// nack's delay, renews) differs within a few sequences.
+#[cfg_attr(
+    leasehold_no_rabbitmq,
+    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
+)]
+#[test]
+fn the_server_is_not_the_fenced_reference() {
+    let Some(url) = testing::url("rabbitmq judged as fenced") else {
+        return;
+    };
+    let error = Suite::new(Variant::Fenced)
+        .cases(64)
+        .restarts_percent(0)
+        .run(
+            |config| {
+                let rabbit = BrokerConfig {
+                    variant: Variant::RabbitMq,
+                    ..*config
+                };
+                RabbitBackend::new(&rabbit, &url)
+            },
+            |_, _, _| Ok(()),
+        )
+        .expect_err("the server is not the fenced reference");
+    assert!(error.contains("step"), "{error}");
+}

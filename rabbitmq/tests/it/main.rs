@@ -1,0 +1,4 @@
+//! The RabbitMQ backend's integration tests, one binary: each file is a module.
+
+mod conformance;
+mod testing;
