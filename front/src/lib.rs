@@ -56,6 +56,7 @@ pub mod budget;
 pub mod campaign;
 pub mod campaign_report;
 pub mod check;
+pub mod check_flags;
 pub mod check_report;
 pub mod defaults;
 pub mod draw;
@@ -69,6 +70,7 @@ pub mod registry;
 pub mod replay;
 pub mod seeded;
 pub mod shrink;
+pub mod sim_flags;
 pub mod stream;
 
 pub use campaign::{campaign, CampaignRun, Campaigned, SeedFailure};

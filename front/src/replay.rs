@@ -27,6 +27,51 @@ pub fn load(path: &Path) -> Result<Script, Error> {
     Ok(script)
 }
 
+/// Runs `script` on `backend`; an error (a backend that cannot run it) is one line naming the
+/// file.
+pub fn run_script(script: &Script, backend: &BackendKind) -> Result<Replay, Error> {
+    backend
+        .run_script(script)
+        .map_err(|e| Error(format!("{}: {e}", script.file)))
+}
+
+/// The lines `leasehold timeline FILE` prints of a scripted replay: its timeline rendered in
+/// `style` (only the lines `lines` asks for, `tA..tB`, when given), then one line per violation.
+/// Asking only for lines past the end is a one-line error naming the file, not an empty
+/// timeline.
+pub fn timeline_lines(
+    replay: &Replay,
+    style: Style,
+    lines: Option<std::ops::Range<usize>>,
+) -> Result<Vec<String>, Error> {
+    let rendered = leasehold_sim::timeline::render_with(&replay.trace, style);
+    let total = rendered.lines.len();
+    lines_shown(&replay.file, lines.as_ref(), total)?;
+    let lines = lines.unwrap_or(0..total);
+    let shown = rendered.lines.iter().take(lines.end).skip(lines.start);
+    let mut out: Vec<String> = shown.cloned().collect();
+    for found in &replay.trace.violations {
+        out.push(leasehold_sim::timeline::violation_text(found, &rendered));
+    }
+    Ok(out)
+}
+
+/// Refuses `lines` (`--lines A..B`) when they start past the `total` lines a run of `file`
+/// shows: one line, as a drawing of them says it, rather than printing nothing.
+pub fn lines_shown(
+    file: &str,
+    lines: Option<&std::ops::Range<usize>>,
+    total: usize,
+) -> Result<(), Error> {
+    match lines {
+        Some(lines) if lines.start >= total => Err(Error(format!(
+            "{file}: --lines {}..{}: the run shows {total} lines (t0..t{total})",
+            lines.start, lines.end
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// A replayed scenario: what happened, and whether it matched the file.
 #[derive(Clone, Debug)]
 pub struct Replayed {

@@ -170,12 +170,14 @@ pub fn seed_text(
     text
 }
 
-/// One seed's `--json` object: `header` is its command.
+/// One seed's `--json` object: `header` is its command, `saved` the file it was written to
+/// (`null` when none was).
 pub fn seed_json(
     header: &str,
     setup: &Setup,
     outcome: &RunOutcome,
     wall: Duration,
+    saved: Option<&SavedSeed>,
 ) -> serde_json::Value {
     let coverage: serde_json::Map<String, serde_json::Value> = outcome
         .hits
@@ -206,5 +208,6 @@ pub fn seed_json(
         "at_most_once_losses": outcome.at_most_once_losses,
         "coverage": coverage,
         "wall_ms": wall.as_millis() as u64,
+        "saved": saved.map(|saved| saved.path.display().to_string()),
     })
 }

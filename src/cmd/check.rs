@@ -10,14 +10,14 @@ use crate::cmd::sim::progress::{catch_interrupts, stop_reason, INTERRUPTED};
 use crate::files;
 use crate::status::{CmdResult, Status, UserError};
 use leasehold_front::budget::{format_bytes, parse_memory_budget, Spent};
+use leasehold_front::check_flags::{loopback, CheckRequest};
 use leasehold_front::check_report::{command, counterexample_report, header, text, Printed};
 use leasehold_front::CheckedBackend;
 use leasehold_model::check::search::Progress;
 use leasehold_model::check::{
-    run as check, Budgets, CheckConfig, Counts, Engine, ExplorerModel, Fairness, Interrupt,
-    LeaseModel, Limits, Options, Outcome, Outcomes, Renews, Report,
+    run as check, CheckConfig, Counts, Engine, ExplorerModel, Interrupt, LeaseModel, Limits,
+    Options, Outcome, Report,
 };
-use leasehold_model::{AckPolicy, Variant};
 use stateright::Model;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -149,81 +149,30 @@ fn user(message: String) -> UserError {
     UserError(message)
 }
 
-/// The configuration the arguments ask for: the variant's defaults, overridden by flags.
-pub fn config(args: &Args) -> Result<CheckConfig, UserError> {
-    let variant = Variant::from_name(&args.variant).ok_or_else(|| {
-        user(format!(
-            "--variant: unknown variant '{}'; valid: {}",
-            args.variant,
-            Variant::names()
-        ))
-    })?;
-    let mut config = CheckConfig::default_for(variant);
-    if let Some(policy) = &args.policy {
-        config.policy = AckPolicy::from_name(policy).ok_or_else(|| {
-            let names: Vec<_> = AckPolicy::ALL.iter().map(|p| p.name()).collect();
-            user(format!(
-                "--policy: unknown policy '{policy}'; valid: {}",
-                names.join(", ")
-            ))
-        })?;
+/// The check the flags name, for the library to turn into a configuration and options.
+fn request(args: &Args) -> CheckRequest {
+    CheckRequest {
+        variant: args.variant.clone(),
+        groups: args.groups,
+        events: args.events,
+        workers: args.workers,
+        max_attempts: args.max_attempts,
+        policy: args.policy.clone(),
+        crashes: args.crashes,
+        drops: args.drops,
+        dups: args.dups,
+        lost_replies: args.lost_replies,
+        broker_restarts: args.broker_restarts,
+        renews: args.renews.clone(),
+        fairness: args.fairness.clone(),
+        outcomes: args.outcomes.clone(),
+        engine: args.engine.clone(),
+        threads: args.threads,
+        no_symmetry: args.no_symmetry,
+        all_violations: args.all_violations,
+        max_states: args.max_states,
+        timed: args.for_.is_some(),
     }
-    config.group_count = args.groups.map_or(config.group_count, |g| g as usize);
-    config.event_count = args.events.unwrap_or(config.event_count);
-    config.worker_count = args.workers.map_or(config.worker_count, |w| w as usize);
-    config.max_attempts = args.max_attempts.unwrap_or(config.max_attempts);
-    let b = config.budgets;
-    let mut renews = b.renews;
-    match args.renews.as_deref() {
-        None => {}
-        Some("unbounded") => config.renews = Renews::Unbounded,
-        Some(text) => {
-            renews = text.parse().map_err(|_| {
-                user(format!(
-                    "--renews {text}: expected a number from 0 to 255, or unbounded"
-                ))
-            })?;
-            config.renews = Renews::Budget;
-        }
-    }
-    config.budgets = Budgets {
-        crashes: args.crashes.unwrap_or(b.crashes),
-        drops: args.drops.unwrap_or(b.drops),
-        dups: args.dups.unwrap_or(b.dups),
-        lost_replies: args.lost_replies.unwrap_or(b.lost_replies),
-        broker_restarts: args.broker_restarts.unwrap_or(b.broker_restarts),
-        renews,
-    };
-    if let Some(text) = &args.fairness {
-        config.fairness = Fairness::from_name(text)
-            .ok_or_else(|| user(format!("--fairness {text}: expected none or weak")))?;
-        if config.renews != Renews::Unbounded {
-            return Err(user(format!(
-                "--fairness {text}: only with --renews unbounded (with finite budgets every behaviour is finite and no fairness is assumed)"
-            )));
-        }
-    }
-    if let Some(text) = &args.outcomes {
-        config.outcomes = Outcomes::from_name(text)
-            .ok_or_else(|| user(format!("--outcomes {text}: expected plain or all")))?;
-    }
-    config.validate().map_err(user)?;
-    Ok(config)
-}
-
-/// A loopback socket address, or a one-line error.
-pub fn loopback(addr: &str) -> Result<SocketAddr, UserError> {
-    let parsed: SocketAddr = addr.parse().map_err(|_| {
-        user(format!(
-            "--explore {addr}: not an address (expected e.g. 127.0.0.1:3000)"
-        ))
-    })?;
-    if !parsed.ip().is_loopback() {
-        return Err(user(format!(
-            "--explore {addr}: the Explorer is served on loopback only (127.0.0.1 or [::1])"
-        )));
-    }
-    Ok(parsed)
 }
 
 /// A spinner on stderr, shown after a second, only when stderr is a terminal.
@@ -288,52 +237,14 @@ pub fn run_check(
     (report, seconds)
 }
 
-/// The options the arguments ask for.
-pub fn options(args: &Args) -> Result<Options, UserError> {
-    if args.threads == 0 || args.threads > 64 {
-        return Err(user(format!(
-            "--threads {}: must be between 1 and 64",
-            args.threads
-        )));
-    }
-    if args.max_states == 0 {
-        return Err(user("--max-states 0: must be at least 1".to_string()));
-    }
-    let engine = Engine::from_name(&args.engine).ok_or_else(|| {
-        let names: Vec<&str> = Engine::ALL.iter().map(|e| e.name()).collect();
-        user(format!(
-            "--engine {}: unknown engine (expected one of: {})",
-            args.engine,
-            names.join(", ")
-        ))
-    })?;
-    if engine == Engine::Stateright && args.for_.is_some() {
-        return Err(user(
-            "--for: stateright's checker cannot be stopped before its end (use --max-states, or --engine leasehold)"
-                .to_string(),
-        ));
-    }
-    Ok(Options {
-        engine,
-        limits: Limits {
-            states_max: args.max_states,
-            threads: args.threads as usize,
-            ..Limits::default()
-        },
-        symmetry: !args.no_symmetry,
-        counterexample_states_max: args.max_states.min(COUNTEREXAMPLE_STATES_MAX),
-        beyond_first_violation: args.all_violations,
-        ..Options::default()
-    })
-}
-
 /// Runs the command.
 pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
     if let Some(path) = &args.report {
         files::check_report_path("--report", path)?;
     }
-    let config = config(&args)?;
-    let options = options(&args)?;
+    let request = request(&args);
+    let config = request.config()?;
+    let options = request.options()?;
     if let Some(why) = options.unsupported(&config) {
         return Err(user(format!("--engine {}: {why}", options.engine.name())));
     }

@@ -5,11 +5,9 @@
 //! did not (the output names the step or expectation); 2 when the file cannot be read or parsed.
 
 use crate::cmd::backends::Context;
-use crate::status::{CmdResult, Status, UserError};
-use leasehold_sim::parse;
-use leasehold_sim::script::{Replay, Script};
-use leasehold_sim::seeded::BackendKind;
-use std::path::{Path, PathBuf};
+use crate::status::{CmdResult, Status};
+use leasehold_front::replay::{load, run_script};
+use std::path::PathBuf;
 
 /// Arguments of `leasehold replay`.
 #[derive(clap::Args, Debug)]
@@ -38,28 +36,6 @@ pub struct Args {
     pub server: crate::cmd::backends::ServerArgs,
 }
 
-/// Reads and parses a scenario file; any failure is a one-line user error.
-pub fn load(path: &Path) -> Result<Script, UserError> {
-    let name = path.display().to_string();
-    let src = std::fs::read_to_string(path)
-        .map_err(|e| UserError(format!("{name}: cannot read: {e}")))?;
-    let script = parse::parse(&src, &name).map_err(|e| UserError(e.to_string()))?;
-    if script.steps.is_empty() {
-        return Err(UserError(format!(
-            "{name}: a seeded scenario (no [[step]]) is replayed by the simulator, which this build does not include"
-        )));
-    }
-    Ok(script)
-}
-
-/// Runs `script` on `backend` (the executor is generic over `Backend`); an error names the
-/// file.
-pub fn run_on(script: &Script, backend: &BackendKind) -> Result<Replay, UserError> {
-    backend
-        .run_script(script)
-        .map_err(|e| UserError(format!("{}: {e}", script.file)))
-}
-
 /// The timeline's style asked for: `--times`.
 pub fn style(times: bool) -> leasehold_sim::timeline::Style {
     leasehold_sim::timeline::Style { times }
@@ -75,7 +51,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
         return Ok(status);
     }
     let script = load(&args.file)?;
-    let mut replay = run_on(&script, &backend)?;
+    let mut replay = run_script(&script, &backend)?;
     if args.json {
         println!("{}", leasehold_front::replay::json(&replay, style));
     } else {

@@ -18,18 +18,15 @@ use leasehold_front::draw::Drawing;
 use leasehold_front::seeded::{
     load_seeded_file, parse_seeds, save_seed, seed_json, seed_text, seeded_setup, SavedSeed,
 };
+use leasehold_front::sim_flags::TemplateRequest;
 use leasehold_front::stream::{self, StdoutTimeline, Story};
-use leasehold_model::{AckPolicy, Variant};
 use leasehold_sim::drawing;
-use leasehold_sim::engine::Expiry;
 use leasehold_sim::scenario::Scenario;
-use leasehold_sim::seeded::campaign::{Campaign, CampaignReport, Pinned, THREADS_MAX};
+use leasehold_sim::seeded::campaign::{Campaign, CampaignReport, THREADS_MAX};
 use leasehold_sim::seeded::prng::Draws;
 use leasehold_sim::seeded::seeded_file::check_expect;
 use leasehold_sim::seeded::summary::{parse_shard, SeedRange, Stopped};
-use leasehold_sim::seeded::{
-    BackendKind, Fault, FaultPlan, Ratio, RunOptions, RunOutcome, Setup, Workload,
-};
+use leasehold_sim::seeded::{BackendKind, Fault, Ratio, RunOptions, RunOutcome, Setup};
 use leasehold_sim::timeline::Style;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -289,7 +286,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     if let Some(path) = &args.file {
         return run_file(&args, path, &backend);
     }
-    let (template, pinned) = template_pinned(&args)?;
+    let (template, pinned) = template_request(&args).template()?;
     backend.check(&template).map_err(UserError)?;
     let mut campaign = Campaign::new(template, 0..1);
     campaign.swarm = args.swarm;
@@ -311,84 +308,9 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     run_campaign(&args, &campaign, budget)
 }
 
-/// The run template from the flags, validated, and which bounds the flags pinned.
-pub fn template_pinned(args: &Options) -> Result<(Setup, Pinned), UserError> {
-    let variant = Variant::from_name(&args.variant).ok_or_else(|| {
-        UserError(format!(
-            "--variant: unknown '{}' (one of {})",
-            args.variant,
-            Variant::names()
-        ))
-    })?;
-    let policy = AckPolicy::from_name(&args.policy).ok_or_else(|| {
-        UserError(format!(
-            "--policy: unknown '{}' (nack_on_error, ack_always, ack_first, manual)",
-            args.policy
-        ))
-    })?;
-    for (flag, value) in [
-        ("--events", u64::from(args.events)),
-        ("--groups", u64::from(args.groups)),
-        ("--workers", u64::from(args.workers)),
-        ("--max-attempts", u64::from(args.max_attempts)),
-        ("--lease-ms", args.lease_ms),
-    ] {
-        if value == 0 {
-            return Err(UserError(format!("{flag}: must be at least 1")));
-        }
-    }
-    let mut setup = Setup::default_for(variant);
-    setup.policy = policy;
-    setup.max_attempts = args.max_attempts;
-    setup.lease_ms = args.lease_ms;
-    setup.workload = Workload::for_lease(args.lease_ms);
-    setup.faults = FaultPlan::for_lease(args.lease_ms);
-    if args.no_faults {
-        for fault in Fault::ALL {
-            *setup.faults.ratio_mut(fault) = Ratio::ZERO;
-        }
-    }
-    for (fault, value) in fault_flags(args) {
-        if let Some(ratio) = value {
-            *setup.faults.ratio_mut(fault) = ratio;
-        }
-    }
-    let given = [
-        args.crash_downtime_ms_max,
-        args.pause_ms_max,
-        args.delay_ms_max,
-        args.reorder_ms_max,
-        args.partition_ms_max,
-        args.clock_offset_ms_max,
-        args.clock_drift_ppm_max,
-        args.slow_handler_ms_max,
-    ];
-    // (In the order of `FaultPlan::MAGNITUDES`.)
-    for ((_, field), value) in setup.faults.magnitudes_mut().into_iter().zip(given) {
-        if let Some(value) = value {
-            *field = value;
-        }
-    }
-    setup.resize(args.events, args.groups as usize, args.workers as usize);
-    setup.expiry = Expiry::from_name(&args.expiry).unwrap_or_default();
-    setup.draws = Draws::from_name(&args.draws).unwrap_or_default();
-    setup.derive_bounds(true, true);
-    let pinned = Pinned {
-        safety_ms_max: args.safety_ms_max.is_some(),
-        steps_max: args.steps_max.is_some(),
-    };
-    if let Some(ms) = args.safety_ms_max {
-        setup.workload.safety_ms_max = ms;
-    }
-    if let Some(steps) = args.steps_max {
-        setup.workload.steps_max = steps;
-    }
-    setup.validate().map_err(|e| UserError(e.for_flags()))?;
-    Ok((setup, pinned))
-}
-
-fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 15] {
-    [
+/// The run template the flags name, for the library to build and validate.
+fn template_request(args: &Options) -> TemplateRequest {
+    let faults = [
         (Fault::Crash, args.crash),
         (Fault::Pause, args.pause),
         (Fault::Delay, args.delay),
@@ -404,7 +326,36 @@ fn fault_flags(args: &Options) -> [(Fault, Option<Ratio>); 15] {
         (Fault::SlowHandler, args.slow_handler),
         (Fault::HandlerError, args.handler_error),
         (Fault::Boundary, args.boundary),
-    ]
+    ];
+    TemplateRequest {
+        variant: args.variant.clone(),
+        policy: args.policy.clone(),
+        events: args.events,
+        groups: args.groups,
+        workers: args.workers,
+        max_attempts: args.max_attempts,
+        lease_ms: args.lease_ms,
+        no_faults: args.no_faults,
+        faults: faults
+            .into_iter()
+            .filter_map(|(f, r)| Some((f, r?)))
+            .collect(),
+        // In the order of `FaultPlan::MAGNITUDES`.
+        magnitudes: [
+            args.crash_downtime_ms_max,
+            args.pause_ms_max,
+            args.delay_ms_max,
+            args.reorder_ms_max,
+            args.partition_ms_max,
+            args.clock_offset_ms_max,
+            args.clock_drift_ppm_max,
+            args.slow_handler_ms_max,
+        ],
+        expiry: args.expiry.clone(),
+        draws: args.draws.clone(),
+        safety_ms_max: args.safety_ms_max,
+        steps_max: args.steps_max,
+    }
 }
 
 fn run_one(args: &Options, campaign: &Campaign, seed: u64) -> CmdResult {
@@ -520,9 +471,7 @@ fn report_one(
 ) -> CmdResult {
     let status = Status::held(outcome.violations.is_empty());
     let json = || {
-        let mut value = seed_json(header, setup, outcome, wall);
-        let path = saved.map(|saved| saved.path.display().to_string());
-        value["saved"] = path.into();
+        let value = seed_json(header, setup, outcome, wall, saved);
         serde_json::to_string_pretty(&value).expect("json")
     };
     let text = seed_text(setup, outcome, wall, saved);

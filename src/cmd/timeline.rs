@@ -11,16 +11,15 @@
 //! (`leasehold_sim::drawing`): a long run's every line would be a smear.
 
 use crate::cmd::backends::Context;
-use crate::cmd::replay::{load, run_on};
 use crate::cmd::sim::record_if_seeded;
 use crate::status::{CmdResult, Status, UserError};
 use leasehold_front::draw::{Drawable, Drawing};
+use leasehold_front::replay::{lines_shown, load, run_script, timeline_lines};
 use leasehold_front::seeded::{seeded_setup, streamed_violations};
 use leasehold_front::stream::{StdoutTimeline, Story};
 use leasehold_sim::drawing;
 use leasehold_sim::seeded::seeded_file::check_expect;
 use leasehold_sim::seeded::BackendKind;
-use leasehold_sim::timeline;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -94,19 +93,12 @@ fn print(args: &Args, backend: &BackendKind) -> CmdResult {
             println!("{violation}");
         }
         let shown = outcome.streamed.as_ref().map_or(0, |s| s.lines);
-        lines_shown(args, shown)?;
+        lines_shown(&args.file.display().to_string(), args.lines.as_ref(), shown)?;
         return Ok(said_mismatches(&check_expect(&scenario, &outcome)));
     }
-    let script = load(&args.file)?;
-    let replay = run_on(&script, backend)?;
-    let rendered = timeline::render_with(&replay.trace, style);
-    lines_shown(args, rendered.lines.len())?;
-    let lines = args.lines.clone().unwrap_or(0..rendered.lines.len());
-    for line in rendered.lines.iter().take(lines.end).skip(lines.start) {
+    let replay = run_script(&load(&args.file)?, backend)?;
+    for line in timeline_lines(&replay, style, args.lines.clone())? {
         println!("{line}");
-    }
-    for found in &replay.trace.violations {
-        println!("{}", timeline::violation_text(found, &rendered));
     }
     Ok(said_mismatches(&replay.mismatches))
 }
@@ -118,20 +110,6 @@ fn said_mismatches(mismatches: &[String]) -> Status {
         println!("mismatch: {mismatch}");
     }
     Status::held(mismatches.is_empty())
-}
-
-/// `--lines A..B` asked for lines the run does not show (it shows `total`): said, as a drawing
-/// of them says it, rather than printing nothing.
-fn lines_shown(args: &Args, total: usize) -> Result<(), UserError> {
-    match &args.lines {
-        Some(lines) if lines.start >= total => Err(UserError(format!(
-            "{}: --lines {}..{}: the run shows {total} lines (t0..t{total})",
-            args.file.display(),
-            lines.start,
-            lines.end
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// Draws the timeline (a stretch of it) into `out`.
@@ -146,7 +124,7 @@ fn draw(args: &Args, backend: &BackendKind, out: &Path) -> CmdResult {
         }
         None => {
             let script = load(&args.file)?;
-            let replay = run_on(&script, backend)?;
+            let replay = run_script(&script, backend)?;
             Drawable::scripted(&script, replay, &name, args.lines.clone())?
         }
     };

@@ -23,8 +23,10 @@
 pub mod engines;
 pub mod render;
 pub mod report;
+pub mod request;
 mod run;
 
+pub use request::MatrixRequest;
 pub use run::{config, evidence_files, stale_evidence, MatrixConfig};
 
 use leasehold_model::{Invariant, Variant, VariantKind};

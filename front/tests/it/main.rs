@@ -6,4 +6,8 @@ mod scratch;
 mod campaign_coverage;
 mod campaign_story;
 mod check_budget;
+mod check_flags;
 mod matrix_report;
+mod matrix_request;
+mod sim_flags;
+mod timeline_lines;
