@@ -137,6 +137,7 @@ fn run_with(context: Context) -> ExitCode {
     }
     let _release = Release(context.clone());
     cmd::backends::lost_server_is_an_error(context.clone());
+    cmd::sim::progress::quit_cleanly_on_signals(context.clone());
     closed_output_ends_quietly(context.clone());
     let context = &context;
     let result = match cli.command {

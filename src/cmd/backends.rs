@@ -68,28 +68,23 @@ impl Context {
     /// default servers), then
     /// `kinds` and `checked` (which may replace a stock one by name).
     pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
-        let mut backends = Backends::new().with(BackendKind::new(Embedded));
-        #[cfg(feature = "redis")]
-        {
-            backends = backends.with(BackendKind::new(leasehold_redis::Redis::url(
-                leasehold_redis::DEFAULT_URL,
-            )));
-        }
-        #[cfg(feature = "postgres")]
-        {
-            backends = backends.with(BackendKind::new(leasehold_postgres::Postgres::url(
+        let stock = [
+            BackendKind::new(Embedded),
+            #[cfg(feature = "redis")]
+            BackendKind::new(leasehold_redis::Redis::url(leasehold_redis::DEFAULT_URL)),
+            #[cfg(feature = "postgres")]
+            BackendKind::new(leasehold_postgres::Postgres::url(
                 leasehold_postgres::DEFAULT_URL,
-            )));
-        }
-        #[cfg(feature = "rabbitmq")]
-        {
-            // At `LEASEHOLD_RABBITMQ_URL` when it is set (the server flags are generic and
-            // routed to `BackendFactory::at_url`), else at the default URL.
-            let url = std::env::var("LEASEHOLD_RABBITMQ_URL")
-                .unwrap_or_else(|_| leasehold_rabbitmq::DEFAULT_URL.to_string());
-            backends = backends.with(BackendKind::new(leasehold_rabbitmq::RabbitMq::url(url)));
-        }
-        for kind in kinds {
+            )),
+            // At `LEASEHOLD_RABBITMQ_URL` when it is set, else at the default URL.
+            #[cfg(feature = "rabbitmq")]
+            BackendKind::new(leasehold_rabbitmq::RabbitMq::url(
+                std::env::var("LEASEHOLD_RABBITMQ_URL")
+                    .unwrap_or_else(|_| leasehold_rabbitmq::DEFAULT_URL.to_string()),
+            )),
+        ];
+        let mut backends = Backends::new();
+        for kind in stock.iter().chain(kinds) {
             backends = backends.with(kind.clone());
         }
         for broker in checked {
@@ -118,6 +113,13 @@ impl Context {
         self.backends.find_checked(name)
     }
 
+    /// Whether a panic's `message` is a selected backend's report of its lost server.
+    fn lost_server(&self, message: &str) -> bool {
+        let selected = self.selected.lock().unwrap_or_else(|e| e.into_inner());
+        let named = |kind: &BackendKind| message.starts_with(&format!("backend {}", kind.name()));
+        selected.iter().any(named)
+    }
+
     /// Releases what the selected backends hold (stops private servers).
     pub fn shutdown(&self) {
         let selected = self.selected.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,15 +129,11 @@ impl Context {
     }
 }
 
-/// The first words of the panic a server-backed backend raises when its server stops
-/// answering in the middle of a run.
-const LOST_SERVER: [&str; 3] = ["backend redis", "backend postgres", "backend rabbitmq"];
-
-/// A server (Redis, PostgreSQL) that stops answering in the middle of a run (it died, was
-/// stopped, or its connection broke) ends the command with one line and exit status 2, as any
-/// input the run cannot proceed with: the backend reports it by panicking with a message that
-/// starts with `backend redis`, `backend postgres` or `backend rabbitmq`, from whichever thread met it. Other
-/// panics keep the default report.
+/// A server that stops answering in the middle of a run (it died, was stopped, or its
+/// connection broke) ends the command with one line and exit status 2, as any input the run
+/// cannot proceed with: a backend reports it by panicking with a message that starts with
+/// `backend NAME` (NAME: the selected backend's, a registered one's too), from whichever thread
+/// met it. Other panics keep the default report.
 ///
 /// A campaign's threads may all meet the lost server at once: the first to report it says its
 /// line, releases what the selected backends hold and ends the process; the others wait for
@@ -145,7 +143,7 @@ pub fn lost_server_is_an_error(context: Context) {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         match crate::status::panic_message(info) {
-            Some(message) if LOST_SERVER.iter().any(|p| message.starts_with(p)) => {
+            Some(message) if context.lost_server(message) => {
                 if reporting.swap(true, std::sync::atomic::Ordering::SeqCst) {
                     loop {
                         std::thread::park();

@@ -175,65 +175,43 @@ fn request(args: &Args) -> CheckRequest {
     }
 }
 
-/// A spinner on stderr, shown after a second, only when stderr is a terminal.
-struct Spinner {
-    bar: Option<indicatif::ProgressBar>,
-    started: Instant,
-}
-
-impl Spinner {
-    fn new(on: bool) -> Spinner {
-        let bar = on.then(|| {
-            let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-            bar
-        });
-        Spinner {
-            bar,
-            started: Instant::now(),
-        }
-    }
-
-    fn update(&self, counts: Counts) {
-        let Some(bar) = &self.bar else { return };
-        let seconds = self.started.elapsed().as_secs_f64();
-        if seconds > 1.0 && bar.is_hidden() {
-            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            bar.enable_steady_tick(Duration::from_millis(120));
-        }
-        bar.set_message(format!(
-            "{} states, {} unique, {:.0} unique/s",
-            counts.generated,
-            counts.unique,
-            counts.unique as f64 / seconds.max(1e-9)
-        ));
-    }
-
-    fn finish(self) {
-        if let Some(bar) = self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
-
-/// Runs the library check with a spinner, on the reference broker or on `broker`; returns the
-/// report and the wall-clock seconds.
+/// Runs the library check, on the reference broker or on `broker`, with a spinner on stderr
+/// (shown after a second, when `progress`: stderr is a terminal); returns the report and the
+/// wall-clock seconds.
 pub fn run_check(
     config: &CheckConfig,
     options: &Options,
     broker: Option<&CheckedBackend>,
     progress: bool,
 ) -> (Report, f64) {
-    let spinner = Spinner::new(progress);
+    let bar = progress.then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+        bar
+    });
     let started = Instant::now();
-    let update = |counts: Counts| spinner.update(counts);
-    let progress = progress.then_some(&update as Progress<'_>);
+    let update = |counts: Counts| {
+        let Some(bar) = &bar else { return };
+        let seconds = started.elapsed().as_secs_f64();
+        if seconds > 1.0 && bar.is_hidden() {
+            bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            bar.enable_steady_tick(Duration::from_millis(120));
+        }
+        let rate = counts.unique as f64 / seconds.max(1e-9);
+        let (states, unique) = (counts.generated, counts.unique);
+        bar.set_message(format!(
+            "{states} states, {unique} unique, {rate:.0} unique/s"
+        ));
+    };
+    let progress = bar.is_some().then_some(&update as Progress<'_>);
     let report = match broker {
         Some(broker) => broker.run(config, options, progress),
         None => check(config, options, progress),
     };
     let seconds = started.elapsed().as_secs_f64();
-    spinner.finish();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     (report, seconds)
 }
 

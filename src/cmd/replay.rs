@@ -46,7 +46,7 @@ pub fn run(args: Args, context: &Context) -> CmdResult {
     let backend = context.select(&args.backend, &args.server)?;
     // A seeded file (a simulator finding) replays through the simulator.
     let style = style(args.times);
-    let seeded = crate::cmd::sim::replay_if_seeded_styled(&args.file, args.json, &backend, style)?;
+    let seeded = crate::cmd::sim::replay_if_seeded(&args.file, args.json, &backend, style)?;
     if let Some(status) = seeded {
         return Ok(status);
     }

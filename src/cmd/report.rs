@@ -3,7 +3,7 @@
 //!
 //! The matrix itself — the engines, the cells, the expectations and the judging — is the
 //! library's ([`leasehold_front::matrix`]), and so are the files it writes or compares
-//! ([`leasehold_front::matrix::report`]); this module turns flags into a [`MatrixConfig`] and
+//! ([`leasehold_front::matrix::report`]); this module turns flags into a [`leasehold_front::matrix::MatrixConfig`] and
 //! prints.
 
 use crate::status::{CmdResult, Status};

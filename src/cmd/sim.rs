@@ -556,20 +556,10 @@ fn run_merge(args: &Options) -> CmdResult {
 }
 
 /// The seeded half of `leasehold replay FILE`: when `path` holds a seeded scenario (`seed = N`,
-/// no steps), runs it through the simulator on `backend`, prints the replay recipe, the
-/// timeline, the violations and the trace hash (or one JSON object), and returns the status
-/// ("did the run match the file's `[expect]`?"). Returns `Ok(None)` for a scripted scenario,
-/// which `replay` runs itself.
+/// no steps), runs it on `backend`, prints the replay recipe, the timeline (in `style`), the
+/// violations and the trace hash (or one JSON object), and returns the status ("did the run
+/// match the file's `[expect]`?"); `Ok(None)` for a scripted scenario.
 pub fn replay_if_seeded(
-    path: &Path,
-    json: bool,
-    backend: &BackendKind,
-) -> Result<Option<Status>, UserError> {
-    replay_if_seeded_styled(path, json, backend, Style::default())
-}
-
-/// [`replay_if_seeded`], the timeline rendered in `style` (`--times`).
-pub fn replay_if_seeded_styled(
     path: &Path,
     json: bool,
     backend: &BackendKind,

@@ -512,3 +512,68 @@ fn ctrl_c_stops_a_redis_spawn_campaign_and_leaves_its_servers_to_finish() {
         stdout(&pure)
     );
 }
+
+/// The process ids of `pid`'s children (every thread's).
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+    {
+        let path = task.unwrap().path().join("children");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        found.extend(text.split_whitespace().map(|p| p.parse::<u32>().unwrap()));
+    }
+    found
+}
+
+/// A command that does not stop gracefully (`report`) and is sent SIGTERM still stops the
+/// private servers it started: none is left running.
+#[cfg_attr(
+    leasehold_no_redis,
+    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
+)]
+#[test]
+fn sigterm_leaves_no_private_server_running() {
+    if !can_spawn("sigterm on --redis-spawn") {
+        return;
+    }
+    let out_dir = scratch_dir("sigterm-report");
+    let child = Command::new(BIN)
+        .args(["report", "--quick", "--variants", "redis-streams-fenced"])
+        .args(["--backend", "redis", "--spawn", "--out"])
+        .arg(&out_dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary runs");
+    let mut servers = Vec::new();
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        servers = children(child.id());
+        if !servers.is_empty() {
+            break;
+        }
+    }
+    assert!(!servers.is_empty(), "no redis-server was started");
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("the binary ends");
+    assert_eq!(out.status.code(), Some(130));
+    let running = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    for _ in 0..100 {
+        if !servers.iter().any(running) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<_> = servers.iter().filter(|p| running(p)).collect();
+    assert!(left.is_empty(), "servers left running: {left:?}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

@@ -470,7 +470,13 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     let saved = first_file(&dir);
-    let status = replay_if_seeded(&saved, true, &leasehold::BackendKind::Pure).unwrap();
+    let status = replay_if_seeded(
+        &saved,
+        true,
+        &leasehold::BackendKind::Pure,
+        Default::default(),
+    )
+    .unwrap();
     assert_eq!(
         status,
         Some(Status::Ok),
@@ -479,7 +485,13 @@ fn the_replay_hook_runs_seeded_files_and_leaves_scripted_ones() {
     let scripted =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/t0-t5-stale-ack.toml");
     assert_eq!(
-        replay_if_seeded(&scripted, true, &leasehold::BackendKind::Pure).unwrap(),
+        replay_if_seeded(
+            &scripted,
+            true,
+            &leasehold::BackendKind::Pure,
+            Default::default()
+        )
+        .unwrap(),
         None
     );
     std::fs::remove_dir_all(&dir).unwrap();

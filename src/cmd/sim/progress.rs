@@ -131,18 +131,30 @@ pub struct Stopping {
     pub reason: Option<String>,
 }
 
-/// Catches Ctrl-C and SIGTERM: the first raises [`INTERRUPTED`] and, unless a bar tells it,
-/// prints `leasehold: stopping: {what} (interrupt again to quit now)`; the second quits at once
-/// (status 130).
+/// What a command that stops gracefully says on the first signal, and whether a bar tells it.
+static GRACEFUL: std::sync::OnceLock<(&'static str, bool)> = std::sync::OnceLock::new();
+
+/// Makes the first Ctrl-C or SIGTERM raise [`INTERRUPTED`] and, unless a bar tells it, print
+/// `leasehold: stopping: {what} (interrupt again to quit now)`.
 pub(crate) fn catch_interrupts(what: &'static str, bars: bool) {
+    let _ = GRACEFUL.set((what, bars));
+}
+
+/// Catches Ctrl-C and SIGTERM for the whole command: a command that stops gracefully
+/// ([`catch_interrupts`]) is told by the first; otherwise, and on the second, the private
+/// servers the command started are stopped and it quits at once (status 130).
+pub(crate) fn quit_cleanly_on_signals(context: crate::cmd::backends::Context) {
     // A process installs it once; a failure leaves the default (quit at once).
-    let _ = ctrlc::set_handler(move || {
-        if SIGNALLED.swap(true, Ordering::Relaxed) {
-            std::process::exit(130);
+    let _ = ctrlc::set_handler(move || match GRACEFUL.get() {
+        Some(&(what, bars)) if !SIGNALLED.swap(true, Ordering::Relaxed) => {
+            INTERRUPTED.store(true, Ordering::Relaxed);
+            if !bars {
+                eprintln!("leasehold: stopping: {what} (interrupt again to quit now)");
+            }
         }
-        INTERRUPTED.store(true, Ordering::Relaxed);
-        if !bars {
-            eprintln!("leasehold: stopping: {what} (interrupt again to quit now)");
+        _ => {
+            context.shutdown();
+            std::process::exit(130);
         }
     });
 }
