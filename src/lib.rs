@@ -12,6 +12,7 @@
 //!   `timeline`, `protocols`, `report`.
 //! * `redis` — (feature `redis`) the Redis backend, `leasehold_redis`.
 //! * `postgres` — (feature `postgres`) the PostgreSQL backend, `leasehold_postgres`.
+//! * `jetstream` — (feature `jetstream`) the NATS JetStream backend, `leasehold_jetstream`.
 #![deny(missing_docs)]
 
 #[cfg(feature = "cli")]
@@ -28,3 +29,6 @@ pub use leasehold_redis as redis;
 
 #[cfg(feature = "postgres")]
 pub use leasehold_postgres as postgres;
+
+#[cfg(feature = "jetstream")]
+pub use leasehold_jetstream as jetstream;

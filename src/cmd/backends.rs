@@ -32,8 +32,8 @@ pub struct Context {
 }
 
 impl Context {
-    /// The stock backends (`pure`, `embedded`, `redis` and `postgres` at their default
-    /// servers), then
+    /// The stock backends (`pure`, `embedded`, `redis`, `postgres` and `jetstream` at their
+    /// default servers), then
     /// `kinds` and `checked` (which may replace a stock one by name).
     pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
         let mut backends = Backends::new().with(BackendKind::new(Embedded));
@@ -47,6 +47,12 @@ impl Context {
         {
             backends = backends.with(BackendKind::new(leasehold_postgres::Postgres::url(
                 leasehold_postgres::DEFAULT_URL,
+            )));
+        }
+        #[cfg(feature = "jetstream")]
+        {
+            backends = backends.with(BackendKind::new(leasehold_jetstream::JetStream::url(
+                leasehold_jetstream::DEFAULT_URL,
             )));
         }
         for kind in kinds {
