@@ -168,8 +168,18 @@ impl JsBackend {
             "retention": "limits",
             "num_replicas": 1,
         });
-        self.api(&format!("STREAM.CREATE.{}", self.stream), &stream)
-            .map_err(|e| format!("creating stream {}: {e}", self.stream))?;
+        // nats-server 2.9.10 can refuse a stream created while another one is deleted
+        // ("could not create storage directory": the deletion removed the empty `streams`
+        // folder); a second attempt succeeds.
+        let mut created = Err(String::new());
+        for _ in 0..5 {
+            created = self.api(&format!("STREAM.CREATE.{}", self.stream), &stream);
+            if created.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        created.map_err(|e| format!("creating stream {}: {e}", self.stream))?;
         for group in 0..self.config.group_count {
             let consumer = serde_json::json!({
                 "stream_name": self.stream,
