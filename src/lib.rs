@@ -13,6 +13,7 @@
 //! * `redis` — (feature `redis`) the Redis backend, `leasehold_redis`.
 //! * `postgres` — (feature `postgres`) the PostgreSQL backend, `leasehold_postgres`.
 //! * `rabbitmq` — (feature `rabbitmq`) the RabbitMQ backend, `leasehold_rabbitmq`.
+//! * `jetstream` — (feature `jetstream`) the NATS JetStream backend, `leasehold_jetstream`.
 #![deny(missing_docs)]
 
 #[cfg(feature = "cli")]
@@ -27,6 +28,8 @@ pub use leasehold_front::*;
 #[cfg(feature = "redis")]
 pub use leasehold_redis as redis;
 
+#[cfg(feature = "jetstream")]
+pub use leasehold_jetstream as jetstream;
 #[cfg(feature = "postgres")]
 pub use leasehold_postgres as postgres;
 #[cfg(feature = "rabbitmq")]

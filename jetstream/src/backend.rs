@@ -19,9 +19,10 @@
 //! the server never reaches `MaxDeliver` on its own.
 //!
 //! What the server decides: which message a pull delivers and its delivery count; whether an
-//! ack or a term is taken (the consumer's `num_ack_pending` read before and after); the
-//! unsettled count (`num_pending` + `num_ack_pending`). The frontier is the records' settled
-//! prefix: the consumer's ack floor can lag behind it after a restart (docs/jetstream.md). What is kept here: each record's state as the server's answers left it
+//! ack or a term is taken (the consumer's `num_ack_pending` read before and after). The
+//! frontier and the unsettled count are the records' (the settled prefix, the records neither
+//! acked nor dead-lettered): after a server restart the consumer's ack floor can lag behind
+//! and its `num_ack_pending` count an acked message again (docs/jetstream.md, F13, F14). What is kept here: each record's state as the server's answers left it
 //! (the server has no per-message read), the virtual deadlines, the lease ids.
 
 use crate::conn::{connect, redacted, restart_refusal, runtime, Target};
@@ -167,8 +168,18 @@ impl JsBackend {
             "retention": "limits",
             "num_replicas": 1,
         });
-        self.api(&format!("STREAM.CREATE.{}", self.stream), &stream)
-            .map_err(|e| format!("creating stream {}: {e}", self.stream))?;
+        // nats-server 2.9.10 can refuse a stream created while another one is deleted
+        // ("could not create storage directory": the deletion removed the empty `streams`
+        // folder); a second attempt succeeds.
+        let mut created = Err(String::new());
+        for _ in 0..5 {
+            created = self.api(&format!("STREAM.CREATE.{}", self.stream), &stream);
+            if created.is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        created.map_err(|e| format!("creating stream {}: {e}", self.stream))?;
         for group in 0..self.config.group_count {
             let consumer = serde_json::json!({
                 "stream_name": self.stream,
@@ -327,6 +338,15 @@ impl JsBackend {
     /// Events published so far.
     pub fn slots_len(&self) -> Seq {
         self.published
+    }
+
+    /// The records neither acked nor dead-lettered, over every group.
+    pub fn mirror_unsettled(&self) -> u64 {
+        self.slots
+            .iter()
+            .flatten()
+            .filter(|slot| !slot.record.is_settled())
+            .count() as u64
     }
 
     /// The contiguous prefix of settled (acked or dead-lettered) records of `group`.
@@ -690,7 +710,16 @@ impl JsBackend {
         let mut last = String::new();
         for _ in 0..200 {
             match self.read_last_seq() {
-                Ok(seq) if seq == self.published => return,
+                Ok(seq) if seq == self.published => {
+                    let consumers: Result<Vec<ConsumerState>, String> =
+                        (0..self.config.group_count)
+                            .map(|group| self.read_consumer(group))
+                            .collect();
+                    match consumers {
+                        Ok(_) => return,
+                        Err(e) => last = e,
+                    }
+                }
                 Ok(seq) => {
                     last = format!("stream holds {seq} messages, {} published", self.published)
                 }

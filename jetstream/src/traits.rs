@@ -30,15 +30,11 @@ impl BrokerView for JsBackend {
         self.settled_prefix(group)
     }
 
-    /// Never delivered plus delivered and neither acked nor terminated, over every consumer,
-    /// read from the server.
+    /// The records neither acked nor dead-lettered. (Not the consumers' `num_pending` +
+    /// `num_ack_pending`: after a server restart they can count an acked message again,
+    /// docs/jetstream.md, F14; the conformance suite compares them where they hold.)
     fn unsettled_count(&self) -> u64 {
-        (0..self.config().group_count)
-            .map(|group| {
-                let state = self.consumer_state(group);
-                state.pending + state.ack_pending
-            })
-            .sum()
+        self.mirror_unsettled()
     }
 }
 

@@ -64,7 +64,7 @@ pub struct Context {
 }
 
 impl Context {
-    /// The stock backends (`pure`, `embedded`, `redis`, `postgres` and `rabbitmq` at their
+    /// The stock backends (`pure`, `embedded`, `redis`, `postgres`, `jetstream` and `rabbitmq` at their
     /// default servers), then
     /// `kinds` and `checked` (which may replace a stock one by name).
     pub fn new(kinds: &[BackendKind], checked: &[CheckedBackend]) -> Context {
@@ -75,6 +75,10 @@ impl Context {
             #[cfg(feature = "postgres")]
             BackendKind::new(leasehold_postgres::Postgres::url(
                 leasehold_postgres::DEFAULT_URL,
+            )),
+            #[cfg(feature = "jetstream")]
+            BackendKind::new(leasehold_jetstream::JetStream::url(
+                leasehold_jetstream::DEFAULT_URL,
             )),
             // At `LEASEHOLD_RABBITMQ_URL` when it is set, else at the default URL.
             #[cfg(feature = "rabbitmq")]

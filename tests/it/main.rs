@@ -3,6 +3,8 @@
 mod check_cli;
 mod check_replay;
 mod cli;
+#[cfg(feature = "jetstream")]
+mod jetstream_cli;
 #[cfg(feature = "postgres")]
 mod postgres_cli;
 #[cfg(feature = "postgres")]
