@@ -103,11 +103,11 @@ fn every_expected_cell_is_ok_and_renders_the_evidence() {
     let config = matrix::config(Depth::Full);
     assert!(run_stand_in(&dir, "leasehold report", &config, false));
     let md = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
-    assert!(md.contains("**Result: every cell as expected** (20 variants"));
-    // docs/variants.md: three protocols hold, seventeen variants each break one invariant
+    assert!(md.contains("**Result: every cell as expected** (21 variants"));
+    // docs/variants.md: four protocols hold, seventeen variants each break one invariant
     // (redis-streams, pg-visibility, and fifteen mutants: twelve, then one per blind spot).
     assert!(md.contains(
-        "**Headline**: 3 of 3 variants expected to hold hold in every cell the engines \
+        "**Headline**: 4 of 4 variants expected to hold hold in every cell the engines \
          evaluate; 17 of 17 expected violations are caught by both engines (check 17, sim \
          17); 0 unexpected cells."
     ));
