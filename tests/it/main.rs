@@ -10,6 +10,8 @@ mod postgres_cli;
 #[cfg(feature = "postgres")]
 #[path = "../../postgres/tests/it/testing.rs"]
 mod postgres_testing;
+#[cfg(feature = "rabbitmq")]
+mod rabbitmq_cli;
 #[cfg(feature = "redis")]
 mod redis_cli;
 #[cfg(feature = "redis")]

@@ -28,6 +28,9 @@ const RUN: &[&str] = &[
     "jetstream-late-ack.toml",
     "pg-visibility-late-delete.toml",
     "pg-fenced-late-delete.toml",
+    "rabbitmq-crash-redelivered.toml",
+    "rabbitmq-stale-tag.toml",
+    "rabbitmq-delivery-limit.toml",
     "liveness-crash-broker-restart.toml",
     "clock-skew-fenced.toml",
     "wait-lapse-on-fetch.toml",
@@ -609,4 +612,37 @@ fn a_timeline_with_times_shows_each_lines_time_and_each_leases_deadline() {
         }
         insta::assert_snapshot!(name, text);
     }
+}
+
+/// docs/rabbitmq.md: a crashed worker's delivery comes back as attempt 2 (fact 1); a stale tag
+/// is refused and only the current delivery's ack counts (fact 2); a nack requeues at once
+/// whatever its delay, and the return past the delivery limit dead-letters (facts 3, 6).
+#[test]
+fn the_rabbitmq_scenarios_tell_the_servers_facts() {
+    let crash = replay_matched("rabbitmq-crash-redelivered.toml");
+    assert!(crash.violations.is_empty());
+    assert!(crash
+        .timeline
+        .iter()
+        .any(|l| l.contains("fetches event E1 → lease L3")));
+    let stale = replay_matched("rabbitmq-stale-tag.toml");
+    assert!(stale.violations.is_empty());
+    assert!(
+        stale.timeline[4].ends_with("rejected (stale_lease)"),
+        "{:?}",
+        stale.timeline
+    );
+    let limit = replay_matched("rabbitmq-delivery-limit.toml");
+    assert!(limit.violations.is_empty());
+    // Fetched at t = 20 despite the nack's delay of 5 s: no delay on RabbitMQ.
+    assert!(
+        limit.timeline[2].contains("fetches event E1 → lease L2"),
+        "{:?}",
+        limit.timeline
+    );
+    assert!(
+        limit.timeline[3].contains("dead-lettered"),
+        "{:?}",
+        limit.timeline
+    );
 }
