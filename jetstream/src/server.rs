@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a started server may take to answer.
@@ -141,78 +141,18 @@ impl Drop for NatsServer {
     }
 }
 
-/// Private servers lent one at a time to each run, so that a broker restart in one run of a
-/// campaign never disturbs another: a run takes a free server, or starts one when none is
-/// free, and gives it back when its backend is dropped. Clones share the pool.
-#[derive(Debug, Clone, Default)]
-pub struct ServerPool {
-    free: Arc<Mutex<Vec<NatsServer>>>,
-    started: Arc<AtomicU64>,
-}
-
-impl ServerPool {
-    /// An empty pool (servers are started on demand).
-    pub fn new() -> ServerPool {
-        ServerPool::default()
+impl leasehold_model::server_pool::PrivateServer for NatsServer {
+    fn start() -> Result<NatsServer, String> {
+        NatsServer::start()
     }
 
-    /// A free server, started if none is free; the error is one line.
-    pub fn checkout(&self) -> Result<PooledServer, String> {
-        let free = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let server = match free {
-            Some(server) => server,
-            None => {
-                let server = NatsServer::start()?;
-                self.started.fetch_add(1, Ordering::Relaxed);
-                server
-            }
-        };
-        Ok(PooledServer {
-            server: Some(server),
-            pool: self.clone(),
-        })
-    }
-
-    /// Servers started so far (at most one per concurrent run).
-    pub fn started(&self) -> u64 {
-        self.started.load(Ordering::Relaxed)
-    }
-
-    /// Broker restarts over the pool's free servers.
-    pub fn restarts(&self) -> u64 {
-        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        free.iter().map(NatsServer::restarts).sum()
-    }
-
-    /// Stops every free server (a server still lent stops when its run drops it after this).
-    pub fn shutdown(&self) {
-        let servers = std::mem::take(&mut *self.free.lock().unwrap_or_else(|e| e.into_inner()));
-        drop(servers);
+    fn restarts(&self) -> u64 {
+        NatsServer::restarts(self)
     }
 }
+
+/// Private servers lent one at a time to each run ([`leasehold_model::server_pool`]).
+pub type ServerPool = leasehold_model::server_pool::ServerPool<NatsServer>;
 
 /// A server lent by a [`ServerPool`]; it goes back to the pool when dropped.
-#[derive(Debug)]
-pub struct PooledServer {
-    server: Option<NatsServer>,
-    pool: ServerPool,
-}
-
-impl std::ops::Deref for PooledServer {
-    type Target = NatsServer;
-    fn deref(&self) -> &NatsServer {
-        self.server.as_ref().expect("present until dropped")
-    }
-}
-
-impl Drop for PooledServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            self.pool
-                .free
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(server);
-        }
-    }
-}
+pub type PooledServer = leasehold_model::server_pool::PooledServer<NatsServer>;

@@ -26,6 +26,7 @@ pub mod inline;
 pub mod invariant;
 pub mod oracle;
 pub mod runtime;
+pub mod server_pool;
 pub mod types;
 pub mod variant;
 

@@ -13,7 +13,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// A private server; see the module documentation.
 #[derive(Debug)]
@@ -207,80 +206,18 @@ impl Drop for PgServer {
     }
 }
 
-/// Private servers lent one at a time to each run (`--postgres-spawn`), so that a broker
-/// restart in one run of a campaign never disturbs another: a run takes a free server, or
-/// starts one when none is free, and gives it back when its backend is dropped. Clones share
-/// the pool.
-#[derive(Debug, Clone, Default)]
-pub struct ServerPool {
-    free: Arc<Mutex<Vec<PgServer>>>,
-    /// Servers started so far.
-    started: Arc<AtomicU64>,
-}
-
-impl ServerPool {
-    /// An empty pool (servers are started on demand).
-    pub fn new() -> ServerPool {
-        ServerPool::default()
+impl leasehold_model::server_pool::PrivateServer for PgServer {
+    fn start() -> Result<PgServer, String> {
+        PgServer::start()
     }
 
-    /// A free server, started if none is free; the error is one line.
-    pub fn checkout(&self) -> Result<PooledServer, String> {
-        let free = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let server = match free {
-            Some(server) => server,
-            None => {
-                let server = PgServer::start()?;
-                self.started.fetch_add(1, Ordering::Relaxed);
-                server
-            }
-        };
-        Ok(PooledServer {
-            server: Some(server),
-            pool: self.clone(),
-        })
-    }
-
-    /// Servers started so far (at most one per concurrent run).
-    pub fn started(&self) -> u64 {
-        self.started.load(Ordering::Relaxed)
-    }
-
-    /// Broker restarts over the pool's servers (the lent ones count once they are back).
-    pub fn restarts(&self) -> u64 {
-        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        free.iter().map(PgServer::restarts).sum()
-    }
-
-    /// Stops every free server (a server still lent stops when its run drops it after this).
-    pub fn shutdown(&self) {
-        let servers = std::mem::take(&mut *self.free.lock().unwrap_or_else(|e| e.into_inner()));
-        drop(servers);
+    fn restarts(&self) -> u64 {
+        PgServer::restarts(self)
     }
 }
+
+/// Private servers lent one at a time to each run ([`leasehold_model::server_pool`]).
+pub type ServerPool = leasehold_model::server_pool::ServerPool<PgServer>;
 
 /// A server lent by a [`ServerPool`]; it goes back to the pool when dropped.
-#[derive(Debug)]
-pub struct PooledServer {
-    server: Option<PgServer>,
-    pool: ServerPool,
-}
-
-impl std::ops::Deref for PooledServer {
-    type Target = PgServer;
-    fn deref(&self) -> &PgServer {
-        self.server.as_ref().expect("present until dropped")
-    }
-}
-
-impl Drop for PooledServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            self.pool
-                .free
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(server);
-        }
-    }
-}
+pub type PooledServer = leasehold_model::server_pool::PooledServer<PgServer>;

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a starting server may take to answer `PING`.
@@ -352,82 +352,26 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Private servers lent to one backend at a time and taken back when it is dropped.
-#[derive(Clone, Debug, Default)]
-pub struct ServerPool {
-    free: Arc<Mutex<Vec<RedisServer>>>,
-    /// Restarts of the servers replaced so far.
-    retired: Arc<AtomicU64>,
-}
-
-/// The size of a pooled server's files above which the pool replaces it.
+/// The size of a pooled server's files above which the pool replaces it (a restart reloads
+/// the whole AOF, and the runs' deleted keys stay in it).
 pub const AOF_BYTES_MAX: u64 = 1 << 20;
 
-impl ServerPool {
-    /// An empty pool (servers are started on demand).
-    pub fn new() -> ServerPool {
-        ServerPool::default()
+impl leasehold_model::server_pool::PrivateServer for RedisServer {
+    fn start() -> Result<RedisServer, String> {
+        RedisServer::start()
     }
 
-    /// A free server, started if none is free. A server whose files outgrew
-    /// [`AOF_BYTES_MAX`] is replaced by a fresh one (a restart reloads the whole AOF, and
-    /// the runs' deleted keys stay in it).
-    pub fn checkout(&self) -> Result<PooledServer, String> {
-        let free = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let server = match free {
-            Some(server) if server.disk_bytes() <= AOF_BYTES_MAX && server.is_running() => server,
-            Some(outgrown) => {
-                self.retired
-                    .fetch_add(outgrown.restarts(), Ordering::Relaxed);
-                drop(outgrown);
-                RedisServer::start()?
-            }
-            None => RedisServer::start()?,
-        };
-        Ok(PooledServer {
-            server: Some(server),
-            pool: self.clone(),
-        })
+    fn restarts(&self) -> u64 {
+        RedisServer::restarts(self)
     }
 
-    /// Restarts over the pool's servers (the lent ones count once they are back).
-    pub fn restarts(&self) -> u64 {
-        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        free.iter().map(RedisServer::restarts).sum::<u64>() + self.retired.load(Ordering::Relaxed)
-    }
-
-    /// Stops every free server (servers still lent stop when they come back and the pool is
-    /// dropped).
-    pub fn shutdown(&self) {
-        let servers = std::mem::take(&mut *self.free.lock().unwrap_or_else(|e| e.into_inner()));
-        drop(servers);
+    fn reusable(&self) -> bool {
+        self.pid().is_some() && self.disk_bytes() <= AOF_BYTES_MAX && self.is_running()
     }
 }
+
+/// Private servers lent one at a time to each run ([`leasehold_model::server_pool`]).
+pub type ServerPool = leasehold_model::server_pool::ServerPool<RedisServer>;
 
 /// A server lent by a [`ServerPool`]; it goes back to the pool when dropped.
-#[derive(Debug)]
-pub struct PooledServer {
-    server: Option<RedisServer>,
-    pool: ServerPool,
-}
-
-impl std::ops::Deref for PooledServer {
-    type Target = RedisServer;
-    fn deref(&self) -> &RedisServer {
-        self.server.as_ref().expect("present until dropped")
-    }
-}
-
-impl Drop for PooledServer {
-    fn drop(&mut self) {
-        if let Some(server) = self.server.take() {
-            if server.pid().is_some() {
-                self.pool
-                    .free
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(server);
-            }
-        }
-    }
-}
+pub type PooledServer = leasehold_model::server_pool::PooledServer<RedisServer>;
