@@ -77,7 +77,7 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         let n = config.variants.len();
         println!(
             "{}  ({n} variant{}, engines: {})",
-            request.command(),
+            request.command_on(&config.backend),
             if n == 1 { "" } else { "s" },
             names.join(", ")
         );
@@ -86,7 +86,7 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         eprintln!("report: {variant} × {engine}: {seconds:.1} s");
     };
     let files = ReportFiles {
-        command: request.command(),
+        command: request.command_on(&config.backend),
         out: request.out_dir(),
         check_diff: args.check_diff,
     };

@@ -8,10 +8,10 @@ use crate::defaults;
 use crate::files;
 use crate::Error as UserError;
 use leasehold_model::check::{CheckConfig, LeaseModel, Limits, Options, Verdict};
-use leasehold_model::{Broker, Invariant, Variant};
+use leasehold_model::{Invariant, Variant};
 use leasehold_sim::seeded::campaign::{Campaign, FAILING_SEEDS_KEPT};
 use leasehold_sim::seeded::seeded_file::{check_expect, parse_toml, scenario_of, to_toml};
-use leasehold_sim::seeded::BackendKind;
+use leasehold_sim::seeded::{BackendKind, Fault, Ratio};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -31,11 +31,15 @@ pub const SIM_CHUNK_FIRST: u64 = 100;
 /// expected invariant (the median is taken over at most [`FAILING_SEEDS_KEPT`] of them).
 pub const SIM_FAILURES_WANTED: u64 = 5;
 
-/// The model checker (on the reference broker) and the simulator (on `backend`), each on
-/// `threads` threads (the results do not depend on it).
+/// The model checker (it explores the reference broker; each counterexample it finds is
+/// replayed on `backend`) and the simulator (on `backend`), each on `threads` threads (the
+/// results do not depend on it).
 pub fn engines(threads: usize, backend: &BackendKind) -> Vec<Box<dyn EngineRun>> {
     vec![
-        Box::new(ModelChecker { threads }),
+        Box::new(ModelChecker {
+            threads,
+            backend: backend.clone(),
+        }),
         Box::new(Simulator {
             threads,
             backend: backend.clone(),
@@ -43,11 +47,24 @@ pub fn engines(threads: usize, backend: &BackendKind) -> Vec<Box<dyn EngineRun>>
     ]
 }
 
-/// One line per engine describing its bounds at `depth`, for the report's header.
-pub fn bounds(depth: Depth) -> Vec<(Engine, String)> {
+/// One line per engine describing its bounds at `depth`, and the broker it ran on when that
+/// is not the reference broker, for the report's header.
+pub fn bounds(depth: Depth, backend: &BackendKind) -> Vec<(Engine, String)> {
     let seeds = match depth {
         Depth::Quick => SIM_SEEDS_MAX_QUICK,
         Depth::Full => SIM_SEEDS_MAX_FULL,
+    };
+    let (replayed, ran, restarts) = match backend {
+        BackendKind::Pure => (String::new(), String::new(), ""),
+        other => (
+            format!("; it explores the reference model, and each counterexample is replayed on `{other}` (*does not replay* when that run does not break the invariant)"),
+            format!("; every seed runs on `{other}`"),
+            if other.refuse_restarts(Some(String::new())).is_err() {
+                ", without broker restarts (the backend does not restart a server it did not start)"
+            } else {
+                ""
+            },
+        ),
     };
     vec![
         (
@@ -56,15 +73,15 @@ pub fn bounds(depth: Depth) -> Vec<(Engine, String)> {
                 "each variant's default bounds (the same at both depths), depth-first with \
                  symmetry reduction, at most {CHECK_STATES_MAX} states, past the first \
                  violation (`--all-violations`); counterexample depths from a breadth-first \
-                 search (shortest)"
+                 search (shortest){replayed}"
             ),
         ),
         (
             Engine::Sim,
             format!(
-                "swarm campaigns from seed 0 (each seed draws its own fault subset and workload size), in chunks of \
+                "swarm campaigns from seed 0 (each seed draws its own fault subset and workload size){restarts}, in chunks of \
                  {SIM_CHUNK_FIRST} seeds doubling; a variant expected to break an invariant stops \
-                 after the chunk with {SIM_FAILURES_WANTED} failures of it, others run {seeds} seeds"
+                 after the chunk with {SIM_FAILURES_WANTED} failures of it, others run {seeds} seeds{ran}"
             ),
         ),
     ]
@@ -74,13 +91,11 @@ fn scenario_path(variant: Variant, engine: Engine, invariant: Invariant) -> Stri
     format!("{SCENARIOS}/{variant}-{engine}-{}.toml", invariant.id())
 }
 
-/// Whether the scripted scenario at `path` replays (as `leasehold replay` does) to a run that
-/// matches its `[expect]` and breaks `invariant`.
-fn replays_scripted(path: &Path, invariant: Invariant) -> bool {
+/// Whether the scripted scenario at `path` replays on `backend` (as `leasehold replay
+/// --backend …` does) to a run that matches its `[expect]` and breaks `invariant`.
+fn replays_scripted(path: &Path, backend: &BackendKind, invariant: Invariant) -> bool {
     crate::replay::load(path)
-        .map(|script| {
-            leasehold_sim::script::run(&script, Broker::new(script.setup.broker_config()))
-        })
+        .and_then(|script| crate::replay::run_script(&script, backend))
         .is_ok_and(|replay| replay.matched && replay.violated(invariant))
 }
 
@@ -102,6 +117,8 @@ fn replays_seeded(path: &Path, backend: &BackendKind, invariant: Invariant) -> b
 /// The model checker.
 pub struct ModelChecker {
     threads: usize,
+    /// Where its counterexamples are replayed.
+    backend: BackendKind,
 }
 
 impl EngineRun for ModelChecker {
@@ -142,7 +159,7 @@ impl EngineRun for ModelChecker {
                         files::write_atomic(&out.join(&path), body.as_bytes())?;
                         Cell::Violated(Evidence::Check {
                             depth: cx.len(),
-                            replays: replays_scripted(&out.join(&path), invariant),
+                            replays: replays_scripted(&out.join(&path), &self.backend, invariant),
                             scenario: Some(path),
                         })
                     }
@@ -195,8 +212,13 @@ impl EngineRun for Simulator {
             Depth::Quick => SIM_SEEDS_MAX_QUICK,
             Depth::Full => SIM_SEEDS_MAX_FULL,
         };
-        let template = defaults::sim_template(variant)
+        let mut template = defaults::sim_template(variant)
             .map_err(|e| UserError(format!("report: sim --variant {variant}: {e}")))?;
+        // A server someone else runs is not restarted by a run: the campaign runs without
+        // broker restarts (its command says `--broker-restart 0`).
+        if self.backend.refuse_restarts(Some(String::new())).is_err() {
+            *template.faults.ratio_mut(Fault::BrokerRestart) = Ratio::ZERO;
+        }
         self.backend
             .check(&template)
             .map_err(|e| UserError(format!("report: sim --variant {variant}: {e}")))?;

@@ -83,10 +83,9 @@ fn write_files(
     started: Instant,
 ) -> Result<String, Error> {
     let bounds = config.bounds();
-    let quick = config.depth == Depth::Quick;
     let check_diff = format!(
-        "cargo run --release -- report{} --check-diff",
-        if quick { " --quick" } else { "" }
+        "cargo run --release -- {} --check-diff",
+        files.command.trim_start_matches("leasehold ")
     );
     let header = Header {
         command: &files.command,

@@ -80,11 +80,17 @@ impl MatrixRequest {
     /// The report's folder.
     pub fn out_dir(&self) -> PathBuf {
         self.out.clone().unwrap_or_else(|| {
-            PathBuf::from(if self.quick {
+            let dir = PathBuf::from(if self.quick {
                 "reports/quick"
             } else {
                 "reports"
-            })
+            });
+            // Another backend's matrix never overwrites the reference broker's.
+            if ["", BackendKind::PURE].contains(&self.backend.as_str()) {
+                dir
+            } else {
+                dir.join(format!("on-{}", self.backend))
+            }
         })
     }
 
@@ -105,5 +111,15 @@ impl MatrixRequest {
             command.push_str(&format!(" --backend {}", self.backend));
         }
         command
+    }
+
+    /// [`MatrixRequest::command`] with the flags that select `backend` and its server
+    /// ([`BackendKind::flags`]: a password in a server's address is never written).
+    pub fn command_on(&self, backend: &BackendKind) -> String {
+        let plain = MatrixRequest {
+            backend: String::new(),
+            ..self.clone()
+        };
+        format!("{}{}", plain.command(), backend.flags())
     }
 }

@@ -82,7 +82,7 @@ impl MatrixConfig {
 
     /// One line per engine describing its bounds at this depth, for a report's header.
     pub fn bounds(&self) -> Vec<(Engine, String)> {
-        engines::bounds(self.depth)
+        engines::bounds(self.depth, &self.backend)
     }
 
     /// Runs every variant through the model checker and the simulator; evidence scenario
