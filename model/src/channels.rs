@@ -141,6 +141,11 @@ impl Channels {
         self.owners.len() as u32
     }
 
+    /// The current channel of `consumer` for `group` (opened when it has none).
+    pub fn current(&mut self, consumer: u32, group: GroupIx) -> u32 {
+        self.current_mut(consumer, group).channel
+    }
+
     /// A new delivery of (group, seq) to `consumer` on its current channel: its lease id.
     pub fn deliver(&mut self, consumer: u32, group: GroupIx, seq: Seq) -> LeaseId {
         let current = self.current_mut(consumer, group);

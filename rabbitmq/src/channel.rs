@@ -1,0 +1,460 @@
+//! The `rabbitmq-channel` variant on the server: each worker a connection of its own and one
+//! channel per group on it, several deliveries held on that channel (docs/rabbitmq.md).
+//!
+//! The bookkeeping is the model's own ([`Channels`]): which logical channel is a worker's
+//! current one, the tags it handed out, the deliveries it holds. Each logical channel is an
+//! AMQP channel on the worker's connection, opened when first used; its delivery tags are
+//! the server's (checked on every `basic.get`).
+//!
+//! * fetch: `basic.get` (manual ack) on the worker's current channel for the group.
+//! * ack / nack / reject naming a tag the current channel holds: sent there; a round trip on
+//!   the same channel (`queue.declare passive`) follows, so the server has read it.
+//! * a tag the current channel does not hold: sent there all the same; the backend waits for
+//!   the server's `406 … unknown delivery tag` closing the channel, and answers
+//!   `stale_lease`. The channel's other deliveries went back to the queue with it: they are
+//!   reported as expired at the next expiry, as the model does.
+//! * a delivery past its deadline: its channel is closed (`consumer_timeout`), which returns
+//!   every delivery on it.
+
+use crate::backend::{fail, RabbitBackend, Rec, DELIVERY_LIMIT_WAIT};
+use crate::conn::{open, Endpoint};
+use amqprs::channel::{
+    BasicAckArguments, BasicGetArguments, BasicNackArguments, BasicRejectArguments, Channel,
+    QueueDeclareArguments,
+};
+use amqprs::connection::Connection;
+use leasehold_model::channels::{self, Channels};
+use leasehold_model::{
+    Expired, GroupIx, Lease, LeaseId, Ms, Seq, SettleError, SettleOp, SettleRequest, Status,
+};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// A delivery the backend holds for a worker.
+pub(crate) struct Held {
+    group: GroupIx,
+    seq: Seq,
+    deadline_ms: Ms,
+}
+
+/// The workers' connections and channels.
+#[derive(Default)]
+pub(crate) struct Mode {
+    pub(crate) endpoint: Option<Endpoint>,
+    channels: Channels,
+    /// A connection per consumer (by the model's consumer index).
+    connections: BTreeMap<u32, Connection>,
+    /// The AMQP channel of each logical channel opened so far, with what it heard.
+    amqp: BTreeMap<u32, (Channel, crate::backend::Heard)>,
+    held: BTreeMap<LeaseId, Held>,
+}
+
+impl Mode {
+    /// The mode for a run on the server at `endpoint`.
+    pub(crate) fn new(endpoint: Endpoint) -> Mode {
+        Mode {
+            endpoint: Some(endpoint),
+            ..Mode::default()
+        }
+    }
+
+    /// Closes every connection (the backend is dropped).
+    pub(crate) async fn shut(&mut self) {
+        for (_, connection) in std::mem::take(&mut self.connections) {
+            let _ = connection.close().await;
+        }
+    }
+}
+
+impl RabbitBackend {
+    fn mode(&mut self) -> &mut Mode {
+        self.ch.as_mut().expect("rabbitmq-channel only")
+    }
+
+    /// The AMQP channel of logical channel `channel` of `consumer`, opened (with the
+    /// consumer's connection) when first used.
+    fn amqp(&mut self, consumer: u32, channel: u32) -> Channel {
+        if let Some((amqp, _)) = self.mode().amqp.get(&channel) {
+            return amqp.clone();
+        }
+        let shown = self.shown_url.clone();
+        let prefix = format!("{}-w{consumer}", self.prefix);
+        let rt = self.rt.handle().clone();
+        let mode = self.ch.as_mut().expect("rabbitmq-channel only");
+        let endpoint = mode.endpoint.clone().expect("kept at creation");
+        let opened = rt.block_on(async {
+            if !mode.connections.contains_key(&consumer) {
+                let connection = open(&endpoint, &shown, &prefix).await?;
+                mode.connections.insert(consumer, connection);
+            }
+            let connection = &mode.connections[&consumer];
+            let amqp = connection
+                .open_channel(None)
+                .await
+                .map_err(|e| e.to_string())?;
+            let heard = crate::backend::Heard::default();
+            amqp.register_callback(heard.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>((amqp, heard))
+        });
+        match opened {
+            Ok(pair) => {
+                let amqp = pair.0.clone();
+                mode.amqp.insert(channel, pair);
+                amqp
+            }
+            Err(e) => fail(&shown, "opening a worker's channel", e),
+        }
+    }
+
+    pub(crate) fn ch_fetch(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        if group >= self.config.group_count {
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
+        }
+        if limit == 0 {
+            return Err(SettleError::Invalid("limit 0".into()));
+        }
+        self.ch_expire_due(now_ms);
+        let deadline_ms = now_ms.saturating_add(lease_ms.unwrap_or(self.config.lease_ms));
+        let consumer = self.mode().channels.consumer(worker);
+        let queue = self.queue(group);
+        let mut out = Vec::new();
+        while out.len() < limit && self.available(group) > 0 {
+            let channel = self.mode().channels.current(consumer, group);
+            let amqp = self.amqp(consumer, channel);
+            let got = self
+                .rt
+                .block_on(amqp.basic_get(BasicGetArguments::new(&queue).no_ack(false).finish()));
+            let Some((ok, props, _)) =
+                got.unwrap_or_else(|e| fail(&self.shown_url, "basic.get", e))
+            else {
+                fail(
+                    &self.shown_url,
+                    "basic.get",
+                    format!("{queue} is empty, {} ready expected", self.available(group)),
+                );
+            };
+            let seq = crate::backend::message_seq(&props)
+                .filter(|&s| {
+                    self.rec(group, s)
+                        .is_some_and(|r| r.status == Status::Available)
+                })
+                .unwrap_or_else(|| {
+                    fail(
+                        &self.shown_url,
+                        "basic.get",
+                        format!(
+                            "{queue} delivered {:?}, which is not available",
+                            props.message_id()
+                        ),
+                    )
+                });
+            let attempts =
+                crate::backend::header_int(&props, "x-delivery-count").unwrap_or(0) as u32 + 1;
+            let lease_id = self.mode().channels.deliver(consumer, group, seq);
+            if u64::from(channels::tag_of(lease_id)) != ok.delivery_tag() {
+                fail(
+                    &self.shown_url,
+                    "basic.get",
+                    format!(
+                        "delivery tag {} on the channel, {} expected",
+                        ok.delivery_tag(),
+                        channels::tag_of(lease_id)
+                    ),
+                );
+            }
+            self.set(
+                group,
+                seq,
+                Rec {
+                    status: Status::Leased,
+                    attempts,
+                    reason: None,
+                },
+            );
+            self.mode().held.insert(
+                lease_id,
+                Held {
+                    group,
+                    seq,
+                    deadline_ms,
+                },
+            );
+            out.push(Lease {
+                lease_id,
+                group,
+                seq,
+                attempt: attempts,
+                deadline_ms,
+                receipt: None,
+            });
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn ch_settle(
+        &mut self,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        let lease = &request.lease;
+        if self.rec(lease.group, lease.seq).is_none() {
+            return Err(SettleError::Invalid(
+                format!("no record for group {} seq {}", lease.group, lease.seq).into(),
+            ));
+        }
+        if matches!(request.op, SettleOp::Renew { .. }) {
+            return Err(SettleError::Invalid(
+                "a delivery's timeout cannot be extended (no renew on this broker)".into(),
+            ));
+        }
+        if lease.receipt.is_some() {
+            return Err(SettleError::ReceiptMismatch);
+        }
+        let Some((consumer, mut channel)) = self.mode().channels.route(lease.lease_id, lease.group)
+        else {
+            return Err(SettleError::StaleLease);
+        };
+        if let Some(at_ms) = self.timed_out(channel, now_ms) {
+            self.close_timed_out(channel, at_ms);
+            channel = self.mode().channels.current(consumer, lease.group);
+        }
+        let tag = channels::tag_of(lease.lease_id);
+        let amqp = self.amqp(consumer, channel);
+        let sent = self.rt.block_on(async {
+            match request.op {
+                SettleOp::Ack => {
+                    amqp.basic_ack(BasicAckArguments::new(u64::from(tag), false))
+                        .await
+                }
+                SettleOp::Nack { .. } => {
+                    amqp.basic_nack(BasicNackArguments::new(u64::from(tag), false, true))
+                        .await
+                }
+                SettleOp::Reject { .. } => {
+                    amqp.basic_reject(BasicRejectArguments::new(u64::from(tag), false))
+                        .await
+                }
+                SettleOp::Renew { .. } => unreachable!("refused above"),
+            }
+        });
+        if let Err(e) = sent {
+            fail(&self.shown_url, "a settle", e);
+        }
+        let Some(delivery) = self.mode().channels.find(channel, tag) else {
+            self.await_refusal(channel, now_ms);
+            return Err(SettleError::StaleLease);
+        };
+        self.round_trip(&amqp);
+        let (group, seq) = (delivery.group as GroupIx, delivery.seq);
+        let id = channels::lease_id(channel, tag);
+        self.mode().channels.remove(channel, tag);
+        self.mode().held.remove(&id);
+        let attempts = self.rec(group, seq).map_or(0, |r| r.attempts);
+        self.settled(request.op, group, seq, attempts);
+        Ok(None)
+    }
+
+    /// A round trip on `amqp`: the server has read what was sent on it before.
+    fn round_trip(&self, amqp: &Channel) {
+        let queue = self.queue(0);
+        let answered = self.rt.block_on(
+            amqp.queue_declare(QueueDeclareArguments::new(&queue).passive(true).finish()),
+        );
+        if let Err(e) = answered {
+            fail(&self.shown_url, "queue.declare (passive)", e);
+        }
+    }
+
+    /// Waits for the server's `406 … unknown delivery tag` closing `channel`; its deliveries
+    /// end now (reported at the next expiry).
+    fn await_refusal(&mut self, channel: u32, now_ms: Ms) {
+        let heard = self
+            .mode()
+            .amqp
+            .get(&channel)
+            .expect("opened to send")
+            .1
+            .clone();
+        let started = Instant::now();
+        loop {
+            if let Some((code, text)) = heard.0.lock().unwrap().closed.clone() {
+                if code != 406 || !text.contains("unknown delivery tag") {
+                    fail(
+                        &self.shown_url,
+                        "a stale settle",
+                        format!("closed with {code} {text}"),
+                    );
+                }
+                break;
+            }
+            if started.elapsed() > DELIVERY_LIMIT_WAIT {
+                fail(&self.shown_url, "a stale settle", "the server accepted it");
+            }
+            self.rt
+                .block_on(tokio::time::sleep(std::time::Duration::from_millis(1)));
+        }
+        self.mode().amqp.remove(&channel);
+        self.end_channel(channel, now_ms);
+    }
+
+    /// The earliest deadline `<= now_ms` of a delivery `channel` holds.
+    fn timed_out(&mut self, channel: u32, now_ms: Ms) -> Option<Ms> {
+        let mode = self.mode();
+        let ids: Vec<LeaseId> = mode
+            .channels
+            .on(channel)
+            .map(|d| channels::lease_id(d.channel, d.tag))
+            .collect();
+        ids.iter()
+            .filter_map(|id| mode.held.get(id).map(|h| h.deadline_ms))
+            .filter(|&d| d <= now_ms)
+            .min()
+    }
+
+    /// `channel` times out at `at_ms`: closed by the client, as `consumer_timeout` closes it.
+    fn close_timed_out(&mut self, channel: u32, at_ms: Ms) {
+        if let Some((amqp, _)) = self.mode().amqp.remove(&channel) {
+            if let Err(e) = self.rt.block_on(amqp.close()) {
+                fail(&self.shown_url, "channel.close", e);
+            }
+        }
+        self.end_channel(channel, at_ms);
+    }
+
+    /// `channel` closed at `at_ms`: each delivery it held ends then; the worker's next channel
+    /// is current.
+    fn end_channel(&mut self, channel: u32, at_ms: Ms) {
+        let mode = self.mode();
+        if !mode.channels.is_current(channel) {
+            return;
+        }
+        for d in mode.channels.close(channel).iter() {
+            if let Some(held) = mode.held.get_mut(&channels::lease_id(d.channel, d.tag)) {
+                held.deadline_ms = held.deadline_ms.min(at_ms);
+            }
+        }
+    }
+
+    pub(crate) fn ch_expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
+        let mut out = Vec::new();
+        loop {
+            let next = self
+                .mode()
+                .held
+                .iter()
+                .filter(|(_, h)| h.deadline_ms <= now_ms)
+                .map(|(id, h)| (h.deadline_ms, h.group, h.seq, *id))
+                .min();
+            let Some((deadline_ms, group, seq, lease_id)) = next else {
+                break;
+            };
+            let channel = channels::channel_of(lease_id);
+            if self.mode().channels.is_current(channel) {
+                // Its timeout closes the channel: the others on it end with it.
+                self.close_timed_out(channel, deadline_ms);
+                continue;
+            }
+            self.mode().held.remove(&lease_id);
+            let attempts = self.rec(group, seq).map_or(0, |r| r.attempts);
+            let dead_lettered = attempts >= self.config.max_attempts;
+            let (status, reason) = if dead_lettered {
+                (
+                    Status::DeadLettered,
+                    Some(leasehold_model::Reason::MAX_ATTEMPTS),
+                )
+            } else {
+                (Status::Available, None)
+            };
+            self.set(
+                group,
+                seq,
+                Rec {
+                    status,
+                    attempts,
+                    reason,
+                },
+            );
+            out.push(Expired {
+                deadline_ms,
+                group,
+                seq,
+                lease_id,
+                dead_lettered,
+                stale_timer: None,
+            });
+        }
+        // The server returned them together (a channel's close): wait for all of them.
+        for group in 0..self.config.group_count {
+            let dead: Vec<Seq> = out
+                .iter()
+                .filter(|e| e.group == group && e.dead_lettered)
+                .map(|e| e.seq)
+                .collect();
+            self.await_dead_letters(group, dead);
+            if out.iter().any(|e| e.group == group && !e.dead_lettered) {
+                let expected = self.available(group);
+                self.await_ready(group, expected);
+            }
+        }
+        out
+    }
+
+    /// Waits until every seq of `seqs` arrived in `group`'s dead-letter queue with
+    /// `x-first-death-reason` `delivery_limit`, in any order.
+    fn await_dead_letters(&self, group: GroupIx, mut seqs: Vec<Seq>) {
+        let dlq = format!("{}.dlq", self.queue(group));
+        let started = Instant::now();
+        while !seqs.is_empty() {
+            let got = self.rt.block_on(
+                self.admin()
+                    .basic_get(BasicGetArguments::new(&dlq).no_ack(true).finish()),
+            );
+            match got {
+                Ok(Some((_, props, _))) => {
+                    let seq = crate::backend::message_seq(&props);
+                    let why = crate::backend::header_text(&props, "x-first-death-reason");
+                    let Some(position) = seqs.iter().position(|s| Some(*s) == seq) else {
+                        fail(
+                            &self.shown_url,
+                            "reading the dead-letter queue",
+                            format!("{dlq}: seq {seq:?} arrived, {seqs:?} expected"),
+                        );
+                    };
+                    if why.as_deref() != Some(crate::backend::DELIVERY_LIMIT) {
+                        fail(
+                            &self.shown_url,
+                            "dead-lettering",
+                            format!("seq {seq:?}: x-death reason {why:?}"),
+                        );
+                    }
+                    seqs.remove(position);
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
+                Err(e) => fail(&self.shown_url, "basic.get (dead letters)", e),
+            }
+            if started.elapsed() > DELIVERY_LIMIT_WAIT {
+                fail(
+                    &self.shown_url,
+                    "waiting for dead letters",
+                    format!("{seqs:?} never reached {dlq}"),
+                );
+            }
+        }
+    }
+
+    pub(crate) fn ch_next_deadline(&self) -> Option<Ms> {
+        let mode = self.ch.as_ref()?;
+        mode.held.values().map(|h| h.deadline_ms).min()
+    }
+}
