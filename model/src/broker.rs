@@ -1488,17 +1488,14 @@ impl Broker {
             // RabbitMQ issues no receipts: a request carrying one names something else.
             return Err(SettleError::ReceiptMismatch);
         }
-        let Some((_, mut channel)) = self.chan().route(lease.lease_id, lease.group) else {
+        if self.chan().route(lease.lease_id, lease.group).is_none() {
             return Err(SettleError::StaleLease);
-        };
-        if let Some(at_ms) = self.timed_out(channel, now_ms) {
-            let _ = self.close_channel(channel, at_ms);
-            channel = self
-                .chan()
-                .route(lease.lease_id, lease.group)
-                .expect("routed above")
-                .1;
         }
+        self.close_due_channels(now_ms);
+        let (_, channel) = self
+            .chan()
+            .route(lease.lease_id, lease.group)
+            .expect("routed above");
         let tag = channels::tag_of(lease.lease_id);
         let Some(delivery) = self.chan().find(channel, tag) else {
             let _ = self.close_channel(channel, now_ms);
@@ -1529,21 +1526,23 @@ impl Broker {
         self.settle_fenced(&named, record, now_ms)
     }
 
-    /// The earliest deadline `<= now_ms` of a delivery `channel` holds: when its timeout
-    /// closed it.
-    fn timed_out(&self, channel: u32, now_ms: Ms) -> Option<Ms> {
-        let Some(channels) = &self.channels else {
-            return None;
-        };
-        channels
-            .on(channel)
-            .filter_map(|d| match self.record(d.group as GroupIx, d.seq) {
-                Some(Record::Leased { deadline_ms, .. }) if *deadline_ms <= now_ms => {
-                    Some(*deadline_ms)
+    /// Every open channel holding a delivery whose deadline is `<= now_ms` closed at that
+    /// deadline (`consumer_timeout`), earliest first: their channels' numbers and the order
+    /// their deliveries return in are those of the server, where each closed on its own.
+    fn close_due_channels(&mut self, now_ms: Ms) {
+        'closing: loop {
+            for position in 0..self.timers.len() {
+                let timer = self.timers[position];
+                if timer.deadline_ms > now_ms {
+                    break 'closing;
                 }
-                _ => None,
-            })
-            .min()
+                if self.close_for_timer(&timer) {
+                    // The closed channel's timers moved: look again from the first.
+                    continue 'closing;
+                }
+            }
+            break;
+        }
     }
 
     /// Closes `channel` at `at_ms`: each delivery it held ends then (its lease's deadline and

@@ -79,7 +79,9 @@ impl RabbitBackend {
         }
         let shown = self.shown_url.clone();
         let prefix = format!("{}-w{consumer}", self.prefix);
-        let rt = self.rt.handle().clone();
+        // The runtime itself, not a handle of it: a current-thread runtime drives its I/O and
+        // timers only inside `Runtime::block_on`.
+        let rt = &self.rt;
         let mode = self.ch.as_mut().expect("rabbitmq-channel only");
         let endpoint = mode.endpoint.clone().expect("kept at creation");
         let opened = rt.block_on(async {
@@ -221,14 +223,14 @@ impl RabbitBackend {
         if lease.receipt.is_some() {
             return Err(SettleError::ReceiptMismatch);
         }
-        let Some((consumer, mut channel)) = self.mode().channels.route(lease.lease_id, lease.group)
-        else {
+        let Some((consumer, _)) = self.mode().channels.route(lease.lease_id, lease.group) else {
             return Err(SettleError::StaleLease);
         };
-        if let Some(at_ms) = self.timed_out(channel, now_ms) {
-            self.close_timed_out(channel, at_ms);
-            channel = self.mode().channels.current(consumer, lease.group);
-        }
+        // Every channel whose delivery timed out by now closed at that time, in that order
+        // (the order the server returns their deliveries in); the settle travels on the
+        // worker's channel that is open now.
+        self.close_due_channels(now_ms);
+        let channel = self.mode().channels.current(consumer, lease.group);
         let tag = channels::tag_of(lease.lease_id);
         let amqp = self.amqp(consumer, channel);
         let sent = self.rt.block_on(async {
@@ -308,18 +310,24 @@ impl RabbitBackend {
         self.end_channel(channel, now_ms);
     }
 
-    /// The earliest deadline `<= now_ms` of a delivery `channel` holds.
-    fn timed_out(&mut self, channel: u32, now_ms: Ms) -> Option<Ms> {
-        let mode = self.mode();
-        let ids: Vec<LeaseId> = mode
-            .channels
-            .on(channel)
-            .map(|d| channels::lease_id(d.channel, d.tag))
-            .collect();
-        ids.iter()
-            .filter_map(|id| mode.held.get(id).map(|h| h.deadline_ms))
-            .filter(|&d| d <= now_ms)
-            .min()
+    /// Closes every open channel holding a delivery whose deadline is `<= now_ms`, earliest
+    /// deadline first, each at that deadline (as `consumer_timeout` would have).
+    fn close_due_channels(&mut self, now_ms: Ms) {
+        loop {
+            let mode = self.mode();
+            let due = mode
+                .held
+                .iter()
+                .filter(|(id, h)| {
+                    h.deadline_ms <= now_ms && mode.channels.is_current(channels::channel_of(**id))
+                })
+                .map(|(id, h)| (h.deadline_ms, h.group, h.seq, *id))
+                .min();
+            let Some((deadline_ms, _, _, id)) = due else {
+                break;
+            };
+            self.close_timed_out(channels::channel_of(id), deadline_ms);
+        }
     }
 
     /// `channel` times out at `at_ms`: closed by the client, as `consumer_timeout` closes it.
