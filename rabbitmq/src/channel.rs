@@ -85,9 +85,10 @@ impl RabbitBackend {
         let mode = self.ch.as_mut().expect("rabbitmq-channel only");
         let endpoint = mode.endpoint.clone().expect("kept at creation");
         let opened = rt.block_on(async {
-            if !mode.connections.contains_key(&consumer) {
-                let connection = open(&endpoint, &shown, &prefix).await?;
-                mode.connections.insert(consumer, connection);
+            if let std::collections::btree_map::Entry::Vacant(entry) =
+                mode.connections.entry(consumer)
+            {
+                entry.insert(open(&endpoint, &shown, &prefix).await?);
             }
             let connection = &mode.connections[&consumer];
             let amqp = connection
