@@ -160,6 +160,12 @@ impl Channels {
         lease_id(channel, tag)
     }
 
+    /// The consumer channel `channel` belongs to (`None`: no such channel).
+    pub fn owner(&self, channel: u32) -> Option<u32> {
+        let index = (channel as usize).checked_sub(1)?;
+        self.owners.get(index).map(|&c| u32::from(c))
+    }
+
     /// The channel a request naming lease `id` of `group` travels on: its consumer's current
     /// channel for the group (opened when it has none). `None` for a lease id that names no
     /// consumer or channel of this broker.

@@ -23,7 +23,7 @@
 //! Time is the engine's: deadlines are kept here and a channel closes when the engine's clock
 //! passes them; the server's `consumer_timeout` (30 minutes by default) never fires in a run.
 
-use crate::conn::{open, parse, redacted};
+use crate::conn::{open, parse, redacted, Endpoint};
 use amqprs::callbacks::ChannelCallback;
 use amqprs::channel::{
     BasicAckArguments, BasicGetArguments, BasicNackArguments, BasicPublishArguments,
@@ -126,11 +126,22 @@ struct Held {
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
+/// How many channels the server may close on one connection before it is replaced. `amqprs`
+/// frees a channel's number only at a close the client starts, so a channel the server closes
+/// (a refused tag's `406`) keeps its number until its connection closes; RabbitMQ gives a
+/// connection 2047 (`channel_max`).
+pub(crate) const SERVER_CLOSES_MAX: u32 = 1000;
+
 /// The `rabbitmq` variant on a RabbitMQ server (see the module documentation).
 pub struct RabbitBackend {
     pub(crate) config: BrokerConfig,
     pub(crate) rt: tokio::runtime::Runtime,
     connection: Option<Connection>,
+    endpoint: Endpoint,
+    /// The connection whose channels carry the settles the server refuses (each closed by the
+    /// server's `406`), and how many it carried ([`SERVER_CLOSES_MAX`]).
+    refusals: Option<Connection>,
+    refusals_sent: u32,
     /// The channel that publishes (confirms on) and declares; its confirm count.
     admin: Option<Channel>,
     admin_heard: Heard,
@@ -237,6 +248,9 @@ impl RabbitBackend {
             config: *config,
             rt,
             connection: Some(connection),
+            endpoint: endpoint.clone(),
+            refusals: None,
+            refusals_sent: 0,
             admin: Some(admin),
             admin_heard,
             published: 0,
@@ -418,10 +432,30 @@ impl RabbitBackend {
 
     /// A settle the server must refuse: sent on a new channel with the delivery's tag, where
     /// no such delivery exists. Waits for the server's 406 and its close of that channel.
-    fn refused(&self, op: &SettleOp, tag: u64) -> SettleError {
+    fn refused(&mut self, op: &SettleOp, tag: u64) -> SettleError {
+        if self.refusals_sent >= SERVER_CLOSES_MAX {
+            if let Some(old) = self.refusals.take() {
+                if let Err(e) = self.rt.block_on(old.close()) {
+                    fail(&self.shown_url, "closing a connection", e);
+                }
+            }
+            self.refusals_sent = 0;
+        }
+        if self.refusals.is_none() {
+            let name = format!("{}-refusals", self.prefix);
+            match self
+                .rt
+                .block_on(open(&self.endpoint, &self.shown_url, &name))
+            {
+                Ok(connection) => self.refusals = Some(connection),
+                Err(e) => fail(&self.shown_url, "connecting", e),
+            }
+        }
+        self.refusals_sent += 1;
+        let refusals = self.refusals.as_ref().expect("opened above");
         let heard = Heard::default();
         let outcome = self.rt.block_on(async {
-            let channel = self.connection().open_channel(None).await?;
+            let channel = refusals.open_channel(None).await?;
             channel.register_callback(heard.clone()).await?;
             match op {
                 SettleOp::Ack | SettleOp::Renew { .. } => {
@@ -514,6 +548,7 @@ impl Drop for RabbitBackend {
             return;
         };
         let held = std::mem::take(&mut self.held);
+        let refusals = self.refusals.take();
         let mut ch = self.ch.take();
         let prefix = self.prefix.clone();
         let groups = self.config.group_count;
@@ -525,6 +560,9 @@ impl Drop for RabbitBackend {
             }
             if let Some(ch) = &mut ch {
                 ch.shut().await;
+            }
+            if let Some(refusals) = refusals {
+                let _ = refusals.close().await;
             }
             for group in 0..groups {
                 let queue = format!("{prefix}.g{group}");

@@ -16,7 +16,7 @@
 //! * a delivery past its deadline: its channel is closed (`consumer_timeout`), which returns
 //!   every delivery on it.
 
-use crate::backend::{fail, RabbitBackend, Rec, DELIVERY_LIMIT_WAIT};
+use crate::backend::{fail, RabbitBackend, Rec, DELIVERY_LIMIT_WAIT, SERVER_CLOSES_MAX};
 use crate::conn::{open, Endpoint};
 use amqprs::channel::{
     BasicAckArguments, BasicGetArguments, BasicNackArguments, BasicRejectArguments, Channel,
@@ -42,10 +42,14 @@ pub(crate) struct Held {
 pub(crate) struct Mode {
     pub(crate) endpoint: Option<Endpoint>,
     channels: Channels,
-    /// A connection per consumer (by the model's consumer index).
-    connections: BTreeMap<u32, Connection>,
-    /// The AMQP channel of each logical channel opened so far, with what it heard.
-    amqp: BTreeMap<u32, (Channel, crate::backend::Heard)>,
+    /// The connections of each consumer (by the model's consumer index), by generation: a
+    /// consumer's new channels open on its latest one.
+    connections: BTreeMap<(u32, u32), Connection>,
+    /// Each consumer's latest generation and how many of its channels the server closed.
+    generation: BTreeMap<u32, (u32, u32)>,
+    /// The AMQP channel of each open logical channel, with what it heard and the generation
+    /// of the connection it is on.
+    amqp: BTreeMap<u32, (Channel, crate::backend::Heard, u32)>,
     held: BTreeMap<LeaseId, Held>,
 }
 
@@ -74,7 +78,7 @@ impl RabbitBackend {
     /// The AMQP channel of logical channel `channel` of `consumer`, opened (with the
     /// consumer's connection) when first used.
     fn amqp(&mut self, consumer: u32, channel: u32) -> Channel {
-        if let Some((amqp, _)) = self.mode().amqp.get(&channel) {
+        if let Some((amqp, _, _)) = self.mode().amqp.get(&channel) {
             return amqp.clone();
         }
         let shown = self.shown_url.clone();
@@ -85,12 +89,13 @@ impl RabbitBackend {
         let mode = self.ch.as_mut().expect("rabbitmq-channel only");
         let endpoint = mode.endpoint.clone().expect("kept at creation");
         let opened = rt.block_on(async {
+            let generation = mode.generation.entry(consumer).or_default().0;
             if let std::collections::btree_map::Entry::Vacant(entry) =
-                mode.connections.entry(consumer)
+                mode.connections.entry((consumer, generation))
             {
-                entry.insert(open(&endpoint, &shown, &prefix).await?);
+                entry.insert(open(&endpoint, &shown, &format!("{prefix}-{generation}")).await?);
             }
-            let connection = &mode.connections[&consumer];
+            let connection = &mode.connections[&(consumer, generation)];
             let amqp = connection
                 .open_channel(None)
                 .await
@@ -99,12 +104,12 @@ impl RabbitBackend {
             amqp.register_callback(heard.clone())
                 .await
                 .map_err(|e| e.to_string())?;
-            Ok::<_, String>((amqp, heard))
+            Ok::<_, String>((amqp, heard, generation))
         });
         match opened {
-            Ok(pair) => {
-                let amqp = pair.0.clone();
-                mode.amqp.insert(channel, pair);
+            Ok(opened) => {
+                let amqp = opened.0.clone();
+                mode.amqp.insert(channel, opened);
                 amqp
             }
             Err(e) => fail(&shown, "opening a worker's channel", e),
@@ -307,7 +312,7 @@ impl RabbitBackend {
             self.rt
                 .block_on(tokio::time::sleep(std::time::Duration::from_millis(1)));
         }
-        self.mode().amqp.remove(&channel);
+        self.forget_closed_by_server(channel);
         self.end_channel(channel, now_ms);
     }
 
@@ -333,12 +338,59 @@ impl RabbitBackend {
 
     /// `channel` times out at `at_ms`: closed by the client, as `consumer_timeout` closes it.
     fn close_timed_out(&mut self, channel: u32, at_ms: Ms) {
-        if let Some((amqp, _)) = self.mode().amqp.remove(&channel) {
+        if let Some((amqp, _, generation)) = self.mode().amqp.remove(&channel) {
             if let Err(e) = self.rt.block_on(amqp.close()) {
                 fail(&self.shown_url, "channel.close", e);
             }
+            let consumer = self.consumer_of(channel);
+            self.close_retired(consumer, generation);
         }
         self.end_channel(channel, at_ms);
+    }
+
+    /// The consumer a logical channel belongs to.
+    fn consumer_of(&mut self, channel: u32) -> u32 {
+        self.mode().channels.owner(channel).unwrap_or(0)
+    }
+
+    /// The server closed `channel` (a refused tag's `406`). Its connection keeps the
+    /// channel's number until the connection closes (`amqprs` frees a number only at a close
+    /// the client starts), and a RabbitMQ connection has at most 2047: after
+    /// [`SERVER_CLOSES_MAX`] of them, the consumer's new channels open on a new connection,
+    /// and the old one closes once none of its channels is open.
+    fn forget_closed_by_server(&mut self, channel: u32) {
+        let consumer = self.consumer_of(channel);
+        let Some((_, _, generation)) = self.mode().amqp.remove(&channel) else {
+            return;
+        };
+        let latest = self.mode().generation.entry(consumer).or_default();
+        if latest.0 == generation {
+            latest.1 += 1;
+            if latest.1 >= SERVER_CLOSES_MAX {
+                *latest = (generation + 1, 0);
+            }
+        }
+        self.close_retired(consumer, generation);
+    }
+
+    /// Closes the consumer's connection of `generation` when it is not the latest and none of
+    /// its channels is open.
+    fn close_retired(&mut self, consumer: u32, generation: u32) {
+        let mode = self.ch.as_mut().expect("rabbitmq-channel only");
+        let latest = mode.generation.get(&consumer).map_or(0, |g| g.0);
+        if generation == latest
+            || mode
+                .amqp
+                .iter()
+                .any(|(&c, (_, _, g))| *g == generation && mode.channels.owner(c) == Some(consumer))
+        {
+            return;
+        }
+        if let Some(connection) = mode.connections.remove(&(consumer, generation)) {
+            if let Err(e) = self.rt.block_on(connection.close()) {
+                fail(&self.shown_url, "closing a worker's connection", e);
+            }
+        }
     }
 
     /// `channel` closed at `at_ms`: each delivery it held ends then; the worker's next channel
