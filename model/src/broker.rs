@@ -56,7 +56,9 @@ pub struct SettleRequest {
 
 /// A lease the broker expired. `expire_due` returns them in firing order: by deadline, then
 /// group, then seq (the order of the fields).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Expired {
     /// The deadline the lease had when it expired.
     pub deadline_ms: Ms,
@@ -1017,6 +1019,9 @@ impl Broker {
 
     /// [`Broker::expire_due`], handing each expired lease to `f` instead of collecting them.
     pub fn expire_due_each(&mut self, now_ms: Ms, mut f: impl FnMut(Expired)) {
+        if self.channels.is_some() {
+            return self.expire_due_channels(now_ms, f);
+        }
         while let Some(&timer) = self.timers.first() {
             if timer.deadline_ms > now_ms {
                 break;
@@ -1082,9 +1087,14 @@ impl Broker {
             return None;
         };
         if self.channels.is_some() {
-            // A delivery's timeout closes its channel (`consumer_timeout`): the channel's
-            // other deliveries end with it.
+            // A delivery's timeout closes its channel (`consumer_timeout`): every delivery on
+            // it returns, this one with the others.
             let _ = self.close_channel(channels::channel_of(lease_id), not_before_ms);
+            let returned = &mut self.chan().returned;
+            let position = returned
+                .iter()
+                .position(|e| e.group == group && e.seq == seq)?;
+            return Some(returned.remove(position));
         }
         let variant = self.config.variant;
         let exhausted = attempts >= self.config.max_attempts && variant.expiry_dead_letters();
@@ -1163,10 +1173,21 @@ impl Broker {
         }
     }
 
-    /// The earliest deadline of a pending timer, for a simulator's timer.
+    /// The earliest deadline of a pending timer, for a simulator's timer (in
+    /// `rabbitmq-channel`, or of a return a channel's close made and no `expire_due` reported
+    /// yet).
     #[inline]
     pub fn next_deadline(&self) -> Option<Ms> {
-        self.timers.first().map(|t| t.deadline_ms)
+        let timer = self.timers.first().map(|t| t.deadline_ms);
+        match &self.channels {
+            None => timer,
+            Some(channels) => channels
+                .returned
+                .iter()
+                .map(|e| e.deadline_ms)
+                .chain(timer)
+                .min(),
+        }
     }
 
     /// A broker restart: durable state survives, volatile state is lost (per the variant).
@@ -1557,9 +1578,58 @@ impl Broker {
             return false;
         }
         for delivery in self.chan().close(channel).iter() {
-            self.lapse(delivery.group as GroupIx, delivery.seq, at_ms);
+            let (group, seq) = (delivery.group as GroupIx, delivery.seq);
+            let Some(&Record::Leased {
+                lease_id,
+                attempts,
+                deadline_ms,
+            }) = self.record(group, seq)
+            else {
+                continue;
+            };
+            self.disarm(group, seq);
+            let exhausted = attempts >= self.config.max_attempts;
+            if exhausted {
+                self.dead_letter(group, seq, Reason::MAX_ATTEMPTS);
+            } else {
+                self.set(
+                    group,
+                    seq,
+                    Record::Available {
+                        attempts,
+                        not_before_ms: at_ms,
+                    },
+                );
+            }
+            self.chan().returned.push(Expired {
+                deadline_ms: deadline_ms.min(at_ms),
+                group,
+                seq,
+                lease_id,
+                dead_lettered: exhausted,
+                stale_timer: None,
+            });
         }
         true
+    }
+
+    /// `rabbitmq-channel`'s [`Broker::expire_due_each`]: every channel holding a delivery due
+    /// by `now_ms` closes (earliest first), and every return a close made is reported, in
+    /// firing order.
+    fn expire_due_channels(&mut self, now_ms: Ms, mut f: impl FnMut(Expired)) {
+        self.close_due_channels(now_ms);
+        // Timers left due are those of records no lease of theirs holds any more.
+        while self.timers.first().is_some_and(|t| t.deadline_ms <= now_ms) {
+            let timer = self.timers.remove(0);
+            if let Some(expired) = self.fire(timer) {
+                f(expired);
+            }
+        }
+        let mut returned = std::mem::take(&mut self.chan().returned);
+        returned.sort_unstable();
+        for expired in returned.iter() {
+            f(*expired);
+        }
     }
 
     /// The channels of a `rabbitmq-channel` broker.

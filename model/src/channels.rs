@@ -13,6 +13,7 @@
 //! Only the broker of that variant fills these tables; in every other variant they stay empty
 //! and take no part in the broker's equality or hash.
 
+use crate::broker::Expired;
 use crate::inline::InlineVec;
 use crate::types::{GroupIx, LeaseId, Seq};
 
@@ -79,11 +80,17 @@ pub struct Channels {
     owners: InlineVec<u16, 8>,
     /// The unacked deliveries of open channels, in the order they were delivered.
     open: InlineVec<Delivery, 4>,
+    /// Deliveries a channel's close returned (the server puts them back at once), not yet
+    /// reported by an `expire_due`.
+    pub(crate) returned: InlineVec<Expired, 2>,
 }
 
 impl PartialEq for Channels {
     fn eq(&self, other: &Channels) -> bool {
-        self.current == other.current && self.owners == other.owners && self.open == other.open
+        self.current == other.current
+            && self.owners == other.owners
+            && self.open == other.open
+            && self.returned == other.returned
     }
 }
 
@@ -94,6 +101,7 @@ impl std::hash::Hash for Channels {
         self.current.hash(state);
         self.owners.hash(state);
         self.open.hash(state);
+        self.returned.hash(state);
     }
 }
 

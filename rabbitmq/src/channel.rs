@@ -51,6 +51,8 @@ pub(crate) struct Mode {
     /// of the connection it is on.
     amqp: BTreeMap<u32, (Channel, crate::backend::Heard, u32)>,
     held: BTreeMap<LeaseId, Held>,
+    /// Deliveries a channel's close returned, not yet reported by an expiry.
+    returned: Vec<Expired>,
 }
 
 impl Mode {
@@ -396,37 +398,17 @@ impl RabbitBackend {
     /// `channel` closed at `at_ms`: each delivery it held ends then; the worker's next channel
     /// is current.
     fn end_channel(&mut self, channel: u32, at_ms: Ms) {
-        let mode = self.mode();
-        if !mode.channels.is_current(channel) {
+        if !self.mode().channels.is_current(channel) {
             return;
         }
-        for d in mode.channels.close(channel).iter() {
-            if let Some(held) = mode.held.get_mut(&channels::lease_id(d.channel, d.tag)) {
-                held.deadline_ms = held.deadline_ms.min(at_ms);
-            }
-        }
-    }
-
-    pub(crate) fn ch_expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
-        let mut out = Vec::new();
-        loop {
-            let next = self
-                .mode()
-                .held
-                .iter()
-                .filter(|(_, h)| h.deadline_ms <= now_ms)
-                .map(|(id, h)| (h.deadline_ms, h.group, h.seq, *id))
-                .min();
-            let Some((deadline_ms, group, seq, lease_id)) = next else {
-                break;
-            };
-            let channel = channels::channel_of(lease_id);
-            if self.mode().channels.is_current(channel) {
-                // Its timeout closes the channel: the others on it end with it.
-                self.close_timed_out(channel, deadline_ms);
+        let closed = self.mode().channels.close(channel);
+        let mut returned = Vec::new();
+        for d in closed.iter() {
+            let lease_id = channels::lease_id(d.channel, d.tag);
+            let Some(held) = self.mode().held.remove(&lease_id) else {
                 continue;
-            }
-            self.mode().held.remove(&lease_id);
+            };
+            let (group, seq) = (held.group, held.seq);
             let attempts = self.rec(group, seq).map_or(0, |r| r.attempts);
             let dead_lettered = attempts >= self.config.max_attempts;
             let (status, reason) = if dead_lettered {
@@ -446,8 +428,8 @@ impl RabbitBackend {
                     reason,
                 },
             );
-            out.push(Expired {
-                deadline_ms,
+            returned.push(Expired {
+                deadline_ms: held.deadline_ms.min(at_ms),
                 group,
                 seq,
                 lease_id,
@@ -455,60 +437,41 @@ impl RabbitBackend {
                 stale_timer: None,
             });
         }
-        // The server returned them together (a channel's close): wait for all of them.
+        // The server returned them together: wait until it shows all of them.
         for group in 0..self.config.group_count {
-            let dead: Vec<Seq> = out
+            let dead: Vec<Seq> = returned
                 .iter()
                 .filter(|e| e.group == group && e.dead_lettered)
                 .map(|e| e.seq)
                 .collect();
             self.await_dead_letters(group, dead);
-            if out.iter().any(|e| e.group == group && !e.dead_lettered) {
+            if returned.iter().any(|e| e.group == group && !e.dead_lettered) {
                 let expected = self.available(group);
                 self.await_ready(group, expected);
             }
         }
+        self.mode().returned.extend(returned);
+    }
+
+    /// Every channel holding a delivery due by `now_ms` closes (earliest first); the returns
+    /// the closes made since the last call, in firing order.
+    pub(crate) fn ch_expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
+        self.close_due_channels(now_ms);
+        let mut out = std::mem::take(&mut self.mode().returned);
+        out.sort_unstable();
         out
     }
 
     /// Waits until every seq of `seqs` arrived in `group`'s dead-letter queue with
     /// `x-first-death-reason` `delivery_limit`, in any order.
-    fn await_dead_letters(&self, group: GroupIx, mut seqs: Vec<Seq>) {
-        let dlq = format!("{}.dlq", self.queue(group));
-        let started = Instant::now();
-        while !seqs.is_empty() {
-            let got = self.rt.block_on(
-                self.admin()
-                    .basic_get(BasicGetArguments::new(&dlq).no_ack(true).finish()),
-            );
-            match got {
-                Ok(Some((_, props, _))) => {
-                    let seq = crate::backend::message_seq(&props);
-                    let why = crate::backend::header_text(&props, "x-first-death-reason");
-                    let Some(position) = seqs.iter().position(|s| Some(*s) == seq) else {
-                        fail(
-                            &self.shown_url,
-                            "reading the dead-letter queue",
-                            format!("{dlq}: seq {seq:?} arrived, {seqs:?} expected"),
-                        );
-                    };
-                    if why.as_deref() != Some(crate::backend::DELIVERY_LIMIT) {
-                        fail(
-                            &self.shown_url,
-                            "dead-lettering",
-                            format!("seq {seq:?}: x-death reason {why:?}"),
-                        );
-                    }
-                    seqs.remove(position);
-                }
-                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(2)),
-                Err(e) => fail(&self.shown_url, "basic.get (dead letters)", e),
-            }
-            if started.elapsed() > DELIVERY_LIMIT_WAIT {
+    fn await_dead_letters(&self, group: GroupIx, seqs: Vec<Seq>) {
+        for seq in seqs {
+            let why = self.await_dead_letter(group, seq);
+            if why != crate::backend::DELIVERY_LIMIT {
                 fail(
                     &self.shown_url,
-                    "waiting for dead letters",
-                    format!("{seqs:?} never reached {dlq}"),
+                    "dead-lettering",
+                    format!("seq {seq}: x-death reason '{why}'"),
                 );
             }
         }
@@ -516,6 +479,10 @@ impl RabbitBackend {
 
     pub(crate) fn ch_next_deadline(&self) -> Option<Ms> {
         let mode = self.ch.as_ref()?;
-        mode.held.values().map(|h| h.deadline_ms).min()
+        mode.held
+            .values()
+            .map(|h| h.deadline_ms)
+            .chain(mode.returned.iter().map(|e| e.deadline_ms))
+            .min()
     }
 }
