@@ -445,7 +445,10 @@ impl RabbitBackend {
                 .map(|e| e.seq)
                 .collect();
             self.await_dead_letters(group, dead);
-            if returned.iter().any(|e| e.group == group && !e.dead_lettered) {
+            if returned
+                .iter()
+                .any(|e| e.group == group && !e.dead_lettered)
+            {
                 let expected = self.available(group);
                 self.await_ready(group, expected);
             }
