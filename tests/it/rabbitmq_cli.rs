@@ -28,6 +28,7 @@ fn rabbitmq_replays_and_campaigns_as_the_pure_broker() {
         return;
     };
     for file in [
+        "scenarios/rabbitmq-channel-406-returns-siblings.toml",
         "scenarios/rabbitmq-crash-redelivered.toml",
         "scenarios/rabbitmq-stale-tag.toml",
         "scenarios/rabbitmq-delivery-limit.toml",
@@ -96,4 +97,46 @@ fn check_proves_the_rabbitmq_variant() {
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
     assert!(text.contains("result: every invariant holds"), "{text}");
+}
+
+/// `rabbitmq-channel`: the model checker refutes I1 with a worker's stale ack on its next
+/// channel (its tag names the redelivery), and every counterexample it saves replays on the
+/// server to the same verdict and timeline.
+#[cfg_attr(
+    leasehold_no_rabbitmq,
+    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
+)]
+#[test]
+fn check_refutes_rabbitmq_channel_and_its_counterexamples_replay_on_the_server() {
+    let Some(_url) = url() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let out = dir.path().to_str().unwrap();
+    let checked = leasehold(&[
+        "check",
+        "--variant",
+        "rabbitmq-channel",
+        "--all-violations",
+        "--out",
+        out,
+    ]);
+    let text = stdout(&checked);
+    assert_eq!(checked.status.code(), Some(1), "{text}{}", stderr(&checked));
+    assert!(text.contains("result: VIOLATED I1 stale-never-counts"), "{text}");
+    let mut files: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("the counterexamples")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "check wrote no scenario");
+    for file in &files {
+        let file = file.to_str().unwrap();
+        let pure = leasehold(&["replay", file]);
+        let mq = leasehold(&["replay", file, "--backend", "rabbitmq"]);
+        assert_eq!(mq.status.code(), pure.status.code(), "{file}: {}", stderr(&mq));
+        assert_eq!(stdout(&mq), stdout(&pure), "{file}");
+        assert!(stdout(&mq).contains("violated: I1"), "{}", stdout(&mq));
+    }
 }
