@@ -123,7 +123,10 @@ fn check_refutes_rabbitmq_channel_and_its_counterexamples_replay_on_the_server()
     ]);
     let text = stdout(&checked);
     assert_eq!(checked.status.code(), Some(1), "{text}{}", stderr(&checked));
-    assert!(text.contains("result: VIOLATED I1 stale-never-counts"), "{text}");
+    assert!(
+        text.contains("result: VIOLATED I1 stale-never-counts"),
+        "{text}"
+    );
     let mut files: Vec<_> = std::fs::read_dir(dir.path())
         .expect("the counterexamples")
         .map(|e| e.expect("entry").path())
@@ -135,7 +138,12 @@ fn check_refutes_rabbitmq_channel_and_its_counterexamples_replay_on_the_server()
         let file = file.to_str().unwrap();
         let pure = leasehold(&["replay", file]);
         let mq = leasehold(&["replay", file, "--backend", "rabbitmq"]);
-        assert_eq!(mq.status.code(), pure.status.code(), "{file}: {}", stderr(&mq));
+        assert_eq!(
+            mq.status.code(),
+            pure.status.code(),
+            "{file}: {}",
+            stderr(&mq)
+        );
         assert_eq!(stdout(&mq), stdout(&pure), "{file}");
         assert!(stdout(&mq).contains("violated: I1"), "{}", stdout(&mq));
     }
