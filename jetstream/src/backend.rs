@@ -30,10 +30,11 @@ use leasehold_model::{
     BrokerConfig, Expired, GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError,
     SettleOp, SettleRequest, Status, Variant,
 };
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The variants this backend runs.
 pub const VARIANTS: [Variant; 1] = [Variant::JetStream];
@@ -41,6 +42,42 @@ pub const VARIANTS: [Variant; 1] = [Variant::JetStream];
 /// The consumers' `AckWait`: longer than any run, so that the server's clock never expires a
 /// delivery (the engine's virtual time does).
 pub const ACK_WAIT: Duration = Duration::from_secs(3600);
+
+/// How long a server must have been left alone before a broker restart stops it: nats-server
+/// 2.9 writes a changed consumer state to its store at most every 100 ms, from a writer that
+/// a stop does not wait for (docs/jetstream.md, F20).
+pub const FLUSH_QUIET: Duration = Duration::from_millis(150);
+
+/// How long a broker restart waits for the consumer-state writes to settle before it stops the
+/// server anyway.
+const STATE_WRITE_WAIT_MAX: Duration = Duration::from_secs(2);
+
+/// nats-server 2.9's period between two writes of one consumer's state.
+const STATE_WRITE_PERIOD: Duration = Duration::from_millis(100);
+
+/// Whether a consumer state file's last write is complete and older than
+/// [`STATE_WRITE_PERIOD`] (a missing file has nothing under way).
+fn written(file: &Path) -> bool {
+    match std::fs::metadata(file) {
+        Ok(meta) => {
+            meta.len() > 0
+                && meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age >= STATE_WRITE_PERIOD)
+        }
+        Err(_) => true,
+    }
+}
+
+static STATES_PUT_BACK: AtomicU64 = AtomicU64::new(0);
+
+/// Consumer states a broker restart found emptied by the stop and put back (F20), in this
+/// process so far.
+pub fn states_put_back() -> u64 {
+    STATES_PUT_BACK.load(Ordering::Relaxed)
+}
 
 /// How long one request to the server may take before the run is abandoned.
 const REQUEST_WAIT_MAX: Duration = Duration::from_secs(5);
@@ -98,6 +135,8 @@ pub struct JsBackend {
     replies: BTreeMap<LeaseId, String>,
     infos: RefCell<Vec<Option<ConsumerState>>>,
     keep_stream: bool,
+    /// When the last request that can change a consumer's stored state was answered.
+    last_change: Cell<Option<Instant>>,
 }
 
 impl std::fmt::Debug for JsBackend {
@@ -155,6 +194,7 @@ impl JsBackend {
             replies: BTreeMap::new(),
             infos: RefCell::new(vec![None; config.group_count]),
             keep_stream: false,
+            last_change: Cell::new(None),
         };
         backend.create()?;
         Ok(backend)
@@ -311,6 +351,7 @@ impl JsBackend {
         let answer = self.rt.block_on(async move {
             tokio::time::timeout(REQUEST_WAIT_MAX, client.request(reply, body.into())).await
         });
+        self.last_change.set(Some(Instant::now()));
         match answer {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => self.fail("settle", e),
@@ -431,11 +472,19 @@ impl JsBackend {
         let replies = self
             .pull(group, limit)
             .unwrap_or_else(|e| self.fail("fetch", e));
+        self.last_change.set(Some(Instant::now()));
         let mut leases = Vec::with_capacity(replies.len());
         for reply in replies {
             let Some((delivered, seq)) = parse_reply(&reply) else {
                 self.fail("fetch", format!("a delivery with reply subject {reply}"));
             };
+            if delivered > 1 {
+                // A redelivery: nats-server 2.9 stores it under its new consumer sequence while
+                // the running consumer keeps the first one, and after a restart the stored one
+                // makes it drop acks, deliveries and -NAKs (docs/jetstream.md, F17, F18).
+                // `+WPI` writes the running consumer's sequence back to the store.
+                self.ack_sync(&reply, "+WPI");
+            }
             if seq == 0 || seq > self.published {
                 self.fail(
                     "fetch",
@@ -600,6 +649,12 @@ impl JsBackend {
                 } else {
                     let body = format!("-NAK {{\"delay\": {}}}", ACK_WAIT.as_nanos());
                     self.ack_sync(&reply, &body);
+                    // A delayed -NAK stores the delivery count of the reply subject it names: a
+                    // stale one would make the message's next delivery after a restart count
+                    // too low (F19). The same -NAK on the latest delivery stores the right one.
+                    if let Some(latest) = slot.reply.as_ref().filter(|latest| **latest != reply) {
+                        self.ack_sync(latest, &body);
+                    }
                     self.changed();
                     self.slot_mut(lease.group, lease.seq).record = Record::Available {
                         attempts,
@@ -690,14 +745,78 @@ impl JsBackend {
         }
     }
 
+    /// Each group's consumer state file in the store folder `store`
+    /// (`jetstream/$G/streams/<stream>/obs/g<k>/o.dat`).
+    fn state_files(&self, store: &Path) -> Vec<PathBuf> {
+        let obs = store
+            .join("jetstream")
+            .join("$G")
+            .join("streams")
+            .join(&self.stream)
+            .join("obs");
+        (0..self.config.group_count)
+            .map(|group| obs.join(format!("g{group}")).join("o.dat"))
+            .collect()
+    }
+
+    /// What group `group`'s consumer must say, from the records: (`num_ack_pending`,
+    /// `num_pending`, `delivered.stream_seq`).
+    fn expected_counters(&self, group: GroupIx) -> (u64, u64, Seq) {
+        let records = || self.slots[group].iter().map(|slot| &slot.record);
+        let ack_pending = records().filter(|r| pending(r)).count() as u64;
+        let never = records()
+            .filter(|r| matches!(r, Record::Available { attempts: 0, .. }))
+            .count() as u64;
+        let delivered = records()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|r| !matches!(r, Record::Available { attempts: 0, .. }))
+            .map_or(0, |i| i as Seq + 1);
+        (ack_pending, never, delivered)
+    }
+
     /// A broker restart: the server this process started is stopped (`SIGTERM`: it writes its
     /// stores) and started again on the same store; the backend reconnects and checks that the
-    /// stream kept every message. Refused (a panic naming why) on a server given by URL.
+    /// stream kept every message and each consumer its counters. Refused (a panic naming why)
+    /// on a server given by URL.
+    ///
+    /// Two things of nats-server 2.9.10 are worked around (docs/jetstream.md, "Broker
+    /// restarts"): the stop waits until the server was left alone for [`FLUSH_QUIET`], so that
+    /// its consumer-state writer is idle; and a consumer state file that the stop left empty
+    /// anyway (F20) is put back from the copy read just before the stop
+    /// ([`states_put_back`] counts them).
     pub fn restart(&mut self) {
         let Some(server) = self.target.server() else {
             panic!("backend jetstream: {}", restart_refusal(self.target.url()));
         };
-        if let Err(e) = server.restart() {
+        if let Some(last) = self.last_change.get() {
+            let quiet = last.elapsed();
+            if quiet < FLUSH_QUIET {
+                std::thread::sleep(FLUSH_QUIET - quiet);
+            }
+        }
+        let files = self.state_files(&server.store_dir());
+        // The last write of each state file is complete (not empty) and older than the writer's
+        // period: no write is under way or due when the stop comes.
+        let waiting = Instant::now();
+        while waiting.elapsed() < STATE_WRITE_WAIT_MAX && !files.iter().all(|f| written(f)) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let copies: Vec<Option<Vec<u8>>> = files.iter().map(|f| std::fs::read(f).ok()).collect();
+        let restarted = server.restart_with(|_| {
+            for (file, copy) in files.iter().zip(&copies) {
+                let Some(copy) = copy.as_ref().filter(|copy| !copy.is_empty()) else {
+                    continue;
+                };
+                let emptied = std::fs::metadata(file).is_ok_and(|m| m.len() == 0);
+                if emptied {
+                    std::fs::write(file, copy).map_err(|e| format!("{}: {e}", file.display()))?;
+                    STATES_PUT_BACK.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = restarted {
             self.fail("restarting the server", e);
         }
         let client = self
@@ -716,7 +835,7 @@ impl JsBackend {
                             .map(|group| self.read_consumer(group))
                             .collect();
                     match consumers {
-                        Ok(_) => return,
+                        Ok(states) => return self.check_restarted(&states),
                         Err(e) => last = e,
                     }
                 }
@@ -728,6 +847,24 @@ impl JsBackend {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.fail("after a restart", last)
+    }
+
+    /// After a restart, each consumer's counters must be the records' (else the run's outcome
+    /// would no longer be the server's answer to the engine's steps).
+    fn check_restarted(&self, states: &[ConsumerState]) {
+        for (group, state) in states.iter().enumerate() {
+            let expected = self.expected_counters(group);
+            let actual = (state.ack_pending, state.pending, state.delivered);
+            if actual != expected {
+                self.fail(
+                    "after a restart",
+                    format!(
+                        "consumer g{group} came back with (num_ack_pending, num_pending, \
+                         delivered) {actual:?}, the records say {expected:?}"
+                    ),
+                );
+            }
+        }
     }
 }
 

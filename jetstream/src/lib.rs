@@ -32,7 +32,10 @@ pub mod factory;
 pub mod server;
 pub mod traits;
 
-pub use backend::{check_config, parse_reply, ConsumerState, JsBackend, ACK_WAIT, VARIANTS};
+pub use backend::{
+    check_config, parse_reply, states_put_back, ConsumerState, JsBackend, ACK_WAIT, FLUSH_QUIET,
+    VARIANTS,
+};
 pub use conn::{ping, redacted, restart_refusal, Target};
 pub use factory::{JetStream, DEFAULT_URL};
 pub use server::{NatsServer, PooledServer, ServerPool};
