@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long)]
     pub quick: bool,
     /// Where VERDICTS.md, verdicts.json and the evidence scenarios go (default: reports/,
-    /// or reports/quick/ with --quick).
+    /// reports/quick/ with --quick, reports/on-BACKEND/ with another --backend).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Only these variants, comma-separated (default: all).
@@ -37,9 +37,11 @@ pub struct Args {
     /// Threads for the engines (the results do not depend on it).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// The broker the simulator's campaigns run on: `pure`, `embedded`, `redis`, `postgres`, or
-    /// one a suite registered (`cli::main_with`; the model checker explores it too when it was
-    /// registered for `check`). Name the variants it implements with --variants.
+    /// The broker the simulator's campaigns run on and the model checker's counterexamples
+    /// are replayed on: `pure`, `embedded`, `redis`, `postgres`, `jetstream`, `rabbitmq`, or
+    /// one a suite registered (`cli::main_with`). Name the variants it implements with
+    /// --variants. A server at a URL is not restarted: its campaigns run without broker
+    /// restarts.
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The backend's server (`--url URL`, `--spawn`).

@@ -577,3 +577,59 @@ fn sigterm_leaves_no_private_server_running() {
     assert!(left.is_empty(), "servers left running: {left:?}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn the_verdict_matrix_on_redis_replays_the_checkers_counterexample_there() {
+    let Some((url, _keep)) =
+        server("the_verdict_matrix_on_redis_replays_the_checkers_counterexample_there")
+    else {
+        return;
+    };
+    let dir = scratch_dir("matrix");
+    let out = leasehold(&[
+        "report",
+        "--quick",
+        "--variants",
+        "redis-streams",
+        "--backend",
+        "redis",
+        "--url",
+        &url,
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let printed = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{printed}{}", stderr(&out));
+    let md = std::fs::read_to_string(dir.join("VERDICTS.md")).expect("VERDICTS.md written");
+    // The header says where each engine ran, and that a server at a URL is not restarted.
+    assert!(
+        md.contains("each counterexample is replayed on `redis`"),
+        "{md}"
+    );
+    assert!(md.contains("every seed runs on `redis`"), "{md}");
+    assert!(md.contains("without broker restarts"), "{md}");
+    // I1 is violated by both engines, and both scenario files replayed on the server.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| `redis-streams` |"))
+        .expect("a redis-streams row");
+    assert!(row.contains("**[violated (depth"), "{row}");
+    assert!(!row.contains("does not replay"), "{row}");
+    assert!(
+        row.contains("--broker-restart 0") || md.contains("--broker-restart 0"),
+        "{md}"
+    );
+    // The checker's counterexample replays on the same server to the same verdict.
+    let replay = leasehold(&[
+        "replay",
+        dir.join("scenarios/redis-streams-check-I1.toml")
+            .to_str()
+            .unwrap(),
+        "--backend",
+        "redis",
+        "--url",
+        &url,
+    ]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stdout(&replay));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -59,7 +59,7 @@ pub fn bounds(depth: Depth, backend: &BackendKind) -> Vec<(Engine, String)> {
         other => (
             format!("; it explores the reference model, and each counterexample is replayed on `{other}` (*does not replay* when that run does not break the invariant)"),
             format!("; every seed runs on `{other}`"),
-            if other.refuse_restarts(Some(String::new())).is_err() {
+            if !other.restarts() {
                 ", without broker restarts (the backend does not restart a server it did not start)"
             } else {
                 ""
@@ -216,7 +216,7 @@ impl EngineRun for Simulator {
             .map_err(|e| UserError(format!("report: sim --variant {variant}: {e}")))?;
         // A server someone else runs is not restarted by a run: the campaign runs without
         // broker restarts (its command says `--broker-restart 0`).
-        if self.backend.refuse_restarts(Some(String::new())).is_err() {
+        if !self.backend.restarts() {
             *template.faults.ratio_mut(Fault::BrokerRestart) = Ratio::ZERO;
         }
         self.backend

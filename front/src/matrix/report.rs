@@ -3,8 +3,8 @@
 //! --check-diff`), and the lines that summarise a run.
 
 use super::render::{self, Header};
+use super::Unexpected;
 use super::{evidence_files, stale_evidence, Cell, Engine, EngineRun, MatrixConfig, Row};
-use super::{Depth, Unexpected};
 use crate::files;
 use crate::Error;
 use leasehold_model::{Invariant, Variant};

@@ -80,16 +80,13 @@ impl MatrixRequest {
     /// The report's folder.
     pub fn out_dir(&self) -> PathBuf {
         self.out.clone().unwrap_or_else(|| {
-            let dir = PathBuf::from(if self.quick {
-                "reports/quick"
+            if !["", BackendKind::PURE].contains(&self.backend.as_str()) {
+                // Another backend's matrix never overwrites the reference broker's.
+                PathBuf::from(format!("reports/on-{}", self.backend))
+            } else if self.quick {
+                PathBuf::from("reports/quick")
             } else {
-                "reports"
-            });
-            // Another backend's matrix never overwrites the reference broker's.
-            if ["", BackendKind::PURE].contains(&self.backend.as_str()) {
-                dir
-            } else {
-                dir.join(format!("on-{}", self.backend))
+                PathBuf::from("reports")
             }
         })
     }

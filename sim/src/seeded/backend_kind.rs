@@ -76,6 +76,15 @@ impl BackendKind {
         }
     }
 
+    /// Whether this backend restarts its broker when a run asks
+    /// ([`BackendFactory::restarts_refused`] says why not: a server someone else runs).
+    pub fn restarts(&self) -> bool {
+        match self {
+            BackendKind::Pure => true,
+            BackendKind::Other(factory) => factory.restarts_refused().is_none(),
+        }
+    }
+
     /// Refuses broker restarts (`what` describes the ones a run would make) on a backend that
     /// cannot restart its broker ([`BackendFactory::restarts_refused`]); one line.
     pub fn refuse_restarts(&self, what: Option<String>) -> Result<(), String> {
