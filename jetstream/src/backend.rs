@@ -26,13 +26,13 @@
 //! (the server has no per-message read), the virtual deadlines, the lease ids.
 
 use crate::conn::{connect, redacted, restart_refusal, runtime, Target};
+use crate::stop;
 use leasehold_model::{
     BrokerConfig, Expired, GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError,
     SettleOp, SettleRequest, Status, Variant,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -42,42 +42,6 @@ pub const VARIANTS: [Variant; 1] = [Variant::JetStream];
 /// The consumers' `AckWait`: longer than any run, so that the server's clock never expires a
 /// delivery (the engine's virtual time does).
 pub const ACK_WAIT: Duration = Duration::from_secs(3600);
-
-/// How long a server must have been left alone before a broker restart stops it: nats-server
-/// 2.9 writes a changed consumer state to its store at most every 100 ms, from a writer that
-/// a stop does not wait for (docs/jetstream.md, F20).
-pub const FLUSH_QUIET: Duration = Duration::from_millis(150);
-
-/// How long a broker restart waits for the consumer-state writes to settle before it stops the
-/// server anyway.
-const STATE_WRITE_WAIT_MAX: Duration = Duration::from_secs(2);
-
-/// nats-server 2.9's period between two writes of one consumer's state.
-const STATE_WRITE_PERIOD: Duration = Duration::from_millis(100);
-
-/// Whether a consumer state file's last write is complete and older than
-/// [`STATE_WRITE_PERIOD`] (a missing file has nothing under way).
-fn written(file: &Path) -> bool {
-    match std::fs::metadata(file) {
-        Ok(meta) => {
-            meta.len() > 0
-                && meta
-                    .modified()
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age >= STATE_WRITE_PERIOD)
-        }
-        Err(_) => true,
-    }
-}
-
-static STATES_PUT_BACK: AtomicU64 = AtomicU64::new(0);
-
-/// Consumer states a broker restart found emptied by the stop and put back (F20), in this
-/// process so far.
-pub fn states_put_back() -> u64 {
-    STATES_PUT_BACK.load(Ordering::Relaxed)
-}
 
 /// How long one request to the server may take before the run is abandoned.
 const REQUEST_WAIT_MAX: Duration = Duration::from_secs(5);
@@ -110,6 +74,8 @@ pub struct ConsumerState {
     pub pending: u64,
     /// `delivered.stream_seq`: the highest stream sequence delivered.
     pub delivered: Seq,
+    /// `num_redelivered`: the pending messages delivered more than once.
+    pub redelivered: u64,
 }
 
 /// One record of one group, as the server's answers left it.
@@ -332,6 +298,7 @@ impl JsBackend {
             ack_pending: number(&["num_ack_pending"]),
             pending: number(&["num_pending"]),
             delivered: number(&["delivered", "stream_seq"]) as Seq,
+            redelivered: number(&["num_redelivered"]),
         })
     }
 
@@ -745,23 +712,9 @@ impl JsBackend {
         }
     }
 
-    /// Each group's consumer state file in the store folder `store`
-    /// (`jetstream/$G/streams/<stream>/obs/g<k>/o.dat`).
-    fn state_files(&self, store: &Path) -> Vec<PathBuf> {
-        let obs = store
-            .join("jetstream")
-            .join("$G")
-            .join("streams")
-            .join(&self.stream)
-            .join("obs");
-        (0..self.config.group_count)
-            .map(|group| obs.join(format!("g{group}")).join("o.dat"))
-            .collect()
-    }
-
     /// What group `group`'s consumer must say, from the records: (`num_ack_pending`,
-    /// `num_pending`, `delivered.stream_seq`).
-    fn expected_counters(&self, group: GroupIx) -> (u64, u64, Seq) {
+    /// `num_pending`, `delivered.stream_seq`, `num_redelivered`).
+    fn expected_counters(&self, group: GroupIx) -> (u64, u64, Seq, u64) {
         let records = || self.slots[group].iter().map(|slot| &slot.record);
         let ack_pending = records().filter(|r| pending(r)).count() as u64;
         let never = records()
@@ -772,7 +725,10 @@ impl JsBackend {
             .iter()
             .rposition(|r| !matches!(r, Record::Available { attempts: 0, .. }))
             .map_or(0, |i| i as Seq + 1);
-        (ack_pending, never, delivered)
+        let redelivered = records()
+            .filter(|r| pending(r) && r.attempts().is_some_and(|a| a > 1))
+            .count() as u64;
+        (ack_pending, never, delivered, redelivered)
     }
 
     /// A broker restart: the server this process started is stopped (`SIGTERM`: it writes its
@@ -780,45 +736,29 @@ impl JsBackend {
     /// stream kept every message and each consumer its counters. Refused (a panic naming why)
     /// on a server given by URL.
     ///
-    /// Two things of nats-server 2.9.10 are worked around (docs/jetstream.md, "Broker
-    /// restarts"): the stop waits until the server was left alone for [`FLUSH_QUIET`], so that
-    /// its consumer-state writer is idle; and a consumer state file that the stop left empty
-    /// anyway (F20) is put back from the copy read just before the stop
-    /// ([`states_put_back`] counts them).
+    /// The stop comes once the server's consumer-state writers are idle, and a state file the
+    /// stop emptied all the same is put back from the copy read just before it
+    /// ([`crate::stop`], docs/jetstream.md F20).
     pub fn restart(&mut self) {
         let Some(server) = self.target.server() else {
             panic!("backend jetstream: {}", restart_refusal(self.target.url()));
         };
-        if let Some(last) = self.last_change.get() {
-            let quiet = last.elapsed();
-            if quiet < FLUSH_QUIET {
-                std::thread::sleep(FLUSH_QUIET - quiet);
-            }
+        let files = stop::state_files(&server.store_dir(), &self.stream, self.config.group_count);
+        if !stop::wait_idle(self.last_change.get(), &files) {
+            self.fail(
+                "before a restart",
+                format!(
+                    "the consumers' state files were still being written after {} s",
+                    stop::IDLE_WAIT_MAX.as_secs()
+                ),
+            );
         }
-        let files = self.state_files(&server.store_dir());
-        // The last write of each state file is complete (not empty) and older than the writer's
-        // period: no write is under way or due when the stop comes.
-        let waiting = Instant::now();
-        while waiting.elapsed() < STATE_WRITE_WAIT_MAX && !files.iter().all(|f| written(f)) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let copies: Vec<Option<Vec<u8>>> = files.iter().map(|f| std::fs::read(f).ok()).collect();
-        let restarted = server.restart_with(|_| {
-            for (file, copy) in files.iter().zip(&copies) {
-                let Some(copy) = copy.as_ref().filter(|copy| !copy.is_empty()) else {
-                    continue;
-                };
-                let emptied = std::fs::metadata(file).is_ok_and(|m| m.len() == 0);
-                if emptied {
-                    std::fs::write(file, copy).map_err(|e| format!("{}: {e}", file.display()))?;
-                    STATES_PUT_BACK.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = restarted {
+        let copies: Vec<Option<Vec<u8>>> = files.iter().map(|f| stop::read_complete(f)).collect();
+        if let Err(e) = server.restart_with(|_| stop::put_back_emptied(&files, &copies)) {
             self.fail("restarting the server", e);
         }
+        // The restarted server writes the states it recovered: a change like any other.
+        self.last_change.set(Some(Instant::now()));
         let client = self
             .rt
             .block_on(connect(self.target.url()))
@@ -854,13 +794,18 @@ impl JsBackend {
     fn check_restarted(&self, states: &[ConsumerState]) {
         for (group, state) in states.iter().enumerate() {
             let expected = self.expected_counters(group);
-            let actual = (state.ack_pending, state.pending, state.delivered);
+            let actual = (
+                state.ack_pending,
+                state.pending,
+                state.delivered,
+                state.redelivered,
+            );
             if actual != expected {
                 self.fail(
                     "after a restart",
                     format!(
                         "consumer g{group} came back with (num_ack_pending, num_pending, \
-                         delivered) {actual:?}, the records say {expected:?}"
+                         delivered, num_redelivered) {actual:?}, the records say {expected:?}"
                     ),
                 );
             }

@@ -88,7 +88,7 @@ impl BackendFactory for JetStream {
                  {} consumer states emptied by a stop and put back",
                 pool.started(),
                 pool.restarts(),
-                crate::backend::states_put_back()
+                crate::stop::states_put_back()
             ),
             JetStream::Url(url) => format!(
                 "jetstream: {}, each run on its own stream, deleted at the end",
