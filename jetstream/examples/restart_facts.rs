@@ -1,7 +1,8 @@
-//! Observes what a nats-server keeps of a consumer across a restart (docs/jetstream.md, "Broker
-//! restarts", F17–F20): `cargo run -p leasehold-jetstream --example restart_facts`. It starts
+//! Observes what a nats-server keeps of a consumer across a restart (docs/jetstream.md, "Restart
+//! facts", F17–F20): `cargo run -p leasehold-jetstream --example restart_facts`. It starts
 //! its own `nats-server -js` (from the `PATH`) on a free loopback port and a temporary store,
-//! and stops it in the ways the experiments name.
+//! and stops it in the ways the experiments name. With the arguments `f20 [ROUNDS]`, F20 only
+//! (60 stops of each timing unless ROUNDS says).
 
 use futures_util::StreamExt;
 use std::process::{Child, Command, Stdio};
@@ -149,19 +150,27 @@ impl Js {
     }
 
     async fn create(&self) -> R<()> {
+        self.create_with(1).await
+    }
+
+    /// The stream and `consumers` durable consumers `g0`, `g1`, ….
+    async fn create_with(&self, consumers: usize) -> R<()> {
         let s = &self.stream;
         self.api(
             &format!("STREAM.CREATE.{s}"),
             serde_json::json!({"name": s, "subjects": [format!("{s}.e")], "storage": "file"}),
         )
         .await?;
-        self.api(
-            &format!("CONSUMER.DURABLE.CREATE.{s}.g0"),
-            serde_json::json!({"stream_name": s, "config": {
-                "durable_name": "g0", "ack_policy": "explicit", "deliver_policy": "all",
-                "ack_wait": 3_600_000_000_000u64, "max_ack_pending": -1}}),
-        )
-        .await?;
+        for k in 0..consumers {
+            self.api(
+                &format!("CONSUMER.DURABLE.CREATE.{s}.g{k}"),
+                serde_json::json!({"stream_name": s, "config": {
+                    "durable_name": format!("g{k}"), "ack_policy": "explicit",
+                    "deliver_policy": "all", "ack_wait": 3_600_000_000_000u64,
+                    "max_ack_pending": -1}}),
+            )
+            .await?;
+        }
         Ok(())
     }
 
@@ -179,6 +188,11 @@ impl Js {
 
     /// A `no_wait` pull of up to `n`: the reply subjects.
     async fn pull(&self, n: usize) -> R<Vec<String>> {
+        self.pull_from("g0", n).await
+    }
+
+    /// A `no_wait` pull of up to `n` from `consumer`: the reply subjects.
+    async fn pull_from(&self, consumer: &str, n: usize) -> R<Vec<String>> {
         let inbox = self.client.new_inbox();
         let mut sub = self
             .client
@@ -187,7 +201,7 @@ impl Js {
             .map_err(|e| e.to_string())?;
         self.client
             .publish_with_reply(
-                format!("$JS.API.CONSUMER.MSG.NEXT.{}.g0", self.stream),
+                format!("$JS.API.CONSUMER.MSG.NEXT.{}.{consumer}", self.stream),
                 inbox,
                 serde_json::json!({"batch": n, "no_wait": true})
                     .to_string()
@@ -344,72 +358,129 @@ async fn stale_delayed_nak(repeat: bool) -> R<(Info, Info, Vec<(u64, u64)>)> {
     Ok((before, after?, pulled.iter().map(|r| dc_seq(r)).collect()))
 }
 
-/// F20: `restarts` restarts of one server, each after `burst` messages were published,
-/// pulled and acked (the first change after a start is written to the store at once, the
-/// next ones at most every 100 ms), stopping at once or after `wait`: how many restarts
-/// brought the consumer back with other counters than before the stop, and how many of those
-/// with its state gone (nothing delivered).
-async fn burst(restarts: usize, burst: usize, wait: Duration) -> R<(usize, usize)> {
+/// When the consumer's state file was last written, and how long ago.
+fn written(odat: &std::path::Path) -> Option<(std::time::SystemTime, Duration)> {
+    let modified = std::fs::metadata(odat).ok()?.modified().ok()?;
+    Some((modified, modified.elapsed().unwrap_or(Duration::ZERO)))
+}
+
+/// How the F20 experiment times the stop after a burst of changes.
+#[derive(Clone, Copy, Debug)]
+enum StopAt {
+    /// When the state file's last write is one write period (100 ms) less this many
+    /// milliseconds old: about when the write that follows it, if one is due, starts (a
+    /// `SIGTERM` takes a few milliseconds to reach the consumer stores).
+    BeforeTheNextWrite(u64),
+    /// When nothing was sent for 150 ms and the state file was not written for 150 ms.
+    Idle,
+}
+
+/// F20: a stream with two consumers; `rounds` times, one message is published and each
+/// consumer gets a burst of changes (a pull, `+WPI` on the delivery, its `+ACK`); then a
+/// `SIGTERM` stop timed as `stop_at` and a start on the same store. How many stops left a
+/// consumer's `o.dat` empty (looked at between the stop and the start), and the times `g0`'s
+/// state file was written after the burst's last request in the first round (polled every
+/// 0.5 ms for 400 ms).
+async fn emptied_by_a_stop(rounds: usize, stop_at: StopAt) -> R<(usize, Vec<u128>)> {
+    const CONSUMERS: usize = 2;
     let mut server = Server::start(None)?;
-    let mut js = Js::connect(&server.url(), "rb").await?;
-    js.create().await?;
-    let (mut differ, mut lost) = (0, 0);
-    for _ in 0..restarts {
-        js.publish(burst).await?;
-        let replies = js.pull(burst).await?;
-        for reply in &replies {
-            js.send(reply, "+ACK").await?;
-        }
-        let before = js.info().await?;
-        tokio::time::sleep(wait).await;
-        server.restart("TERM")?;
-        js = Js::connect(&server.url(), "rb").await?;
-        let mut after = js.info().await;
-        while after.is_err() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            after = js.info().await;
-        }
-        let after = after?;
-        if after != before {
-            differ += 1;
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let again = js.info().await?;
-            let odat = server
+    let mut js = Js::connect(&server.url(), "re").await?;
+    js.create_with(CONSUMERS).await?;
+    let odats: Vec<std::path::PathBuf> = (0..CONSUMERS)
+        .map(|k| {
+            server
                 .dir
                 .path()
-                .join("store/jetstream/$G/streams/rb/obs/g0/o.dat");
-            let len = std::fs::metadata(&odat)
-                .map(|m| m.len() as i64)
-                .unwrap_or(-1);
-            eprintln!("F20 debug: before {before:?} after {after:?} 500 ms later {again:?}; o.dat {len} bytes");
-            if after.delivered == (0, 0) {
-                lost += 1;
+                .join(format!("store/jetstream/$G/streams/re/obs/g{k}/o.dat"))
+        })
+        .collect();
+    let (mut emptied, mut first_round) = (0, Vec::new());
+    for round in 0..rounds {
+        js.publish(1).await?;
+        for k in 0..CONSUMERS {
+            let replies = js.pull_from(&format!("g{k}"), 64).await?;
+            for reply in &replies {
+                js.send(reply, "+WPI").await?;
+                js.send(reply, "+ACK").await?;
             }
-            // Start over: a consumer that lost its state redelivers everything.
-            js.api(
-                &format!("STREAM.PURGE.{}", js.stream),
-                serde_json::json!({}),
-            )
-            .await?;
-            js.api(
-                &format!("CONSUMER.DELETE.{}.g0", js.stream),
-                serde_json::json!({}),
-            )
-            .await?;
-            js.api(
-                &format!("CONSUMER.DURABLE.CREATE.{}.g0", js.stream),
-                serde_json::json!({"stream_name": js.stream, "config": {
-                    "durable_name": "g0", "ack_policy": "explicit", "deliver_policy": "new",
-                    "ack_wait": 3_600_000_000_000u64, "max_ack_pending": -1}}),
-            )
-            .await?;
+        }
+        let burst_end = Instant::now();
+        if round == 0 {
+            let mut last = written(&odats[0]).map(|w| w.0);
+            while burst_end.elapsed() < Duration::from_millis(400) {
+                let now = written(&odats[0]).map(|w| w.0);
+                if now != last {
+                    first_round.push(burst_end.elapsed().as_millis());
+                    last = now;
+                }
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+        let (change_quiet, file_quiet) = match stop_at {
+            StopAt::BeforeTheNextWrite(ms) => (150, 100 - ms),
+            StopAt::Idle => (150, 150),
+        };
+        while burst_end.elapsed() < Duration::from_millis(change_quiet)
+            || !odats
+                .iter()
+                .all(|f| written(f).is_none_or(|w| w.1 >= Duration::from_millis(file_quiet)))
+        {
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        let mut child = server.child.take().ok_or("not running")?;
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .map_err(|e| e.to_string())?;
+        child.wait().map_err(|e| e.to_string())?;
+        let empty = odats
+            .iter()
+            .any(|f| std::fs::metadata(f).is_ok_and(|m| m.len() == 0));
+        server.launch()?;
+        js = Js::connect(&server.url(), "re").await?;
+        if empty {
+            emptied += 1;
+            // Start over: an emptied consumer would deliver everything again.
+            let _ = js
+                .api(
+                    &format!("STREAM.DELETE.{}", js.stream),
+                    serde_json::json!({}),
+                )
+                .await;
+            js.create_with(CONSUMERS).await?;
+        }
+        let mut answered = js.info().await;
+        while answered.is_err() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            answered = js.info().await;
         }
     }
-    Ok((differ, lost))
+    Ok((emptied, first_round))
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> R<()> {
+    if std::env::args().nth(1).as_deref() != Some("f20") {
+        f17_to_f19().await?;
+    }
+    println!("== F20: a SIGTERM stop after a burst of changes");
+    let rounds: usize = std::env::args()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(60);
+    let before: Vec<StopAt> = (0..=8).step_by(2).map(StopAt::BeforeTheNextWrite).collect();
+    for stop_at in before.into_iter().chain([StopAt::Idle]) {
+        let (emptied, first_round) = emptied_by_a_stop(rounds, stop_at).await?;
+        println!(
+            "stop {stop_at:?}: o.dat written {first_round:?} ms after the burst (first round); \
+             left empty by {emptied} of {rounds} stops"
+        );
+    }
+    Ok(())
+}
+
+/// F17, F18 and F19.
+async fn f17_to_f19() -> R<()> {
     let term = How {
         signal: "TERM",
         wait_before: Duration::ZERO,
@@ -491,15 +562,6 @@ async fn main() -> R<()> {
             } else {
                 ""
             }
-        );
-    }
-    println!("== F20: restarts right after a few deliveries and acks");
-    for (wait_ms, burst_n) in [(150u64, 1usize), (150, 5)] {
-        let restarts = 150;
-        let (differ, lost) = burst(restarts, burst_n, Duration::from_millis(wait_ms)).await?;
-        println!(
-            "{burst_n} message(s) per restart, SIGTERM {wait_ms} ms after the last ack: \
-             {differ} of {restarts} restarts differ, {lost} of them with the consumer's state gone"
         );
     }
     Ok(())
