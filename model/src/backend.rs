@@ -159,16 +159,30 @@ impl Backend for Broker {
     }
 
     #[inline]
+    fn fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        let mut leases = Vec::new();
+        Broker::fetch_as_into(self, worker, group, limit, now_ms, lease_ms, &mut leases)?;
+        Ok(leases)
+    }
+
+    #[inline]
     fn fetch_as_into(
         &mut self,
-        _worker: &str,
+        worker: &str,
         group: GroupIx,
         limit: usize,
         now_ms: Ms,
         lease_ms: Option<Ms>,
         out: &mut Vec<Lease>,
     ) -> Result<(), SettleError> {
-        Broker::fetch_into(self, group, limit, now_ms, lease_ms, out)
+        Broker::fetch_as_into(self, worker, group, limit, now_ms, lease_ms, out)
     }
 
     #[inline]

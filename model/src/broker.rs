@@ -19,6 +19,7 @@
 //! acks it undoes, the timers it re-arms) and re-derives the frontier from the lowest record
 //! that may have changed. The index is derived data: equality and hashing ignore it.
 
+use crate::channels::{self, Channels};
 use crate::inline::InlineVec;
 use crate::types::{
     GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
@@ -55,7 +56,9 @@ pub struct SettleRequest {
 
 /// A lease the broker expired. `expire_due` returns them in firing order: by deadline, then
 /// group, then seq (the order of the fields).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub struct Expired {
     /// The deadline the lease had when it expired.
     pub deadline_ms: Ms,
@@ -366,6 +369,10 @@ pub struct Broker {
     /// Records of every group not acked or dead-lettered (derived; kept so that "is everything
     /// settled?" costs nothing).
     unsettled: u64,
+    /// The workers' channels and the deliveries they hold (`rabbitmq-channel` only: `None` in
+    /// every other variant). Boxed so that the other variants' brokers stay as small; a
+    /// recycled state's `clone_from` reuses the box.
+    channels: Option<Box<Channels>>,
 }
 
 /// See `Group`'s `Clone`.
@@ -379,6 +386,7 @@ impl Clone for Broker {
             unflushed_events: self.unflushed_events,
             timers: self.timers.clone(),
             unsettled: self.unsettled,
+            channels: self.channels.clone(),
         }
     }
 
@@ -391,6 +399,7 @@ impl Clone for Broker {
         self.unflushed_events = source.unflushed_events;
         self.timers.clone_from(&source.timers);
         self.unsettled = source.unsettled;
+        self.channels.clone_from(&source.channels);
     }
 }
 
@@ -402,6 +411,7 @@ impl PartialEq for Broker {
             && self.unflushed == other.unflushed
             && self.unflushed_events == other.unflushed_events
             && self.timers == other.timers
+            && self.channels == other.channels
     }
 }
 
@@ -424,6 +434,10 @@ impl Hash for Broker {
             state.write_u32(self.unflushed_events);
         }
         self.timers.hash(state);
+        if let Some(channels) = &self.channels {
+            // Only `rabbitmq-channel` has channels: the other fingerprints stay as pinned.
+            channels.hash(state);
+        }
     }
 }
 
@@ -447,6 +461,10 @@ impl Broker {
             unflushed_events: 0,
             timers: InlineVec::new(),
             unsettled: 0,
+            channels: config
+                .variant
+                .channel_scoped()
+                .then(|| Box::new(Channels::default())),
             config,
         }
     }
@@ -538,6 +556,37 @@ impl Broker {
         lease_ms: Option<Ms>,
         out: &mut Vec<Lease>,
     ) -> Result<(), SettleError> {
+        self.fetch_into_for(0, group, limit, now_ms, lease_ms, out)
+    }
+
+    /// [`Broker::fetch_into`] on behalf of the worker named `worker`: in `rabbitmq-channel`
+    /// its deliveries go on that worker's channel for the group; every other variant ignores
+    /// the name.
+    pub fn fetch_as_into(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+        out: &mut Vec<Lease>,
+    ) -> Result<(), SettleError> {
+        let consumer = match &mut self.channels {
+            Some(channels) => channels.consumer(worker),
+            None => 0,
+        };
+        self.fetch_into_for(consumer, group, limit, now_ms, lease_ms, out)
+    }
+
+    fn fetch_into_for(
+        &mut self,
+        consumer: u32,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+        out: &mut Vec<Lease>,
+    ) -> Result<(), SettleError> {
         out.clear();
         if group >= self.config.group_count {
             return Err(SettleError::Invalid(
@@ -552,7 +601,7 @@ impl Broker {
             let Some(seq) = self.groups[group].first_available(now_ms) else {
                 break;
             };
-            let lease = self.lease(group, seq, deadline_ms);
+            let lease = self.lease(consumer, group, seq, deadline_ms);
             out.push(lease);
         }
         Ok(())
@@ -572,7 +621,29 @@ impl Broker {
         }
         let deadline_ms = self.begin_fetch(now_ms, lease_ms);
         let seq = self.groups[group].first_available(now_ms);
-        Ok(seq.map(|seq| self.lease(group, seq, deadline_ms)))
+        Ok(seq.map(|seq| self.lease(0, group, seq, deadline_ms)))
+    }
+
+    /// [`Broker::fetch_one`] on behalf of the model checker's worker `worker` (an index): in
+    /// `rabbitmq-channel` its delivery goes on that worker's channel (consumer `worker + 1`;
+    /// 0 is a plain fetch's).
+    pub fn fetch_one_for(
+        &mut self,
+        worker: usize,
+        group: GroupIx,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        if self.channels.is_none() {
+            return self.fetch_one(group, now_ms, None);
+        }
+        if group >= self.config.group_count {
+            return Err(SettleError::Invalid(
+                format!("unknown group {group}").into(),
+            ));
+        }
+        let deadline_ms = self.begin_fetch(now_ms, None);
+        let seq = self.groups[group].first_available(now_ms);
+        Ok(seq.map(|seq| self.lease(worker as u32 + 1, group, seq, deadline_ms)))
     }
 
     /// What every fetch does before leasing: due expiries, the periodic flush. Returns the
@@ -586,22 +657,30 @@ impl Broker {
         now_ms.saturating_add(lease_ms)
     }
 
-    /// Leases the available record (group, seq) until `deadline_ms` and arms its timer.
-    fn lease(&mut self, group: GroupIx, seq: Seq, deadline_ms: Ms) -> Lease {
+    /// Leases the available record (group, seq) until `deadline_ms` and arms its timer (in
+    /// `rabbitmq-channel`, as a delivery on `consumer`'s channel for the group).
+    fn lease(&mut self, consumer: u32, group: GroupIx, seq: Seq, deadline_ms: Ms) -> Lease {
         let Record::Available { attempts, .. } = self.groups[group].records[seq as usize - 1]
         else {
             unreachable!("the index names available records only")
         };
+        let lease_id = match &mut self.channels {
+            Some(channels) => channels.deliver(consumer, group, seq),
+            None => LeaseId(self.next_lease_id),
+        };
         let lease = Lease {
-            lease_id: LeaseId(self.next_lease_id),
+            lease_id,
             group,
             seq,
             attempt: attempts + 1,
             deadline_ms,
             receipt: self.receipt(seq),
         };
-        // A lease id count cannot reach 2^64: no overflow check on the hot path.
-        self.next_lease_id = self.next_lease_id.wrapping_add(1);
+        // A lease id count cannot reach 2^64: no overflow check on the hot path. (Channel
+        // leases are named by their channel and tag: the counter stays.)
+        if lease_id.0 == self.next_lease_id {
+            self.next_lease_id = self.next_lease_id.wrapping_add(1);
+        }
         self.set(
             group,
             seq,
@@ -671,6 +750,20 @@ impl Broker {
                 "a delivery's timeout cannot be extended (no renew on this broker)".into(),
             ));
         }
+        if self.config.variant.channel_scoped() {
+            return self.settle_on_channel(request, now_ms);
+        }
+        self.settle_fenced(request, record, now_ms)
+    }
+
+    /// [`Broker::settle`] once the record exists: by the variant's fence.
+    fn settle_fenced(
+        &mut self,
+        request: &SettleRequest,
+        record: Record,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        let lease = &request.lease;
         let verdict = self.fence_check(&record, request, now_ms);
         match (request.op, verdict) {
             (SettleOp::Renew { extend_ms }, Ok(())) => {
@@ -926,9 +1019,16 @@ impl Broker {
 
     /// [`Broker::expire_due`], handing each expired lease to `f` instead of collecting them.
     pub fn expire_due_each(&mut self, now_ms: Ms, mut f: impl FnMut(Expired)) {
+        if self.channels.is_some() {
+            return self.expire_due_channels(now_ms, f);
+        }
         while let Some(&timer) = self.timers.first() {
             if timer.deadline_ms > now_ms {
                 break;
+            }
+            if self.channels.is_some() && self.close_for_timer(&timer) {
+                // Its channel's other deliveries are due now too: fire in order.
+                continue;
             }
             self.timers.remove(0);
             if let Some(expired) = self.fire(timer) {
@@ -986,6 +1086,16 @@ impl Broker {
         else {
             return None;
         };
+        if self.channels.is_some() {
+            // A delivery's timeout closes its channel (`consumer_timeout`): every delivery on
+            // it returns, this one with the others.
+            let _ = self.close_channel(channels::channel_of(lease_id), not_before_ms);
+            let returned = &mut self.chan().returned;
+            let position = returned
+                .iter()
+                .position(|e| e.group == group && e.seq == seq)?;
+            return Some(returned.remove(position));
+        }
         let variant = self.config.variant;
         let exhausted = attempts >= self.config.max_attempts && variant.expiry_dead_letters();
         if exhausted {
@@ -1063,10 +1173,21 @@ impl Broker {
         }
     }
 
-    /// The earliest deadline of a pending timer, for a simulator's timer.
+    /// The earliest deadline of a pending timer, for a simulator's timer (in
+    /// `rabbitmq-channel`, or of a return a channel's close made and no `expire_due` reported
+    /// yet).
     #[inline]
     pub fn next_deadline(&self) -> Option<Ms> {
-        self.timers.first().map(|t| t.deadline_ms)
+        let timer = self.timers.first().map(|t| t.deadline_ms);
+        match &self.channels {
+            None => timer,
+            Some(channels) => channels
+                .returned
+                .iter()
+                .map(|e| e.deadline_ms)
+                .chain(timer)
+                .min(),
+        }
     }
 
     /// A broker restart: durable state survives, volatile state is lost (per the variant).
@@ -1367,6 +1488,167 @@ impl SettleRequest {
             lease: *lease,
             op,
             worker_clock_ms,
+        }
+    }
+}
+
+impl Broker {
+    /// `rabbitmq-channel`'s settle (docs/rabbitmq.md): the request travels on its worker's
+    /// current channel for the group and names the delivery with its tag there. A channel that
+    /// holds a delivery past its deadline closed at that deadline (the next channel carries the
+    /// request). A tag the channel holds is settled, whichever record it delivered; an unknown
+    /// tag is refused (`406`, `stale_lease`) and closes the channel, which returns every
+    /// delivery it held.
+    fn settle_on_channel(
+        &mut self,
+        request: &SettleRequest,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        let lease = &request.lease;
+        if lease.receipt.is_some() {
+            // RabbitMQ issues no receipts: a request carrying one names something else.
+            return Err(SettleError::ReceiptMismatch);
+        }
+        if self.chan().route(lease.lease_id, lease.group).is_none() {
+            return Err(SettleError::StaleLease);
+        }
+        self.close_due_channels(now_ms);
+        let (_, channel) = self
+            .chan()
+            .route(lease.lease_id, lease.group)
+            .expect("routed above");
+        let tag = channels::tag_of(lease.lease_id);
+        let Some(delivery) = self.chan().find(channel, tag) else {
+            let _ = self.close_channel(channel, now_ms);
+            return Err(SettleError::StaleLease);
+        };
+        let (group, seq) = (delivery.group as GroupIx, delivery.seq);
+        let record = self.groups[group].records[seq as usize - 1];
+        let Record::Leased {
+            attempts,
+            deadline_ms,
+            ..
+        } = record
+        else {
+            unreachable!("an open delivery's record is leased")
+        };
+        let named = SettleRequest {
+            lease: Lease {
+                lease_id: channels::lease_id(channel, tag),
+                group,
+                seq,
+                attempt: attempts,
+                deadline_ms,
+                receipt: None,
+            },
+            ..*request
+        };
+        self.chan().remove(channel, tag);
+        self.settle_fenced(&named, record, now_ms)
+    }
+
+    /// Every open channel holding a delivery whose deadline is `<= now_ms` closed at that
+    /// deadline (`consumer_timeout`), earliest first: their channels' numbers and the order
+    /// their deliveries return in are those of the server, where each closed on its own.
+    fn close_due_channels(&mut self, now_ms: Ms) {
+        'closing: loop {
+            for position in 0..self.timers.len() {
+                let timer = self.timers[position];
+                if timer.deadline_ms > now_ms {
+                    break 'closing;
+                }
+                if self.close_for_timer(&timer) {
+                    // The closed channel's timers moved: look again from the first.
+                    continue 'closing;
+                }
+            }
+            break;
+        }
+    }
+
+    /// Closes `channel` at `at_ms`: each delivery it held ends then (its lease's deadline and
+    /// timer move to `at_ms`; the timer returns it when it fires), and its worker's next
+    /// channel for the group opens.
+    fn close_channel(&mut self, channel: u32, at_ms: Ms) -> bool {
+        if !self
+            .channels
+            .as_ref()
+            .is_some_and(|c| c.is_current(channel))
+        {
+            return false;
+        }
+        for delivery in self.chan().close(channel).iter() {
+            let (group, seq) = (delivery.group as GroupIx, delivery.seq);
+            let Some(&Record::Leased {
+                lease_id,
+                attempts,
+                deadline_ms,
+            }) = self.record(group, seq)
+            else {
+                continue;
+            };
+            self.disarm(group, seq);
+            let exhausted = attempts >= self.config.max_attempts;
+            if exhausted {
+                self.dead_letter(group, seq, Reason::MAX_ATTEMPTS);
+            } else {
+                self.set(
+                    group,
+                    seq,
+                    Record::Available {
+                        attempts,
+                        not_before_ms: at_ms,
+                    },
+                );
+            }
+            self.chan().returned.push(Expired {
+                deadline_ms: deadline_ms.min(at_ms),
+                group,
+                seq,
+                lease_id,
+                dead_lettered: exhausted,
+                stale_timer: None,
+            });
+        }
+        true
+    }
+
+    /// `rabbitmq-channel`'s [`Broker::expire_due_each`]: every channel holding a delivery due
+    /// by `now_ms` closes (earliest first), and every return a close made is reported, in
+    /// firing order.
+    fn expire_due_channels(&mut self, now_ms: Ms, mut f: impl FnMut(Expired)) {
+        self.close_due_channels(now_ms);
+        // Timers left due are those of records no lease of theirs holds any more.
+        while self.timers.first().is_some_and(|t| t.deadline_ms <= now_ms) {
+            let timer = self.timers.remove(0);
+            if let Some(expired) = self.fire(timer) {
+                f(expired);
+            }
+        }
+        let mut returned = std::mem::take(&mut self.chan().returned);
+        returned.sort_unstable();
+        for expired in returned.iter() {
+            f(*expired);
+        }
+    }
+
+    /// The channels of a `rabbitmq-channel` broker.
+    fn chan(&mut self) -> &mut Channels {
+        self.channels
+            .as_mut()
+            .expect("only rabbitmq-channel asks for its channels")
+    }
+
+    /// A timer of `rabbitmq-channel` is due: when the lease it was armed for still holds its
+    /// record on an open channel, that channel closes at the timer's deadline first (its other
+    /// deliveries' timers become due with it, so that they fire in order). Returns whether it
+    /// closed one.
+    fn close_for_timer(&mut self, timer: &Timer) -> bool {
+        match self.record(timer.group as GroupIx, timer.seq) {
+            Some(Record::Leased { lease_id, .. }) if *lease_id == timer.lease_id => {
+                self.close_channel(channels::channel_of(timer.lease_id), timer.deadline_ms)
+            }
+            _ => false,
         }
     }
 }

@@ -4,6 +4,8 @@
 //! * [`variant`] — the reference protocol, backend variants and planted mutants, by name.
 //! * [`broker`] — the broker state machine: publish, fetch, ack, nack, renew, reject, expiry,
 //!   restart, the committed frontier.
+//! * [`channels`] — `rabbitmq-channel`'s channels: a worker's channel per group, delivery
+//!   tags, the deliveries a channel holds and returns when it closes.
 //! * [`backend`] — the `Backend` trait: a broker under test, as the engines drive it.
 //! * [`factory`] — the `BackendFactory` trait: a backend registered as a value carrying its
 //!   configuration, building one broker per run.
@@ -19,6 +21,7 @@
 
 pub mod backend;
 pub mod broker;
+pub mod channels;
 pub mod check;
 pub mod detail;
 pub mod factory;

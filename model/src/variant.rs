@@ -84,6 +84,8 @@ variants! {
         "NATS JetStream, explicit acks: Ack/Nak/Term on a reply subject count while the message is ack-pending, whichever delivery sent them";
     RabbitMq => "rabbitmq", Protocol, None,
         "a RabbitMQ quorum queue, manual acks, a channel per delivery: expiry closes the channel, returned messages come first, no nack delay, no renew";
+    RabbitMqChannel => "rabbitmq-channel", Protocol, Some(Invariant::I1),
+        "RabbitMQ with one channel per worker and group holding several deliveries (prefetch > 1): a settle names a tag on the worker's current channel; an unknown tag's 406 or a timeout closes the channel and returns all its deliveries";
     UnfencedSettle => "unfenced-settle", Mutant, Some(Invariant::I1),
         "ack/nack/reject accepted by (group, seq) alone, ignoring the lease id";
     RenewRevives => "renew-revives", Mutant, Some(Invariant::I2),
@@ -172,7 +174,15 @@ impl Variant {
     /// comes back (an expiry, a nack) is delivered before every never-delivered one, in the
     /// order it came back; a nack has no delay; a delivery's timeout cannot be extended.
     pub fn is_rabbitmq(self) -> bool {
-        self == Variant::RabbitMq
+        matches!(self, Variant::RabbitMq | Variant::RabbitMqChannel)
+    }
+
+    /// Whether leases are deliveries on a worker's long-lived channel (`rabbitmq-channel`,
+    /// docs/rabbitmq.md): a lease id names (channel, delivery tag); a settle travels on the
+    /// worker's current channel for the group and names a tag there; an unknown tag (`406`)
+    /// or a delivery's timeout closes the channel and returns every delivery it held.
+    pub fn channel_scoped(self) -> bool {
+        self == Variant::RabbitMqChannel
     }
 
     /// Whether returned records are delivered first, in the order they came back (RabbitMQ's

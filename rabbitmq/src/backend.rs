@@ -23,7 +23,7 @@
 //! Time is the engine's: deadlines are kept here and a channel closes when the engine's clock
 //! passes them; the server's `consumer_timeout` (30 minutes by default) never fires in a run.
 
-use crate::conn::{open, parse, redacted};
+use crate::conn::{open, parse, redacted, Endpoint};
 use amqprs::callbacks::ChannelCallback;
 use amqprs::channel::{
     BasicAckArguments, BasicGetArguments, BasicNackArguments, BasicPublishArguments,
@@ -43,7 +43,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The variants this backend implements.
-pub const VARIANTS: &[Variant] = &[Variant::RabbitMq];
+pub const VARIANTS: &[Variant] = &[Variant::RabbitMq, Variant::RabbitMqChannel];
 
 /// RabbitMQ's `x-death` reason for a message whose deliveries reached `x-delivery-limit`.
 pub const DELIVERY_LIMIT: &str = "delivery_limit";
@@ -53,12 +53,14 @@ pub const REJECTED: &str = "rejected";
 /// How long the backend waits for something the server does asynchronously (a returned
 /// message to be ready again, a dead letter to arrive, a confirm, a channel's close).
 const SETTLE_WAIT_MAX: Duration = Duration::from_secs(5);
+/// See [`SETTLE_WAIT_MAX`] (for the channel module).
+pub(crate) const DELIVERY_LIMIT_WAIT: Duration = SETTLE_WAIT_MAX;
 
 /// Whether `config` is one this backend runs; the error is one line.
 pub fn check_config(config: &BrokerConfig) -> Result<(), String> {
     if !VARIANTS.contains(&config.variant) {
         return Err(format!(
-            "the rabbitmq backend implements the rabbitmq variant only, not '{}'",
+            "the rabbitmq backend implements the rabbitmq and rabbitmq-channel variants only, not '{}'",
             config.variant
         ));
     }
@@ -67,15 +69,15 @@ pub fn check_config(config: &BrokerConfig) -> Result<(), String> {
 
 /// What the server told a channel on its own: confirms and its close.
 #[derive(Clone, Default)]
-struct Heard(Arc<Mutex<HeardInner>>);
+pub(crate) struct Heard(pub(crate) Arc<Mutex<HeardInner>>);
 
 #[derive(Default)]
-struct HeardInner {
+pub(crate) struct HeardInner {
     /// The highest publish confirmed (every one up to it, on this channel's numbering).
     confirmed: u64,
     nacked: bool,
     /// The server closed the channel: (code, text).
-    closed: Option<(u16, String)>,
+    pub(crate) closed: Option<(u16, String)>,
 }
 
 #[async_trait::async_trait]
@@ -106,11 +108,11 @@ impl ChannelCallback for Heard {
 
 /// One record as this backend last saw it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Rec {
-    status: Status,
+pub(crate) struct Rec {
+    pub(crate) status: Status,
     /// Deliveries so far (the server's `x-delivery-count` + 1 at the last delivery).
-    attempts: u32,
-    reason: Option<Reason>,
+    pub(crate) attempts: u32,
+    pub(crate) reason: Option<Reason>,
 }
 
 /// A delivery held on its own channel.
@@ -124,17 +126,28 @@ struct Held {
 
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
+/// How many channels the server may close on one connection before it is replaced. `amqprs`
+/// frees a channel's number only at a close the client starts, so a channel the server closes
+/// (a refused tag's `406`) keeps its number until its connection closes; RabbitMQ gives a
+/// connection 2047 (`channel_max`).
+pub(crate) const SERVER_CLOSES_MAX: u32 = 1000;
+
 /// The `rabbitmq` variant on a RabbitMQ server (see the module documentation).
 pub struct RabbitBackend {
-    config: BrokerConfig,
-    rt: tokio::runtime::Runtime,
+    pub(crate) config: BrokerConfig,
+    pub(crate) rt: tokio::runtime::Runtime,
     connection: Option<Connection>,
+    endpoint: Endpoint,
+    /// The connection whose channels carry the settles the server refuses (each closed by the
+    /// server's `406`), and how many it carried ([`SERVER_CLOSES_MAX`]).
+    refusals: Option<Connection>,
+    refusals_sent: u32,
     /// The channel that publishes (confirms on) and declares; its confirm count.
     admin: Option<Channel>,
     admin_heard: Heard,
     published: u64,
-    shown_url: String,
-    prefix: String,
+    pub(crate) shown_url: String,
+    pub(crate) prefix: String,
     records: Vec<Vec<Rec>>,
     frontiers: Vec<Seq>,
     held: BTreeMap<LeaseId, Held>,
@@ -143,9 +156,14 @@ pub struct RabbitBackend {
     /// keeps only its own `x-death` reason; the request's text is the client's).
     dead_letter_text: BTreeMap<(GroupIx, Seq), Reason>,
     unsettled: u64,
+    /// Dead letters read from a dead-letter queue before anything waited for them: (group,
+    /// seq) → `x-first-death-reason`.
+    dead_letters: Mutex<BTreeMap<(GroupIx, Seq), String>>,
+    /// `rabbitmq-channel`: the workers' connections and channels (`None` for `rabbitmq`).
+    pub(crate) ch: Option<crate::channel::Mode>,
 }
 
-fn fail(url: &str, what: &str, e: impl std::fmt::Display) -> ! {
+pub(crate) fn fail(url: &str, what: &str, e: impl std::fmt::Display) -> ! {
     panic!(
         "backend rabbitmq: {what} failed on {url}: {}",
         e.to_string().lines().next().unwrap_or_default()
@@ -233,6 +251,9 @@ impl RabbitBackend {
             config: *config,
             rt,
             connection: Some(connection),
+            endpoint: endpoint.clone(),
+            refusals: None,
+            refusals_sent: 0,
             admin: Some(admin),
             admin_heard,
             published: 0,
@@ -244,14 +265,19 @@ impl RabbitBackend {
             next_lease_id: 1,
             dead_letter_text: BTreeMap::new(),
             unsettled: 0,
+            dead_letters: Mutex::default(),
+            ch: config
+                .variant
+                .channel_scoped()
+                .then(|| crate::channel::Mode::new(endpoint.clone())),
         })
     }
 
-    fn queue(&self, group: GroupIx) -> String {
+    pub(crate) fn queue(&self, group: GroupIx) -> String {
         format!("{}.g{group}", self.prefix)
     }
 
-    fn admin(&self) -> &Channel {
+    pub(crate) fn admin(&self) -> &Channel {
         self.admin.as_ref().expect("open until dropped")
     }
 
@@ -259,11 +285,11 @@ impl RabbitBackend {
         self.connection.as_ref().expect("open until dropped")
     }
 
-    fn rec(&self, group: GroupIx, seq: Seq) -> Option<&Rec> {
+    pub(crate) fn rec(&self, group: GroupIx, seq: Seq) -> Option<&Rec> {
         self.records.get(group)?.get((seq as usize).checked_sub(1)?)
     }
 
-    fn set(&mut self, group: GroupIx, seq: Seq, rec: Rec) {
+    pub(crate) fn set(&mut self, group: GroupIx, seq: Seq, rec: Rec) {
         let slot = &mut self.records[group][seq as usize - 1];
         let settled = |s: Status| matches!(s, Status::Acked | Status::DeadLettered);
         match (settled(slot.status), settled(rec.status)) {
@@ -280,7 +306,7 @@ impl RabbitBackend {
         self.frontiers[group] = frontier;
     }
 
-    fn available(&self, group: GroupIx) -> u32 {
+    pub(crate) fn available(&self, group: GroupIx) -> u32 {
         self.records[group]
             .iter()
             .filter(|r| r.status == Status::Available)
@@ -289,7 +315,7 @@ impl RabbitBackend {
 
     /// Waits until the server reports `expected` messages ready in `group`'s queue (a return
     /// is applied by the queue after the channel that returns it has closed).
-    fn await_ready(&self, group: GroupIx, expected: u32) {
+    pub(crate) fn await_ready(&self, group: GroupIx, expected: u32) {
         let queue = self.queue(group);
         let started = Instant::now();
         loop {
@@ -318,11 +344,15 @@ impl RabbitBackend {
     }
 
     /// Waits for (group, seq) to arrive in the dead-letter queue; returns its
-    /// `x-first-death-reason`.
-    fn await_dead_letter(&self, group: GroupIx, seq: Seq) -> String {
+    /// `x-first-death-reason`. Dead letters read meanwhile that other waits are for (a
+    /// channel's close returns several deliveries at once) are kept for them.
+    pub(crate) fn await_dead_letter(&self, group: GroupIx, seq: Seq) -> String {
         let dlq = format!("{}.dlq", self.queue(group));
         let started = Instant::now();
         loop {
+            if let Some(reason) = self.dead_letters.lock().unwrap().remove(&(group, seq)) {
+                return reason;
+            }
             let got = self.rt.block_on(async {
                 self.admin()
                     .basic_get(BasicGetArguments::new(&dlq).no_ack(true).finish())
@@ -330,16 +360,19 @@ impl RabbitBackend {
             });
             match got {
                 Ok(Some((_, props, _))) => {
-                    let dead = message_seq(&props);
-                    let reason = header_text(&props, "x-first-death-reason");
-                    if dead != Some(seq) {
+                    let Some(dead) = message_seq(&props) else {
                         fail(
                             &self.shown_url,
                             "reading the dead-letter queue",
-                            format!("{dlq}: seq {dead:?} arrived, {seq} expected"),
+                            format!("{dlq}: a message without a seq arrived"),
                         );
-                    }
-                    return reason.unwrap_or_default();
+                    };
+                    let reason = header_text(&props, "x-first-death-reason");
+                    self.dead_letters
+                        .lock()
+                        .unwrap()
+                        .insert((group, dead), reason.unwrap_or_default());
+                    continue;
                 }
                 Ok(None) => {}
                 Err(e) => fail(&self.shown_url, "basic.get (dead letters)", e),
@@ -410,10 +443,30 @@ impl RabbitBackend {
 
     /// A settle the server must refuse: sent on a new channel with the delivery's tag, where
     /// no such delivery exists. Waits for the server's 406 and its close of that channel.
-    fn refused(&self, op: &SettleOp, tag: u64) -> SettleError {
+    fn refused(&mut self, op: &SettleOp, tag: u64) -> SettleError {
+        if self.refusals_sent >= SERVER_CLOSES_MAX {
+            if let Some(old) = self.refusals.take() {
+                if let Err(e) = self.rt.block_on(old.close()) {
+                    fail(&self.shown_url, "closing a connection", e);
+                }
+            }
+            self.refusals_sent = 0;
+        }
+        if self.refusals.is_none() {
+            let name = format!("{}-refusals", self.prefix);
+            match self
+                .rt
+                .block_on(open(&self.endpoint, &self.shown_url, &name))
+            {
+                Ok(connection) => self.refusals = Some(connection),
+                Err(e) => fail(&self.shown_url, "connecting", e),
+            }
+        }
+        self.refusals_sent += 1;
+        let refusals = self.refusals.as_ref().expect("opened above");
         let heard = Heard::default();
         let outcome = self.rt.block_on(async {
-            let channel = self.connection().open_channel(None).await?;
+            let channel = refusals.open_channel(None).await?;
             channel.register_callback(heard.clone()).await?;
             match op {
                 SettleOp::Ack | SettleOp::Renew { .. } => {
@@ -475,7 +528,7 @@ impl RabbitBackend {
     }
 }
 
-fn header_text(props: &BasicProperties, key: &str) -> Option<String> {
+pub(crate) fn header_text(props: &BasicProperties, key: &str) -> Option<String> {
     let value = props.headers()?.get(&key.try_into().ok()?)?;
     match value {
         FieldValue::S(text) => Some(String::from(text.clone())),
@@ -483,7 +536,7 @@ fn header_text(props: &BasicProperties, key: &str) -> Option<String> {
     }
 }
 
-fn header_int(props: &BasicProperties, key: &str) -> Option<i64> {
+pub(crate) fn header_int(props: &BasicProperties, key: &str) -> Option<i64> {
     match props.headers()?.get(&key.try_into().ok()?)? {
         FieldValue::l(n) => Some(*n),
         FieldValue::I(n) => Some(i64::from(*n)),
@@ -496,7 +549,7 @@ fn header_int(props: &BasicProperties, key: &str) -> Option<i64> {
     }
 }
 
-fn message_seq(props: &BasicProperties) -> Option<Seq> {
+pub(crate) fn message_seq(props: &BasicProperties) -> Option<Seq> {
     props.message_id()?.parse().ok()
 }
 
@@ -506,6 +559,8 @@ impl Drop for RabbitBackend {
             return;
         };
         let held = std::mem::take(&mut self.held);
+        let refusals = self.refusals.take();
+        let mut ch = self.ch.take();
         let prefix = self.prefix.clone();
         let groups = self.config.group_count;
         let admin = self.admin.take().expect("open until dropped");
@@ -513,6 +568,12 @@ impl Drop for RabbitBackend {
         self.rt.block_on(async move {
             for (_, h) in held {
                 let _ = h.channel.close().await;
+            }
+            if let Some(ch) = &mut ch {
+                ch.shut().await;
+            }
+            if let Some(refusals) = refusals {
+                let _ = refusals.close().await;
             }
             for group in 0..groups {
                 let queue = format!("{prefix}.g{group}");
@@ -588,6 +649,9 @@ impl RabbitBackend {
             return Err(SettleError::Invalid(
                 format!("unknown group {group}").into(),
             ));
+        }
+        if self.ch.is_some() {
+            return self.ch_fetch("", group, limit, now_ms, lease_ms);
         }
         if limit == 0 {
             return Err(SettleError::Invalid("limit 0".into()));
@@ -669,6 +733,9 @@ impl RabbitBackend {
     ) -> Result<Option<Lease>, SettleError> {
         let rt = self.rt.handle().clone();
         let _context = rt.enter();
+        if self.ch.is_some() {
+            return self.ch_settle(request, now_ms);
+        }
         let lease = &request.lease;
         if self.rec(lease.group, lease.seq).is_none() {
             return Err(SettleError::Invalid(
@@ -773,6 +840,9 @@ impl RabbitBackend {
     pub(crate) fn do_expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         let rt = self.rt.handle().clone();
         let _context = rt.enter();
+        if self.ch.is_some() {
+            return self.ch_expire_due(now_ms);
+        }
         let mut due: Vec<(Ms, GroupIx, Seq, LeaseId)> = self
             .held
             .iter()
@@ -799,6 +869,9 @@ impl RabbitBackend {
     }
 
     pub(crate) fn do_next_deadline(&self) -> Option<Ms> {
+        if self.ch.is_some() {
+            return self.ch_next_deadline();
+        }
         self.held.values().map(|h| h.deadline_ms).min()
     }
 
@@ -823,5 +896,63 @@ impl RabbitBackend {
 
     pub(crate) fn groups(&self) -> usize {
         self.config.group_count
+    }
+}
+
+impl RabbitBackend {
+    /// [`RabbitBackend::do_fetch`] on behalf of the worker named `worker` (its own connection
+    /// and channel in `rabbitmq-channel`; ignored in `rabbitmq`).
+    pub(crate) fn do_fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        if self.ch.is_none() {
+            return self.do_fetch(group, limit, now_ms, lease_ms);
+        }
+        let rt = self.rt.handle().clone();
+        let _context = rt.enter();
+        self.ch_fetch(worker, group, limit, now_ms, lease_ms)
+    }
+
+    /// An accepted ack, nack or reject of (group, seq): the records as the server now has them.
+    pub(crate) fn settled(&mut self, op: SettleOp, group: GroupIx, seq: Seq, attempts: u32) {
+        match op {
+            SettleOp::Ack => self.set(
+                group,
+                seq,
+                Rec {
+                    status: Status::Acked,
+                    attempts,
+                    reason: None,
+                },
+            ),
+            SettleOp::Nack { reason, .. } => {
+                self.returned(group, seq, attempts, reason);
+            }
+            SettleOp::Reject { reason } => {
+                let why = self.await_dead_letter(group, seq);
+                if why != REJECTED {
+                    fail(
+                        &self.shown_url,
+                        "basic.reject",
+                        format!("seq {seq}: x-death reason '{why}', {REJECTED} expected"),
+                    );
+                }
+                self.set(
+                    group,
+                    seq,
+                    Rec {
+                        status: Status::DeadLettered,
+                        attempts,
+                        reason: Some(reason),
+                    },
+                );
+            }
+            SettleOp::Renew { .. } => unreachable!("refused before"),
+        }
     }
 }

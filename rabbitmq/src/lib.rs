@@ -5,6 +5,8 @@
 //!
 //! * [`backend`] — [`RabbitBackend`]: an exchange and queues per run; publish with confirms,
 //!   fetch, settle, expiry by closing a delivery's channel, dead letters read back.
+//! * `channel` — the `rabbitmq-channel` variant: a connection per worker, a channel per
+//!   worker and group holding several deliveries.
 //! * [`factory`] — [`RabbitMq`]: the backend as a registered value (`BackendFactory`).
 //! * [`traits`] — the `Backend` and `BrokerView` implementations.
 //! * [`conn`] — URLs (`amqp://user:password@host:port/vhost`), connecting, and URLs shown
@@ -24,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+mod channel;
 pub mod conn;
 pub mod factory;
 pub mod traits;

@@ -43,6 +43,17 @@ impl Backend for RabbitBackend {
         self.do_fetch(group, limit, now_ms, lease_ms)
     }
 
+    fn fetch_as(
+        &mut self,
+        worker: &str,
+        group: GroupIx,
+        limit: usize,
+        now_ms: Ms,
+        lease_ms: Option<Ms>,
+    ) -> Result<Vec<Lease>, SettleError> {
+        self.do_fetch_as(worker, group, limit, now_ms, lease_ms)
+    }
+
     fn settle(
         &mut self,
         request: &SettleRequest,

@@ -150,6 +150,26 @@ pub trait CheckedBroker: Backend + Clone + Eq + Hash + Debug + Send + Sync + 'st
         Ok(leases.pop())
     }
 
+    /// [`CheckedBroker::fetch_one`] on behalf of the model's worker `worker` (an index). A
+    /// broker that keeps state per consumer (`rabbitmq-channel`: a channel per worker) tells
+    /// its workers apart, and then also answers `false` to
+    /// [`CheckedBroker::workers_interchangeable`]. Default: the worker is ignored.
+    fn fetch_one_as(
+        &mut self,
+        worker: usize,
+        group: GroupIx,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        let _ = worker;
+        self.fetch_one(group, now_ms)
+    }
+
+    /// Whether the broker's state names no worker, so that the checker may sort its workers
+    /// (symmetry reduction). Default: `true`.
+    fn workers_interchangeable(&self) -> bool {
+        true
+    }
+
     /// Whether some record of `group` is available (a fetch at the model's time leases it,
     /// its delays released by [`CheckedBroker::release_delays`]).
     fn has_available(&self, group: GroupIx) -> bool {
@@ -206,7 +226,8 @@ impl CheckedBroker for Broker {
 
     #[inline]
     fn lease_id_counter(&self) -> Option<LeaseId> {
-        Some(self.next_lease_id())
+        // `rabbitmq-channel`'s lease ids name (channel, tag): they are kept as they are.
+        (!self.variant().channel_scoped()).then(|| self.next_lease_id())
     }
 
     #[inline]
@@ -231,6 +252,21 @@ impl CheckedBroker for Broker {
     #[inline]
     fn fetch_one(&mut self, group: GroupIx, now_ms: Ms) -> Result<Option<Lease>, SettleError> {
         Broker::fetch_one(self, group, now_ms, None)
+    }
+
+    #[inline]
+    fn fetch_one_as(
+        &mut self,
+        worker: usize,
+        group: GroupIx,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        Broker::fetch_one_for(self, worker, group, now_ms)
+    }
+
+    /// `rabbitmq-channel` keeps a channel per worker.
+    fn workers_interchangeable(&self) -> bool {
+        !self.variant().channel_scoped()
     }
 
     #[inline]

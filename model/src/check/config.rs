@@ -190,6 +190,10 @@ impl CheckConfig {
                     ..none
                 },
             ),
+            // The smallest configuration where a tag from a closed channel reaches another
+            // delivery: a worker's request outlives its channel (a timeout), and the worker,
+            // restarted after a crash, holds a delivery with that tag on its next channel.
+            Variant::RabbitMqChannel => base(1, 1, 2, Budgets { crashes: 1, ..none }),
             Variant::RedisStreams
             | Variant::JetStream
             | Variant::PgVisibility

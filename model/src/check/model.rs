@@ -164,6 +164,9 @@ pub struct LeaseModel<B = Broker> {
     lease_ids_durable: bool,
     /// Whether every successor's workers are sorted (symmetry reduction).
     symmetry: bool,
+    /// Whether the broker names no worker (else symmetry stays off:
+    /// [`CheckedBroker::workers_interchangeable`]).
+    interchangeable: bool,
     /// Bits (`1 << invariant as u8`) of the invariants whose violation makes a state a leaf.
     leaves: u8,
     broker: PhantomData<fn() -> B>,
@@ -182,6 +185,7 @@ impl<B> Clone for LeaseModel<B> {
             keep_attempt: self.keep_attempt,
             lease_ids_durable: self.lease_ids_durable,
             symmetry: self.symmetry,
+            interchangeable: self.interchangeable,
             leaves: self.leaves,
             broker: PhantomData,
         }
@@ -246,6 +250,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             nack_op,
             renew_op,
             symmetry: false,
+            interchangeable: prototype.workers_interchangeable(),
             leaves: ALL_SAFETY_BITS,
             broker: PhantomData,
         }
@@ -270,7 +275,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
     /// successor's workers are sorted (see [`State::canonicalize`]): the model becomes its own
     /// quotient by worker permutations, whatever the search.
     pub fn with_symmetry(mut self, symmetry: bool) -> LeaseModel<B> {
-        self.symmetry = symmetry;
+        self.symmetry = symmetry && self.interchangeable;
         self
     }
 
@@ -632,7 +637,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             }
         }
         let lease = broker
-            .fetch_one(group, MODEL_NOW_MS)
+            .fetch_one_as(worker, group, MODEL_NOW_MS)
             .expect("a valid group");
         // Under lazy expiry the fetch may only expire a lapsed lease and find nothing to
         // lease: the worker stays idle.

@@ -395,7 +395,9 @@ impl<B: CheckedBroker> stateright::Representative for State<B> {
     /// are already renumbered).
     fn representative(&self) -> Self {
         let mut state = self.clone();
-        state.workers.sort_unstable();
+        if state.broker.workers_interchangeable() {
+            state.workers.sort_unstable();
+        }
         state
     }
 }

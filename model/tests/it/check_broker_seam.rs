@@ -93,7 +93,18 @@ impl CheckedBroker for AsUser {
         self.0.variant().fence(&nack) == Fence::None
     }
     fn lease_id_counter(&self) -> Option<LeaseId> {
-        Some(self.0.next_lease_id())
+        (!self.0.variant().channel_scoped()).then(|| self.0.next_lease_id())
+    }
+    fn fetch_one_as(
+        &mut self,
+        worker: usize,
+        group: GroupIx,
+        now_ms: Ms,
+    ) -> Result<Option<Lease>, SettleError> {
+        self.0.fetch_one_for(worker, group, now_ms)
+    }
+    fn workers_interchangeable(&self) -> bool {
+        !self.0.variant().channel_scoped()
     }
     fn for_each_lease_id(&self, f: impl FnMut(LeaseId)) {
         self.0.for_each_lease_id(f);

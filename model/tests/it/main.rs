@@ -28,4 +28,5 @@ mod mutants_variant;
 mod oracle_alloc;
 mod oracle_checks;
 mod oracle_props;
+mod rabbitmq_channel;
 mod runtime_table;

@@ -69,3 +69,57 @@ fn the_server_is_not_the_fenced_reference() {
         .expect_err("the server is not the fenced reference");
     assert!(error.contains("step"), "{error}");
 }
+
+/// `rabbitmq-channel`: each worker its own connection and a channel per group holding several
+/// deliveries; the suite's settles of stale tags reach the server's `406` and its returns.
+#[cfg_attr(
+    leasehold_no_rabbitmq,
+    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
+)]
+#[test]
+fn rabbitmq_channel_matches_the_pure_broker() {
+    let Some(url) = testing::url("conformance rabbitmq-channel") else {
+        return;
+    };
+    let cases = cases();
+    let ran = Suite::new(Variant::RabbitMqChannel)
+        .cases(cases)
+        .seed(0x4ab2)
+        .ops_max(40)
+        .restarts_percent(0)
+        .run(|config| RabbitBackend::new(config, &url), |_, _, _| Ok(()));
+    match ran {
+        Ok(_) => eprintln!(
+            "rabbitmq-channel: {cases} sequences identical on the reference broker and on RabbitMQ"
+        ),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// The suite can fail there too: the channel-per-worker server judged as the channel-per-
+/// delivery `rabbitmq` reference differs (a stale tag on a new channel settles a delivery).
+#[cfg_attr(
+    leasehold_no_rabbitmq,
+    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
+)]
+#[test]
+fn the_channel_server_is_not_the_rabbitmq_reference() {
+    let Some(url) = testing::url("rabbitmq-channel judged as rabbitmq") else {
+        return;
+    };
+    let error = Suite::new(Variant::RabbitMq)
+        .cases(64)
+        .restarts_percent(0)
+        .run(
+            |config| {
+                let channel = BrokerConfig {
+                    variant: Variant::RabbitMqChannel,
+                    ..*config
+                };
+                RabbitBackend::new(&channel, &url)
+            },
+            |_, _, _| Ok(()),
+        )
+        .expect_err("a channel per worker is not a channel per delivery");
+    assert!(error.contains("step"), "{error}");
+}

@@ -100,7 +100,10 @@ impl State {
     /// the broker and the oracle name leases), so two states are equal up to a renaming of
     /// workers exactly when their sorted worker vectors (and everything else) are equal.
     pub fn canonicalize(&mut self) {
-        self.workers.sort_unstable();
+        // (`rabbitmq-channel`'s broker keeps a channel per worker: its workers stay put.)
+        if !self.broker.variant().channel_scoped() {
+            self.workers.sort_unstable();
+        }
     }
 }
 
@@ -505,9 +508,10 @@ impl ReferenceModel {
                 for expired in state.broker.expire_due(MODEL_NOW_MS) {
                     state.oracle.observe(expired.group, expired.seq);
                 }
+                // (On behalf of the worker: `rabbitmq-channel` keeps a channel per worker.)
                 let leases = state
                     .broker
-                    .fetch(group as usize, 1, MODEL_NOW_MS, None)
+                    .fetch_one_for(worker as usize, group as usize, MODEL_NOW_MS)
                     .expect("a valid group and limit");
                 // Under lazy expiry the fetch may only expire a lapsed lease (dead-lettering
                 // it at max attempts) and find nothing to lease: the worker stays idle.
