@@ -26,14 +26,15 @@
 //! (the server has no per-message read), the virtual deadlines, the lease ids.
 
 use crate::conn::{connect, redacted, restart_refusal, runtime, Target};
+use crate::stop;
 use leasehold_model::{
     BrokerConfig, Expired, GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError,
     SettleOp, SettleRequest, Status, Variant,
 };
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The variants this backend runs.
 pub const VARIANTS: [Variant; 1] = [Variant::JetStream];
@@ -73,6 +74,8 @@ pub struct ConsumerState {
     pub pending: u64,
     /// `delivered.stream_seq`: the highest stream sequence delivered.
     pub delivered: Seq,
+    /// `num_redelivered`: the pending messages delivered more than once.
+    pub redelivered: u64,
 }
 
 /// One record of one group, as the server's answers left it.
@@ -98,6 +101,8 @@ pub struct JsBackend {
     replies: BTreeMap<LeaseId, String>,
     infos: RefCell<Vec<Option<ConsumerState>>>,
     keep_stream: bool,
+    /// When the last request that can change a consumer's stored state was answered.
+    last_change: Cell<Option<Instant>>,
 }
 
 impl std::fmt::Debug for JsBackend {
@@ -155,6 +160,7 @@ impl JsBackend {
             replies: BTreeMap::new(),
             infos: RefCell::new(vec![None; config.group_count]),
             keep_stream: false,
+            last_change: Cell::new(None),
         };
         backend.create()?;
         Ok(backend)
@@ -292,6 +298,7 @@ impl JsBackend {
             ack_pending: number(&["num_ack_pending"]),
             pending: number(&["num_pending"]),
             delivered: number(&["delivered", "stream_seq"]) as Seq,
+            redelivered: number(&["num_redelivered"]),
         })
     }
 
@@ -311,6 +318,7 @@ impl JsBackend {
         let answer = self.rt.block_on(async move {
             tokio::time::timeout(REQUEST_WAIT_MAX, client.request(reply, body.into())).await
         });
+        self.last_change.set(Some(Instant::now()));
         match answer {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => self.fail("settle", e),
@@ -431,11 +439,19 @@ impl JsBackend {
         let replies = self
             .pull(group, limit)
             .unwrap_or_else(|e| self.fail("fetch", e));
+        self.last_change.set(Some(Instant::now()));
         let mut leases = Vec::with_capacity(replies.len());
         for reply in replies {
             let Some((delivered, seq)) = parse_reply(&reply) else {
                 self.fail("fetch", format!("a delivery with reply subject {reply}"));
             };
+            if delivered > 1 {
+                // A redelivery: nats-server 2.9 stores it under its new consumer sequence while
+                // the running consumer keeps the first one, and after a restart the stored one
+                // makes it drop acks, deliveries and -NAKs (docs/jetstream.md, F17, F18).
+                // `+WPI` writes the running consumer's sequence back to the store.
+                self.ack_sync(&reply, "+WPI");
+            }
             if seq == 0 || seq > self.published {
                 self.fail(
                     "fetch",
@@ -600,6 +616,12 @@ impl JsBackend {
                 } else {
                     let body = format!("-NAK {{\"delay\": {}}}", ACK_WAIT.as_nanos());
                     self.ack_sync(&reply, &body);
+                    // A delayed -NAK stores the delivery count of the reply subject it names: a
+                    // stale one would make the message's next delivery after a restart count
+                    // too low (F19). The same -NAK on the latest delivery stores the right one.
+                    if let Some(latest) = slot.reply.as_ref().filter(|latest| **latest != reply) {
+                        self.ack_sync(latest, &body);
+                    }
                     self.changed();
                     self.slot_mut(lease.group, lease.seq).record = Record::Available {
                         attempts,
@@ -690,16 +712,53 @@ impl JsBackend {
         }
     }
 
+    /// What group `group`'s consumer must say, from the records: (`num_ack_pending`,
+    /// `num_pending`, `delivered.stream_seq`, `num_redelivered`).
+    fn expected_counters(&self, group: GroupIx) -> (u64, u64, Seq, u64) {
+        let records = || self.slots[group].iter().map(|slot| &slot.record);
+        let ack_pending = records().filter(|r| pending(r)).count() as u64;
+        let never = records()
+            .filter(|r| matches!(r, Record::Available { attempts: 0, .. }))
+            .count() as u64;
+        let delivered = records()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|r| !matches!(r, Record::Available { attempts: 0, .. }))
+            .map_or(0, |i| i as Seq + 1);
+        let redelivered = records()
+            .filter(|r| pending(r) && r.attempts().is_some_and(|a| a > 1))
+            .count() as u64;
+        (ack_pending, never, delivered, redelivered)
+    }
+
     /// A broker restart: the server this process started is stopped (`SIGTERM`: it writes its
     /// stores) and started again on the same store; the backend reconnects and checks that the
-    /// stream kept every message. Refused (a panic naming why) on a server given by URL.
+    /// stream kept every message and each consumer its counters. Refused (a panic naming why)
+    /// on a server given by URL.
+    ///
+    /// The stop comes once the server's consumer-state writers are idle, and a state file the
+    /// stop emptied all the same is put back from the copy read just before it
+    /// ([`crate::stop`], docs/jetstream.md F20).
     pub fn restart(&mut self) {
         let Some(server) = self.target.server() else {
             panic!("backend jetstream: {}", restart_refusal(self.target.url()));
         };
-        if let Err(e) = server.restart() {
+        let files = stop::state_files(&server.store_dir(), &self.stream, self.config.group_count);
+        if !stop::wait_idle(self.last_change.get(), &files) {
+            self.fail(
+                "before a restart",
+                format!(
+                    "the consumers' state files were still being written after {} s",
+                    stop::IDLE_WAIT_MAX.as_secs()
+                ),
+            );
+        }
+        let copies: Vec<Option<Vec<u8>>> = files.iter().map(|f| stop::read_complete(f)).collect();
+        if let Err(e) = server.restart_with(|_| stop::put_back_emptied(&files, &copies)) {
             self.fail("restarting the server", e);
         }
+        // The restarted server writes the states it recovered: a change like any other.
+        self.last_change.set(Some(Instant::now()));
         let client = self
             .rt
             .block_on(connect(self.target.url()))
@@ -716,7 +775,7 @@ impl JsBackend {
                             .map(|group| self.read_consumer(group))
                             .collect();
                     match consumers {
-                        Ok(_) => return,
+                        Ok(states) => return self.check_restarted(&states),
                         Err(e) => last = e,
                     }
                 }
@@ -728,6 +787,29 @@ impl JsBackend {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.fail("after a restart", last)
+    }
+
+    /// After a restart, each consumer's counters must be the records' (else the run's outcome
+    /// would no longer be the server's answer to the engine's steps).
+    fn check_restarted(&self, states: &[ConsumerState]) {
+        for (group, state) in states.iter().enumerate() {
+            let expected = self.expected_counters(group);
+            let actual = (
+                state.ack_pending,
+                state.pending,
+                state.delivered,
+                state.redelivered,
+            );
+            if actual != expected {
+                self.fail(
+                    "after a restart",
+                    format!(
+                        "consumer g{group} came back with (num_ack_pending, num_pending, \
+                         delivered, num_redelivered) {actual:?}, the records say {expected:?}"
+                    ),
+                );
+            }
+        }
     }
 }
 

@@ -84,9 +84,11 @@ impl BackendFactory for JetStream {
     fn describe(&self) -> Option<String> {
         Some(match self {
             JetStream::Spawn(pool) => format!(
-                "jetstream: {} private nats-server(s), {} broker restarts (clean stop + start)",
+                "jetstream: {} private nats-server(s), {} broker restarts (clean stop + start), \
+                 {} consumer states emptied by a stop and put back",
                 pool.started(),
-                pool.restarts()
+                pool.restarts(),
+                crate::stop::states_put_back()
             ),
             JetStream::Url(url) => format!(
                 "jetstream: {}, each run on its own stream, deleted at the end",

@@ -9,6 +9,8 @@
 //! * [`conn`] — [`Target`], connecting, and URLs shown with their password hidden.
 //! * [`server`] — [`NatsServer`]: a private `nats-server -js` that a broker restart stops
 //!   cleanly and starts again; [`ServerPool`], which lends one to each run.
+//! * [`stop`] — when a broker restart may stop the server, and the consumer state files a stop
+//!   emptied put back (nats-server 2.9.10, docs/jetstream.md F20).
 //!
 //! `examples/facts.rs` is the program that observed the server facts the variant rests on
 //! (docs/jetstream.md).
@@ -30,9 +32,11 @@ pub mod backend;
 pub mod conn;
 pub mod factory;
 pub mod server;
+pub mod stop;
 pub mod traits;
 
 pub use backend::{check_config, parse_reply, ConsumerState, JsBackend, ACK_WAIT, VARIANTS};
 pub use conn::{ping, redacted, restart_refusal, Target};
 pub use factory::{JetStream, DEFAULT_URL};
 pub use server::{NatsServer, PooledServer, ServerPool};
+pub use stop::states_put_back;

@@ -5,7 +5,7 @@
 //! never disturbs another run of the same campaign.
 
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -83,7 +83,7 @@ impl NatsServer {
                 &self.port.to_string(),
                 "-sd",
             ])
-            .arg(self.dir.join("store"))
+            .arg(self.store_dir())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -127,10 +127,25 @@ impl NatsServer {
 
     /// A broker restart: a clean stop, then a start on the same store and port.
     pub fn restart(&self) -> Result<(), String> {
+        self.restart_with(|_| Ok(()))
+    }
+
+    /// A broker restart that runs `stopped` on the store folder between the stop and the
+    /// start (the server is not running then).
+    pub fn restart_with(
+        &self,
+        stopped: impl FnOnce(&Path) -> Result<(), String>,
+    ) -> Result<(), String> {
         self.stop();
+        stopped(&self.store_dir())?;
         self.launch()?;
         self.restarts.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The server's store folder (`-sd`).
+    pub fn store_dir(&self) -> PathBuf {
+        self.dir.join("store")
     }
 }
 
