@@ -230,7 +230,7 @@ fn bad_input_exits_2_with_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains(
-            "fenced, redis-streams, redis-streams-fenced, pg-visibility, pg-fenced, jetstream, rabbitmq, unfenced-settle"
+            "fenced, redis-streams, redis-streams-fenced, pg-visibility, pg-fenced, jetstream, rabbitmq, rabbitmq-channel, unfenced-settle"
         ),
         "{err}"
     );

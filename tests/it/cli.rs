@@ -15,7 +15,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// docs/variants.md, written out: a variant missing from `Variant::ALL` fails here.
-const PROTOCOLS: [&str; 7] = [
+const PROTOCOLS: [&str; 8] = [
     "fenced",
     "redis-streams",
     "redis-streams-fenced",
@@ -23,6 +23,7 @@ const PROTOCOLS: [&str; 7] = [
     "pg-fenced",
     "jetstream",
     "rabbitmq",
+    "rabbitmq-channel",
 ];
 const MUTANTS: [(&str, &str); 15] = [
     ("unfenced-settle", "I1"),
