@@ -107,7 +107,10 @@ impl Campaign {
     pub fn setup(&self, seed: u64) -> Setup {
         let mut setup = self.swarm_setup(seed);
         if self.expiry_mixed {
-            let on_fetch = Prng::named(seed, "expiry", self.template.draws).coin();
+            // A channel's close returns its deliveries at once, whatever the broker's expiry
+            // (`rabbitmq-channel`): only an eager broker tells them when they happen.
+            let on_fetch = Prng::named(seed, "expiry", self.template.draws).coin()
+                && !self.template.variant.channel_scoped();
             setup.expiry = if on_fetch {
                 Expiry::OnFetch
             } else {

@@ -31,6 +31,7 @@ const RUN: &[&str] = &[
     "rabbitmq-crash-redelivered.toml",
     "rabbitmq-stale-tag.toml",
     "rabbitmq-delivery-limit.toml",
+    "rabbitmq-channel-406-returns-siblings.toml",
     "liveness-crash-broker-restart.toml",
     "clock-skew-fenced.toml",
     "wait-lapse-on-fetch.toml",
@@ -632,6 +633,12 @@ fn the_rabbitmq_scenarios_tell_the_servers_facts() {
         "{:?}",
         stale.timeline
     );
+    // A 406 closes the channel and returns its other delivery, which another worker gets
+    // while its holder's lease has most of its time left (fact 2; I2).
+    let siblings = replay_matched("rabbitmq-channel-406-returns-siblings.toml");
+    assert!(siblings.violations.iter().all(|v| v.id == "I2"));
+    assert!(siblings.timeline[4].contains("c2 fetches event E2"));
+    assert!(siblings.timeline[8].contains("c2 fetches event E3"));
     let limit = replay_matched("rabbitmq-delivery-limit.toml");
     assert!(limit.violations.is_empty());
     // Fetched at t = 20 despite the nack's delay of 5 s: no delay on RabbitMQ.
