@@ -11,7 +11,8 @@
 //! file is left **empty** (the server then starts that consumer afresh).
 //!
 //! So a restart stops the server only once its writers are idle ([`wait_idle`]): no change for
-//! [`CHANGE_QUIET`] and no state file written for [`STATE_IDLE`]. The state files are then
+//! [`CHANGE_QUIET`], no state file written for [`STATE_IDLE`], and none empty (a write under
+//! way: under load its bytes can come long after its truncation, F21). The state files are then
 //! complete and final: their copies ([`read_complete`]) are what the server holds, and a file
 //! the stop emptied all the same is put back from its copy ([`put_back_emptied`]).
 
@@ -57,23 +58,31 @@ pub fn state_files(store: &Path, stream: &str, group_count: usize) -> Vec<PathBu
         .collect()
 }
 
-/// How long ago `file` was last written (none: no such file, nothing to wait for).
-fn written_ago(file: &Path) -> Option<Duration> {
-    let modified = std::fs::metadata(file).ok()?.modified().ok()?;
+/// How long ago `file` was last written, and whether it is empty (none: no such file, nothing
+/// to wait for).
+fn written_ago(file: &Path) -> Option<(Duration, bool)> {
+    let meta = std::fs::metadata(file).ok()?;
+    let modified = meta.modified().ok()?;
     // A time in the future (a coarse clock) counts as just written.
-    Some(modified.elapsed().unwrap_or(Duration::ZERO))
+    Some((
+        modified.elapsed().unwrap_or(Duration::ZERO),
+        meta.len() == 0,
+    ))
 }
 
 /// Waits until the server's state writers are idle: `last_change` (the last request that
-/// changed a consumer) at least [`CHANGE_QUIET`] ago and none of `files` written in the last
-/// [`STATE_IDLE`]. Gives up after [`IDLE_WAIT_MAX`]; whether they became idle.
+/// changed a consumer) at least [`CHANGE_QUIET`] ago, and each of `files` written at least
+/// [`STATE_IDLE`] ago and not empty. An empty state file is a write under way, truncated and
+/// not yet written: under load the writer's bytes can come more than [`STATE_IDLE`] after its
+/// truncation (docs/jetstream.md, F21). Gives up after [`IDLE_WAIT_MAX`]; whether they became
+/// idle.
 pub fn wait_idle(last_change: Option<Instant>, files: &[PathBuf]) -> bool {
     let waiting = Instant::now();
     loop {
         let quiet = last_change.is_none_or(|at| at.elapsed() >= CHANGE_QUIET);
         let idle = files
             .iter()
-            .all(|file| written_ago(file).is_none_or(|ago| ago >= STATE_IDLE));
+            .all(|file| written_ago(file).is_none_or(|(ago, empty)| !empty && ago >= STATE_IDLE));
         if quiet && idle {
             return true;
         }
@@ -85,7 +94,7 @@ pub fn wait_idle(last_change: Option<Instant>, files: &[PathBuf]) -> bool {
 }
 
 /// `file` as the server last wrote it: read again while it is empty (a write between its
-/// truncation and its bytes), for at most [`STATE_WRITE_PERIOD`]. None: no such file, or it
+/// truncation and its bytes), for at most [`IDLE_WAIT_MAX`]. None: no such file, or it
 /// stayed empty.
 pub fn read_complete(file: &Path) -> Option<Vec<u8>> {
     let reading = Instant::now();
@@ -94,7 +103,7 @@ pub fn read_complete(file: &Path) -> Option<Vec<u8>> {
         if !bytes.is_empty() {
             return Some(bytes);
         }
-        if reading.elapsed() >= STATE_WRITE_PERIOD {
+        if reading.elapsed() >= IDLE_WAIT_MAX {
             return None;
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -113,4 +122,36 @@ pub fn put_back_emptied(files: &[PathBuf], copies: &[Option<Vec<u8>>]) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_complete, wait_idle, STATE_IDLE};
+    use std::time::Duration;
+
+    /// F21: a state file truncated longer ago than [`STATE_IDLE`] whose bytes are still to come
+    /// is a write under way, not an idle writer.
+    #[test]
+    fn a_state_file_truncated_and_not_yet_written_is_waited_for() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let file = dir.path().join("o.dat");
+        std::fs::write(&file, b"").expect("the truncation");
+        let bytes = b"\x16\x02state".to_vec();
+        let late = STATE_IDLE + Duration::from_millis(150);
+        let writer = {
+            let (file, bytes) = (file.clone(), bytes.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(late);
+                std::fs::write(file, bytes).expect("the write");
+            })
+        };
+        assert!(wait_idle(None, std::slice::from_ref(&file)));
+        assert_eq!(
+            std::fs::read(&file).expect("the state file"),
+            bytes,
+            "the wait ended before the write that followed the truncation"
+        );
+        assert_eq!(read_complete(&file), Some(bytes));
+        writer.join().expect("the writer");
+    }
 }
