@@ -140,6 +140,7 @@ trait ModelChecked: Send + Sync {
     ) -> Report;
     fn replay(&self, config: &CheckConfig, cx: &Counterexample)
         -> Result<(String, Replay), String>;
+    fn unsupported(&self, config: &CheckConfig) -> Option<String>;
 }
 
 impl<B: CheckedBroker> ModelChecked for Native<B> {
@@ -158,6 +159,10 @@ impl<B: CheckedBroker> ModelChecked for Native<B> {
         cx: &Counterexample,
     ) -> Result<(String, Replay), String> {
         counterexample::replay(&LeaseModel::<B>::for_broker(config.clone()), cx)
+    }
+
+    fn unsupported(&self, config: &CheckConfig) -> Option<String> {
+        leasehold_model::check::time_unsupported::<B>(config)
     }
 }
 
@@ -196,6 +201,12 @@ impl CheckedBackend {
     /// The same broker for campaigns, replays, shrinks and `--backend NAME` of every command.
     pub fn kind(&self) -> BackendKind {
         self.kind.clone()
+    }
+
+    /// Why `config` cannot be checked on this broker, if it cannot (the timed model needs
+    /// [`CheckedBroker::shift_clock`]).
+    pub fn unsupported(&self, config: &CheckConfig) -> Option<String> {
+        self.checker.unsupported(config)
     }
 
     /// Checks `config` on this broker (as [`leasehold_model::check::run_on`]).

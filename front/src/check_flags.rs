@@ -6,7 +6,7 @@
 use crate::defaults::{CHECK_THREADS, COUNTEREXAMPLE_STATES_MAX, STATES_MAX};
 use crate::Error;
 use leasehold_model::check::{
-    Budgets, CheckConfig, Engine, Fairness, Limits, Options, Outcomes, Renews,
+    Budgets, CheckConfig, Engine, Fairness, Limits, Options, Outcomes, Renews, Time,
 };
 use leasehold_model::{AckPolicy, Variant};
 use std::net::SocketAddr;
@@ -42,6 +42,15 @@ pub struct CheckRequest {
     pub fairness: Option<String>,
     /// `plain` or `all` (`--outcomes`).
     pub outcomes: Option<String>,
+    /// `untimed` or `ticks` (`--time`).
+    pub time: Option<String>,
+    /// Milliseconds per tick (`--tick-ms`, timed only).
+    pub tick_ms: Option<u64>,
+    /// A lease's duration in ticks (`--lease-ticks`, timed only).
+    pub lease_ticks: Option<u32>,
+    /// How far worker A's clock runs behind and B's ahead, in ticks (`--skew-ticks`, timed
+    /// only).
+    pub skew_ticks: Option<u32>,
     /// `leasehold` or `stateright` (`--engine`).
     pub engine: String,
     /// Search threads, 1 to 64 (`--threads`).
@@ -73,6 +82,10 @@ impl Default for CheckRequest {
             renews: None,
             fairness: None,
             outcomes: None,
+            time: None,
+            tick_ms: None,
+            lease_ticks: None,
+            skew_ticks: None,
             engine: Engine::Leasehold.name().to_string(),
             threads: CHECK_THREADS as u32,
             no_symmetry: false,
@@ -142,8 +155,51 @@ impl CheckRequest {
             config.outcomes = Outcomes::from_name(text)
                 .ok_or_else(|| Error(format!("--outcomes {text}: expected plain or all")))?;
         }
+        self.time_into(&mut config)?;
         config.validate().map_err(Error)?;
         Ok(config)
+    }
+
+    /// `--time`, `--tick-ms`, `--lease-ticks` and `--skew-ticks` over the variant's default.
+    fn time_into(&self, config: &mut CheckConfig) -> Result<(), Error> {
+        match self.time.as_deref() {
+            None => {}
+            Some("untimed") => config.time = Time::Untimed,
+            Some("ticks") => {
+                if !config.time.timed() {
+                    config.time = Time::TICKS;
+                }
+            }
+            Some(other) => {
+                return Err(Error(format!(
+                    "--time {other}: expected untimed or ticks"
+                )))
+            }
+        }
+        let given = [
+            ("--tick-ms", self.tick_ms.is_some()),
+            ("--lease-ticks", self.lease_ticks.is_some()),
+            ("--skew-ticks", self.skew_ticks.is_some()),
+        ];
+        match &mut config.time {
+            Time::Untimed => {
+                if let Some((flag, _)) = given.iter().find(|(_, set)| *set) {
+                    return Err(Error(format!(
+                        "{flag}: only with --time ticks (this check is untimed)"
+                    )));
+                }
+            }
+            Time::Ticks {
+                tick_ms,
+                lease_ticks,
+                skew_ticks,
+            } => {
+                *tick_ms = self.tick_ms.unwrap_or(*tick_ms);
+                *lease_ticks = self.lease_ticks.unwrap_or(*lease_ticks);
+                *skew_ticks = self.skew_ticks.unwrap_or(*skew_ticks);
+            }
+        }
+        Ok(())
     }
 
     /// The search options asked for.

@@ -126,6 +126,7 @@ pub fn text(printed: &Printed) -> String {
         out.push('\n');
     }
     let (reached, supported) = report.coverage.reached_of_supported();
+    out.push_str(&format!("time: {}\n", report.config.time.describe()));
     out.push_str(&format!(
         "coverage: {reached} of {supported} cells of the protocol's surface this variant supports were reached\n"
     ));

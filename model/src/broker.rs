@@ -25,7 +25,7 @@ use crate::types::{
     GroupIx, Lease, LeaseId, Ms, Reason, Receipt, Record, Seq, SettleError, SettleOp, Status,
     REASON_MAX_ATTEMPTS,
 };
-use crate::variant::{Fence, FrontierRule, Variant};
+use crate::variant::{Fence, FrontierRule, RenewBase, Variant};
 use serde::{Deserialize, Serialize};
 use std::hash::{Hash, Hasher};
 
@@ -767,17 +767,29 @@ impl Broker {
         let verdict = self.fence_check(&record, request, now_ms);
         match (request.op, verdict) {
             (SettleOp::Renew { extend_ms }, Ok(())) => {
-                Ok(Some(self.apply_renew(lease, &record, now_ms, extend_ms)))
+                Ok(Some(self.apply_renew(request, &record, now_ms, extend_ms)))
             }
             (SettleOp::Renew { extend_ms }, Err(SettleError::StaleLease))
                 if self.config.variant.renew_revives() && !record.is_settled() =>
             {
-                Ok(Some(self.apply_renew(lease, &record, now_ms, extend_ms)))
+                Ok(Some(self.apply_renew(request, &record, now_ms, extend_ms)))
             }
             (_, Err(error)) => Err(error),
             (SettleOp::Ack, Ok(())) => {
                 self.cancel_timer(lease.group, lease.seq);
                 self.apply_ack(lease.group, lease.seq, record);
+                if !self.config.variant.acks_per_group() {
+                    // `ack-all-groups`: the event is settled in every group that has not.
+                    for group in 0..self.config.group_count {
+                        match self.record(group, lease.seq) {
+                            Some(&other) if group != lease.group && !other.is_settled() => {
+                                self.cancel_timer(group, lease.seq);
+                                self.apply_ack(group, lease.seq, other);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
                 Ok(None)
             }
             (SettleOp::Nack { delay_ms, reason }, Ok(())) => {
@@ -879,9 +891,40 @@ impl Broker {
         }
     }
 
-    fn apply_renew(&mut self, lease: &Lease, record: &Record, now_ms: Ms, extend_ms: Ms) -> Lease {
-        let deadline_ms = now_ms.saturating_add(extend_ms);
+    fn apply_renew(
+        &mut self,
+        request: &SettleRequest,
+        record: &Record,
+        now_ms: Ms,
+        extend_ms: Ms,
+    ) -> Lease {
+        let lease = &request.lease;
+        let from_ms = match self.config.variant.renew_base() {
+            RenewBase::Now => now_ms,
+            RenewBase::Deadline => match record {
+                Record::Leased { deadline_ms, .. } => *deadline_ms,
+                _ => now_ms,
+            },
+            RenewBase::WorkerClock => request.worker_clock_ms,
+        };
+        let deadline_ms = from_ms.saturating_add(extend_ms);
         let attempts = record.attempts().unwrap_or(lease.attempt);
+        if !self.config.variant.renew_rearms_timer() {
+            // `renew-keeps-timer`: the record's deadline moves, its timer does not.
+            self.set(
+                lease.group,
+                lease.seq,
+                Record::Leased {
+                    lease_id: lease.lease_id,
+                    attempts,
+                    deadline_ms,
+                },
+            );
+            return Lease {
+                deadline_ms,
+                ..*lease
+            };
+        }
         self.disarm(lease.group, lease.seq);
         self.set(
             lease.group,
@@ -1159,6 +1202,36 @@ impl Broker {
         Some(held)
     }
 
+    /// The timed model's clock advanced by `by_ms`: every time the broker keeps (deadlines,
+    /// timers, redelivery times) moves `by_ms` earlier, so that the model's clock can stay at
+    /// one value (times relative to now keep the space finite). A time that would fall below
+    /// `floor_ms` becomes `floor_ms`: the model chooses the floor far enough in the past that
+    /// no comparison with a present or future time changes.
+    pub fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) {
+        let shift = |t: &mut Ms| *t = t.saturating_sub(by_ms).max(floor_ms);
+        let shift_record = |record: &mut Record| match record {
+            Record::Leased { deadline_ms, .. } => shift(deadline_ms),
+            Record::Available { not_before_ms, .. } => shift(not_before_ms),
+            _ => {}
+        };
+        for group in &mut self.groups {
+            group.records.iter_mut().for_each(shift_record);
+        }
+        for (_, _, record) in self.unflushed.iter_mut() {
+            shift_record(record);
+        }
+        for timer in self.timers.iter_mut() {
+            shift(&mut timer.deadline_ms);
+        }
+        // Times at the floor may now tie: the firing order breaks ties by record.
+        self.timers.sort_unstable();
+        if let Some(channels) = &mut self.channels {
+            for expired in channels.returned.iter_mut() {
+                shift(&mut expired.deadline_ms);
+            }
+        }
+    }
+
     /// The untimed model's "time may pass before a fetch": every delayed available record
     /// becomes eligible now (`not_before_ms` ≤ `now_ms`).
     pub fn release_delays(&mut self, now_ms: Ms) {
@@ -1211,7 +1284,23 @@ impl Broker {
         if !variant.cancels_timers() {
             self.drop_stale_timers();
         }
-        if variant.rearms_expiry_on_restart() {
+        if !variant.renew_rearms_timer() {
+            // `renew-keeps-timer`: a renewed lease's timer is at its old deadline; the restart
+            // arms one per lease from the records, at the deadline the record holds.
+            self.timers.clear();
+            for group in 0..self.config.group_count {
+                for index in 0..self.groups[group].records.len() {
+                    if let Record::Leased {
+                        lease_id,
+                        deadline_ms,
+                        ..
+                    } = self.groups[group].records[index]
+                    {
+                        self.arm(group, index as Seq + 1, lease_id, deadline_ms);
+                    }
+                }
+            }
+        } else if variant.rearms_expiry_on_restart() {
             for &(group, seq, _) in &reverted {
                 let group = group as GroupIx;
                 if let Record::Leased {

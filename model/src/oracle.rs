@@ -1028,6 +1028,21 @@ impl Oracle {
             .unwrap_or(Ms::MAX);
     }
 
+    /// The timed model's clock advanced by `by_ms`: every live lease's deadline moves `by_ms`
+    /// into the past, none below `floor_ms` (times relative to now, see
+    /// `CheckedBroker::shift_clock`). Lean oracles only (the model's states).
+    pub fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) {
+        for lease in self.live.iter_mut() {
+            lease.deadline_ms = lease.deadline_ms.saturating_sub(by_ms).max(floor_ms);
+        }
+        if self.earliest_deadline_ms != Ms::MAX {
+            self.earliest_deadline_ms = self
+                .earliest_deadline_ms
+                .saturating_sub(by_ms)
+                .max(floor_ms);
+        }
+    }
+
     /// The untimed model's expiry of (group, seq): its live leases expire.
     pub fn expired(&mut self, group: GroupIx, seq: Seq) {
         let key = (group as u32, seq);
@@ -1098,6 +1113,14 @@ impl Oracle {
         self.touch(group, seq);
         if !accepted {
             return;
+        }
+        // A broker that keeps one state per event, not per group (`ack-all-groups`), changes
+        // the event's record in the other groups too: compared at this step, not at the next
+        // audit.
+        for other in 0..self.config.group_count {
+            if other != group {
+                self.touch(other, seq);
+            }
         }
         let key = (group as u32, seq);
         let position = self.live.iter().position(|l| l.issuance == issuance);

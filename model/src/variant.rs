@@ -34,6 +34,17 @@ pub enum Fence {
     WorkerClock,
 }
 
+/// What an accepted renew counts the new deadline from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RenewBase {
+    /// The broker's clock: `now + extend` (the contract).
+    Now,
+    /// The lease's current deadline (a bug).
+    Deadline,
+    /// The clock the worker reports with its request (a bug).
+    WorkerClock,
+}
+
 /// How the committed frontier is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FrontierRule {
@@ -116,6 +127,14 @@ variants! {
         "a lease's expiry timer is not cancelled when the lease is settled; when it fires it expires whatever lease then holds the record";
     VolatilePublish => "volatile-publish", Mutant, Some(Invariant::I3),
         "a publish is acknowledged before it is durable; a broker restart loses the events published since the last flush";
+    RenewFromDeadline => "renew-from-deadline", Mutant, Some(Invariant::I1),
+        "a renew extends the lease from its current deadline instead of from now, so the lease outlives the deadline its holder was granted";
+    RenewKeepsTimer => "renew-keeps-timer", Mutant, Some(Invariant::I2),
+        "a renew moves the lease's deadline but leaves its expiry timer at the old one, which expires the renewed lease early";
+    RenewWorkerClock => "renew-worker-clock", Mutant, Some(Invariant::I1),
+        "a renew extends the lease from the clock the worker reports instead of the broker's own";
+    AckAllGroups => "ack-all-groups", Mutant, Some(Invariant::I3),
+        "an accepted ack settles the event in every consumer group, not only the lease's";
 }
 
 impl Serialize for Variant {
@@ -281,6 +300,29 @@ impl Variant {
     /// outlives its lease expires the next one (`stale-timer`).
     pub fn cancels_timers(self) -> bool {
         self != Variant::StaleTimer
+    }
+
+    /// Where an accepted renew counts the new deadline from: the broker's clock (`now +
+    /// extend`, the contract), the lease's current deadline (`renew-from-deadline`) or the
+    /// clock the worker reports (`renew-worker-clock`).
+    pub fn renew_base(self) -> RenewBase {
+        match self {
+            Variant::RenewFromDeadline => RenewBase::Deadline,
+            Variant::RenewWorkerClock => RenewBase::WorkerClock,
+            _ => RenewBase::Now,
+        }
+    }
+
+    /// Whether an accepted renew re-arms the lease's expiry timer at the new deadline (not in
+    /// `renew-keeps-timer`).
+    pub fn renew_rearms_timer(self) -> bool {
+        self != Variant::RenewKeepsTimer
+    }
+
+    /// Whether an accepted ack settles the event in the lease's group only (not in
+    /// `ack-all-groups`, which acks it in every group).
+    pub fn acks_per_group(self) -> bool {
+        self != Variant::AckAllGroups
     }
 
     /// Whether a publish is durable before it is acknowledged (else it is flushed with the next

@@ -31,7 +31,7 @@ use crate::parse;
 use crate::scenario::{Config, Expect, Scenario, Step};
 use crate::script::{self, Replay};
 use leasehold_model::check::path::{self, Heard, Step as Told};
-use leasehold_model::check::{CheckConfig, CheckedBroker, Counterexample, LeaseModel};
+use leasehold_model::check::{CheckedBroker, Counterexample, LeaseModel};
 use leasehold_model::{GroupIx, Invariant, Issuance, SettleError, SettleOp, Variant};
 use std::collections::BTreeMap;
 
@@ -40,6 +40,10 @@ pub const STEP_MS: u64 = 1_000;
 
 /// A lease duration that outlives any counterexample.
 pub const LONG_LEASE_MS: u64 = 3_600_000;
+
+/// In a timed model's scenario, the time of the first step: later than any worker's skew, so
+/// that no worker's clock reads below zero.
+pub const TIMED_START_MS: u64 = 100_000;
 
 /// How many times a lasso's loop runs in the scenario.
 pub const LOOP_PASSES: u32 = 3;
@@ -83,6 +87,22 @@ fn unroll<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample) -> Unrol
     let states = path::replay(model, &actions);
     let told = path::steps(model, &actions, &states);
     let mut at_ms: Vec<u64> = (0..told.len()).map(|i| STEP_MS * i as u64).collect();
+    if let Some(clock) = model.clock() {
+        // Timed: each step happens at the model's clock; only a tick moves it.
+        let mut time_ms = TIMED_START_MS;
+        for (index, step) in told.iter().enumerate() {
+            at_ms[index] = time_ms;
+            if matches!(step, Told::Tick { .. }) {
+                time_ms += clock.tick_ms;
+            }
+        }
+        return Unrolled {
+            written: cx.len(),
+            loop_start: cx.loop_start,
+            told,
+            at_ms,
+        };
+    }
     if cx.loop_start.is_none() {
         // The step after an expiry lands at the expiry's time: at the lease's deadline.
         let mut time_ms = 0;
@@ -163,7 +183,12 @@ fn durations(unrolled: &Unrolled) -> BTreeMap<usize, u64> {
 pub fn scenario<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample) -> Scenario {
     let config = model.config();
     let unrolled = unroll(model, cx);
-    let durations = durations(&unrolled);
+    // Timed, every lease lasts the configured duration: the broker computes its deadline.
+    let durations = match model.clock() {
+        Some(_) => BTreeMap::new(),
+        None => durations(&unrolled),
+    };
+    let renew_ms = model.clock().map_or(LONG_LEASE_MS, |clock| clock.lease_ms);
     let follow_ups = follow_up_deliveries(&unrolled.told[..unrolled.written]);
     let mut out = Vec::new();
     for index in 0..unrolled.written {
@@ -182,6 +207,7 @@ pub fn scenario<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample) ->
             &unrolled.told[index],
             base,
             duration,
+            renew_ms,
             config.group_count,
         ));
     }
@@ -202,14 +228,23 @@ pub fn scenario<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample) ->
     }
     Scenario {
         steps: out,
-        ..frame(config, cx, end_ms)
+        ..frame(model, cx, end_ms)
     }
 }
 
 /// Everything of `cx`'s scenario but its steps; `end_ms` is after its last step.
-fn frame(config: &CheckConfig, cx: &Counterexample, end_ms: u64) -> Scenario {
+fn frame<B: CheckedBroker>(model: &LeaseModel<B>, cx: &Counterexample, end_ms: u64) -> Scenario {
+    let config = model.config();
     let workers: Vec<String> = (0..config.worker_count).map(worker_name).collect();
-    let clock_offset_ms = if config.variant == Variant::WorkerClockExpiry {
+    let clock_offset_ms = if let Some(clock) = model.clock() {
+        // The timed model's skewed workers: A behind, B ahead.
+        (0..model.fixed_workers())
+            .map(|worker| {
+                let offset = i64::from(model.clock_of(worker)) * clock.skew_ms as i64;
+                (worker_name(worker), offset)
+            })
+            .collect()
+    } else if config.variant == Variant::WorkerClockExpiry {
         workers
             .iter()
             .map(|w| (w.clone(), -(end_ms as i64)))
@@ -240,7 +275,7 @@ fn frame(config: &CheckConfig, cx: &Counterexample, end_ms: u64) -> Scenario {
             groups: (0..config.group_count).map(group_name).collect(),
             events: config.event_count,
             workers,
-            lease_ms: LONG_LEASE_MS,
+            lease_ms: model.clock().map_or(LONG_LEASE_MS, |clock| clock.lease_ms),
             max_attempts: config.max_attempts,
             ack_policy: config.policy.name().to_string(),
             clock_offset_ms,
@@ -263,7 +298,13 @@ fn frame(config: &CheckConfig, cx: &Counterexample, end_ms: u64) -> Scenario {
 /// The scenario steps of one model step (none for a step the replay does not see: a handler
 /// run or a renew only sends a request, which is a step when the broker applies it; a dropped
 /// request never arrives).
-fn steps_of(told: &Told, base: Step, duration: Option<u64>, groups: usize) -> Vec<Step> {
+fn steps_of(
+    told: &Told,
+    base: Step,
+    duration: Option<u64>,
+    renew_ms: u64,
+    groups: usize,
+) -> Vec<Step> {
     let worker_step = |worker: usize, op: &str| Step {
         worker: Some(worker_name(worker)),
         op: op.to_string(),
@@ -291,7 +332,13 @@ fn steps_of(told: &Told, base: Step, duration: Option<u64>, groups: usize) -> Ve
             heard,
             ..
         } => vec![settle_step(
-            *worker, *lease, op, result, *heard, duration, base,
+            *worker,
+            *lease,
+            op,
+            result,
+            *heard,
+            duration.unwrap_or(renew_ms),
+            base,
         )],
         Told::Crash { worker, .. } => vec![
             worker_step(*worker, "crash"),
@@ -308,9 +355,12 @@ fn steps_of(told: &Told, base: Step, duration: Option<u64>, groups: usize) -> Ve
             op: "wait".to_string(),
             ..base
         }],
-        Told::Handle { .. } | Told::Renew { .. } | Told::Drop { .. } | Told::Duplicate { .. } => {
-            Vec::new()
-        }
+        // The clock's advance is the next step's time.
+        Told::Handle { .. }
+        | Told::Renew { .. }
+        | Told::Drop { .. }
+        | Told::Duplicate { .. }
+        | Told::Tick { .. } => Vec::new(),
     }
 }
 
@@ -320,7 +370,7 @@ fn settle_step(
     op: &SettleOp,
     result: &Result<(), SettleError>,
     heard: Heard,
-    duration: Option<u64>,
+    extend_ms: u64,
     base: Step,
 ) -> Step {
     let mut step = Step {
@@ -336,7 +386,7 @@ fn settle_step(
             step.reason = reason.map(|r| r.to_string());
         }
         SettleOp::Reject { reason } => step.reason = Some(reason.to_string()),
-        SettleOp::Renew { .. } => step.extend_ms = Some(duration.unwrap_or(LONG_LEASE_MS)),
+        SettleOp::Renew { .. } => step.extend_ms = Some(extend_ms),
         SettleOp::Ack => {}
     }
     if heard == Heard::Lost {

@@ -79,6 +79,23 @@ pub struct Args {
     /// the handler's `AckMessage`, `NackMessage` and `RejectMessage`).
     #[arg(long)]
     pub outcomes: Option<String>,
+    /// Time: `untimed` (an expiry may end a lease at any moment; no deadline arithmetic) or
+    /// `ticks` (a discrete clock: a `Tick` advances it, fetches and renews compute deadlines
+    /// with the broker's own arithmetic, lease ends by the clock, workers A and B skewed).
+    /// Default: the variant's (see `leasehold protocols`).
+    #[arg(long, value_name = "MODE")]
+    pub time: Option<String>,
+    /// With `--time ticks`: milliseconds per tick (1, the default, is the broker's own unit:
+    /// exact; a coarser tick is an abstraction).
+    #[arg(long, value_name = "MS")]
+    pub tick_ms: Option<u64>,
+    /// With `--time ticks`: a lease's (and a renew's) duration in ticks (default 3).
+    #[arg(long, value_name = "N")]
+    pub lease_ticks: Option<u32>,
+    /// With `--time ticks`: worker A's clock runs this many ticks behind the broker's and
+    /// worker B's as many ahead (default 1; 0: no skew).
+    #[arg(long, value_name = "N")]
+    pub skew_ticks: Option<u32>,
     /// The search: `leasehold` (the default: leasehold's own depth-first search with
     /// symmetry reduction over workers, shortest counterexamples by breadth-first search, fair
     /// cycles for unbounded renews) or `stateright` (the same model through stateright's
@@ -166,6 +183,10 @@ fn request(args: &Args) -> CheckRequest {
         renews: args.renews.clone(),
         fairness: args.fairness.clone(),
         outcomes: args.outcomes.clone(),
+        time: args.time.clone(),
+        tick_ms: args.tick_ms,
+        lease_ticks: args.lease_ticks,
+        skew_ticks: args.skew_ticks,
         engine: args.engine.clone(),
         threads: args.threads,
         no_symmetry: args.no_symmetry,
@@ -239,6 +260,13 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         .as_deref()
         .map(|name| context.checked(name))
         .transpose()?;
+    let time_refused = match &broker {
+        Some(broker) => broker.unsupported(&config),
+        None => leasehold_model::check::time_unsupported::<leasehold_model::Broker>(&config),
+    };
+    if let Some(why) = time_refused {
+        return Err(user(why));
+    }
     let command = command(&config, broker.as_ref(), &options, args.all_violations);
     if let Some(addr) = explore {
         return serve(&config, &options, addr, &command);

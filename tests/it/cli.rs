@@ -25,7 +25,7 @@ const PROTOCOLS: [&str; 8] = [
     "rabbitmq",
     "rabbitmq-channel",
 ];
-const MUTANTS: [(&str, &str); 15] = [
+const MUTANTS: [(&str, &str); 19] = [
     ("unfenced-settle", "I1"),
     ("renew-revives", "I2"),
     ("lease-id-reuse", "I1"),
@@ -41,6 +41,10 @@ const MUTANTS: [(&str, &str); 15] = [
     ("inclusive-deadline", "I1"),
     ("stale-timer", "I2"),
     ("volatile-publish", "I3"),
+    ("renew-from-deadline", "I1"),
+    ("renew-keeps-timer", "I2"),
+    ("renew-worker-clock", "I1"),
+    ("ack-all-groups", "I3"),
 ];
 
 /// The line `protocols` prints for `name` (names are unique and no name ends another's

@@ -479,6 +479,20 @@ impl<const ACKS_BY_EVENT_ID: bool> CheckedBroker for InMemoryQueue<ACKS_BY_EVENT
         }
     }
 
+    /// The timed model's tick: every time the queue keeps moves `by_ms` into the past, none
+    /// below `floor_ms`.
+    fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) -> bool {
+        let shift = |t: &mut Ms| *t = t.saturating_sub(by_ms).max(floor_ms);
+        for slot in self.groups.iter_mut().flatten() {
+            match slot {
+                Slot::Ready { not_before_ms, .. } => shift(not_before_ms),
+                Slot::Out { until_ms, .. } => shift(until_ms),
+                _ => {}
+            }
+        }
+        true
+    }
+
     /// Only the buggy build's nack of an event that is not out reads the request's attempt.
     fn reads_request_attempt(&self) -> bool {
         ACKS_BY_EVENT_ID

@@ -103,14 +103,14 @@ fn every_expected_cell_is_ok_and_renders_the_evidence() {
     let config = matrix::config(Depth::Full);
     assert!(run_stand_in(&dir, "leasehold report", &config, false));
     let md = std::fs::read_to_string(dir.join(VERDICTS_MD)).expect("written");
-    assert!(md.contains("**Result: every cell as expected** (23 variants"));
-    // docs/variants.md: four protocols hold, nineteen variants each break one invariant
-    // (redis-streams, pg-visibility, jetstream, rabbitmq-channel, and fifteen mutants: twelve,
-    // then one per blind spot).
+    assert!(md.contains("**Result: every cell as expected** (27 variants"));
+    // docs/variants.md: four protocols hold, twenty-three variants each break one invariant
+    // (redis-streams, pg-visibility, jetstream, rabbitmq-channel, and nineteen mutants: twelve,
+    // then one per blind spot, then four each invisible to the default proof).
     assert!(md.contains(
         "**Headline**: 4 of 4 variants expected to hold hold in every cell the engines \
-         evaluate; 19 of 19 expected violations are caught by both engines (check 19, sim \
-         19); 0 unexpected cells."
+         evaluate; 23 of 23 expected violations are caught by both engines (check 23, sim \
+         23); 0 unexpected cells."
     ));
     // The expected violation is bold and linked to its scenario; the extra one is informational.
     assert!(md.contains("**[violated (depth 3)](scenarios/dlq-drop-check-I3.toml)**"));

@@ -96,6 +96,17 @@ pub trait CheckedBroker: Backend + Clone + Eq + Hash + Debug + Send + Sync + 'st
         let _ = now_ms;
     }
 
+    /// The timed model (`--time ticks`) advanced the clock by `by_ms`: move every time the
+    /// broker keeps (deadlines, timers, redelivery times) `by_ms` into the past, keeping a
+    /// time that would fall below `floor_ms` at `floor_ms` (the model keeps the clock at one
+    /// value and times relative to it, so its space stays finite; the floor is further in
+    /// the past than any comparison a present step makes). Returns whether the broker can;
+    /// the default cannot, and the timed model refuses such a broker with one line.
+    fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) -> bool {
+        let _ = (by_ms, floor_ms);
+        false
+    }
+
     /// The receipt every lease on (group, seq) carries (see the contract). Default: none.
     fn receipt_of(&self, group: GroupIx, seq: Seq) -> Option<Receipt> {
         let _ = (group, seq);
@@ -208,6 +219,11 @@ impl CheckedBroker for Broker {
     #[inline]
     fn release_delays(&mut self, now_ms: Ms) {
         Broker::release_delays(self, now_ms)
+    }
+
+    fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) -> bool {
+        Broker::shift_clock(self, by_ms, floor_ms);
+        true
     }
 
     #[inline]

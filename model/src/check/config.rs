@@ -117,6 +117,88 @@ impl Fairness {
     }
 }
 
+/// How the model treats time.
+///
+/// * [`Time::Untimed`]: time is one `Expire` action that may end any lease at any moment: every
+///   order of an expiry against the other steps, but never the broker's deadline arithmetic
+///   nor a worker's clock against it.
+/// * [`Time::Ticks`]: the clock advances by a `Tick` action of `tick_ms`; a fetch leases for
+///   `lease_ticks` ticks and a renew extends by as much, each deadline computed by the
+///   broker's own arithmetic; a lease ends when the clock reaches its deadline, by the
+///   broker's timers and fence and, independently, by the oracle's contract (issued at `now`,
+///   valid while `now < now + lease`). Worker A's clock reads `skew_ticks` ticks behind the
+///   broker's and worker B's as many ahead (the other workers' read the broker's). Times are
+///   kept relative to now, so the space stays finite. The broker's unit is the millisecond: a
+///   tick of 1 ms is exact, a coarser tick an abstraction (the clock is never seen between
+///   two ticks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum Time {
+    /// No clock: the `Expire` action.
+    #[default]
+    Untimed,
+    /// A discrete clock (see the type's documentation).
+    Ticks {
+        /// Milliseconds per tick.
+        tick_ms: u64,
+        /// A lease's (and a renew's) duration, in ticks.
+        lease_ticks: u32,
+        /// How far worker A's clock runs behind and worker B's ahead, in ticks.
+        skew_ticks: u32,
+    },
+}
+
+/// Upper limit on `lease_ticks` (the space grows with it).
+pub const LEASE_TICKS_MAX: u32 = 16;
+/// Upper limit on `skew_ticks`.
+pub const SKEW_TICKS_MAX: u32 = 8;
+
+impl Time {
+    /// The default timed mode: ticks of the broker's own unit (exact), leases of 3 ticks, a
+    /// skew of 1 tick.
+    pub const TICKS: Time = Time::Ticks {
+        tick_ms: 1,
+        lease_ticks: 3,
+        skew_ticks: 1,
+    };
+
+    /// Whether the model has a clock.
+    pub fn timed(self) -> bool {
+        matches!(self, Time::Ticks { .. })
+    }
+
+    /// `untimed`, or `ticks` with its sizes (as the command line spells them).
+    pub fn flags(self) -> String {
+        match self {
+            Time::Untimed => "--time untimed".to_string(),
+            Time::Ticks {
+                tick_ms,
+                lease_ticks,
+                skew_ticks,
+            } => format!(
+                "--time ticks --tick-ms {tick_ms} --lease-ticks {lease_ticks} --skew-ticks {skew_ticks}"
+            ),
+        }
+    }
+
+    /// How a report names it: "untimed", or "ticks of 1 ms (exact), leases of 3 ticks, skew 1
+    /// tick".
+    pub fn describe(self) -> String {
+        match self {
+            Time::Untimed => "untimed (an expiry may happen at any moment; no deadline arithmetic, no clock skew)".to_string(),
+            Time::Ticks {
+                tick_ms,
+                lease_ticks,
+                skew_ticks,
+            } => format!(
+                "ticks of {tick_ms} ms ({}), leases of {lease_ticks} ticks, worker clocks skewed by {skew_ticks} tick{}",
+                if tick_ms == 1 { "exact: the broker's unit" } else { "coarser than the broker's unit: an abstraction" },
+                if skew_ticks == 1 { "" } else { "s" }
+            ),
+        }
+    }
+}
+
 /// Everything a check explores: the variant, the sizes and the budgets.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CheckConfig {
@@ -144,6 +226,9 @@ pub struct CheckConfig {
     /// The handler outcomes explored.
     #[serde(default)]
     pub outcomes: Outcomes,
+    /// Untimed, or a discrete clock.
+    #[serde(default)]
+    pub time: Time,
 }
 
 /// Upper limits on sizes, so that a typo cannot ask for an astronomically large check.
@@ -163,6 +248,15 @@ impl CheckConfig {
         let none = Budgets::default();
         let base = |events, workers, max_attempts, budgets| {
             CheckConfig::sized(variant, events, workers, max_attempts, budgets)
+        };
+        let renews = Budgets { renews: 1, ..none };
+        let timed = |config: CheckConfig, skew_ticks| CheckConfig {
+            time: Time::Ticks {
+                tick_ms: 1,
+                lease_ticks: 2,
+                skew_ticks,
+            },
+            ..config
         };
         match variant {
             // The largest configuration that proves in about ten seconds on one thread,
@@ -246,6 +340,17 @@ impl CheckConfig {
                     ..none
                 },
             ),
+            // The renew mutants get their deadlines wrong, which only a clock shows: the
+            // timed model with leases of 2 ticks of 1 ms and one renew.
+            Variant::RenewFromDeadline => timed(base(1, 1, 1, renews), 0),
+            // A second worker fetches when the old timer expires the renewed lease.
+            Variant::RenewKeepsTimer => timed(base(1, 2, 2, renews), 0),
+            // Worker B's clock runs a tick ahead: its renew is counted from there.
+            Variant::RenewWorkerClock => timed(base(1, 2, 1, renews), 1),
+            Variant::AckAllGroups => CheckConfig {
+                group_count: 2,
+                ..base(1, 1, 1, none)
+            },
             Variant::StuckLease => base(
                 1,
                 1,
@@ -278,6 +383,7 @@ impl CheckConfig {
             renews: Renews::Budget,
             fairness: Fairness::Weak,
             outcomes: Outcomes::Plain,
+            time: Time::Untimed,
         }
     }
 
@@ -308,7 +414,34 @@ impl CheckConfig {
             u64::from(self.max_attempts),
             1,
             u64::from(MAX_ATTEMPTS_MAX),
-        )
+        )?;
+        if let Time::Ticks {
+            tick_ms,
+            lease_ticks,
+            skew_ticks,
+        } = self.time
+        {
+            range("tick-ms", tick_ms, 1, 10_000)?;
+            range(
+                "lease-ticks",
+                u64::from(lease_ticks),
+                1,
+                u64::from(LEASE_TICKS_MAX),
+            )?;
+            range(
+                "skew-ticks",
+                u64::from(skew_ticks),
+                0,
+                u64::from(SKEW_TICKS_MAX),
+            )?;
+            if self.variant.channel_scoped() {
+                return Err(format!(
+                    "--time ticks: not with --variant {} (its leases end when a channel closes, which the timed model does not drive)",
+                    self.variant
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the state graph may have cycles (renews unbounded).
@@ -327,8 +460,12 @@ impl CheckConfig {
             Outcomes::Plain => String::new(),
             other => format!(" --outcomes {}", other.name()),
         };
+        let time = match self.time {
+            Time::Untimed => String::new(),
+            timed => format!(" {}", timed.flags()),
+        };
         format!(
-            "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}{outcomes}",
+            "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}{outcomes}{time}",
             self.group_count,
             self.event_count,
             self.worker_count,

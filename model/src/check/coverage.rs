@@ -12,7 +12,8 @@
 //!
 //! Time is part of the protocol: the untimed model never computes a deadline and never skews
 //! a worker's clock against the broker's (every timing is one `Expire` action), so its two time
-//! cells are never covered by `check`; the simulator exercises both.
+//! cells are covered only by the timed model (`--time ticks`: a tick that reaches a deadline
+//! the broker computed; a request carrying a skewed worker's clock).
 
 use crate::check::config::CheckConfig;
 use crate::check::state::Witness;
@@ -71,8 +72,8 @@ cells! {
     CrashWithRequestInFlight => "fault", "worker crashes with its settle in flight", "--crashes 1";
     BrokerRestartWithLeases => "fault", "broker restarts with leased records", "--broker-restarts 1";
     SeveralGroups => "groups", "one event leased in two groups at once", "--groups 2";
-    DeadlineArithmetic => "time", "a deadline computed from a clock and a lease length", "a timed model (`check` is untimed; `leasehold sim` runs it)";
-    SkewedWorkerClock => "time", "a worker's clock skewed against the broker's", "a timed model (`check` is untimed; `leasehold sim` runs it)";
+    DeadlineArithmetic => "time", "a deadline computed from a clock and a lease length", "--time ticks";
+    SkewedWorkerClock => "time", "a worker's clock skewed against the broker's", "--time ticks and --skew-ticks 1";
 }
 
 impl Cell {

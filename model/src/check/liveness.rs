@@ -42,6 +42,8 @@ pub enum Group {
     Expiry(u8, u8),
     /// The delivery of a request in flight.
     Request(Msg),
+    /// The timed model's clock.
+    Time,
 }
 
 /// The fairness group of `action` in `state`, `None` for a fault.
@@ -52,6 +54,7 @@ pub fn group_of<B>(state: &State<B>, action: Action) -> Option<Group> {
         }
         Action::Expire { group, seq } => Some(Group::Expiry(group, seq)),
         Action::Deliver { message, .. } => Some(Group::Request(state.in_flight[message as usize])),
+        Action::Tick => Some(Group::Time),
         Action::Crash { .. }
         | Action::Drop { .. }
         | Action::Duplicate { .. }

@@ -48,12 +48,14 @@ pub mod state;
 pub mod table;
 
 pub use checked::CheckedBroker;
-pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews};
+pub use config::{Budgets, CheckConfig, Fairness, Outcomes, Renews, Time};
 pub use coverage::{Cell, Coverage};
 pub use engine::Engine;
 pub use explorer::ExplorerModel;
 pub use model::{LeaseModel, SAFETY, SOMETIMES};
-pub use run::{run, run_on, Method, Options, Outcome, PropertyVerdict, Report, Verdict};
+pub use run::{
+    run, run_on, time_unsupported, Method, Options, Outcome, PropertyVerdict, Report, Verdict,
+};
 pub use search::{Counts, Interrupt, Limits};
 pub use shortest::{shortest_counterexamples, Counterexample, Search};
 pub use state::{Action, LeaseRef, Msg, State, Worker};

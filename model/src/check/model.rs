@@ -9,7 +9,7 @@
 
 use crate::broker::{Broker, BrokerConfig, SettleRequest, Timer};
 use crate::check::checked::CheckedBroker;
-use crate::check::config::{CheckConfig, Outcomes, Renews};
+use crate::check::config::{CheckConfig, Outcomes, Renews, Time};
 use crate::check::coverage::Cell;
 use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
 use crate::inline::InlineVec;
@@ -33,6 +33,52 @@ pub const MODEL_LEASE_MS: Ms = 1 << 40;
 /// lease the model lets lapse gets its deadline set to this time; every other lease ends long
 /// after it.
 pub const MODEL_NOW_MS: Ms = 1 << 20;
+
+/// The timed model's clock (`--time ticks`), derived from the configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clock {
+    /// Milliseconds per tick.
+    pub tick_ms: Ms,
+    /// A lease's duration (and a renew's extension), in ms.
+    pub lease_ms: Ms,
+    /// How far worker A's clock runs behind and worker B's ahead, in ms.
+    pub skew_ms: Ms,
+    /// The oldest time the state keeps: a time further in the past is kept as this one (see
+    /// [`CheckedBroker::shift_clock`]). Below every worker's clock and every deadline a
+    /// present step can compare it with.
+    pub floor_ms: Ms,
+}
+
+impl Clock {
+    /// The clock of `time`, `None` untimed.
+    pub fn of(time: Time) -> Option<Clock> {
+        match time {
+            Time::Untimed => None,
+            Time::Ticks {
+                tick_ms,
+                lease_ticks,
+                skew_ticks,
+            } => {
+                let past = (u64::from(lease_ticks) + u64::from(skew_ticks) + 2) * tick_ms;
+                Some(Clock {
+                    tick_ms,
+                    lease_ms: u64::from(lease_ticks) * tick_ms,
+                    skew_ms: u64::from(skew_ticks) * tick_ms,
+                    floor_ms: MODEL_NOW_MS.saturating_sub(past),
+                })
+            }
+        }
+    }
+
+    /// The clock a request of a sender with `clock` (−1, 0, +1: see [`Msg::clock`]) reports.
+    pub fn worker_clock_ms(&self, clock: i8) -> Ms {
+        match clock {
+            -1 => MODEL_NOW_MS - self.skew_ms,
+            1 => MODEL_NOW_MS + self.skew_ms,
+            _ => MODEL_NOW_MS,
+        }
+    }
+}
 
 /// The actions of one state, kept inline.
 pub type Actions = SmallVec<[Action; 48]>;
@@ -129,11 +175,18 @@ fn outcome_cells(config: &CheckConfig, outcomes: &[Outcome]) -> Vec<Witness> {
         .collect()
 }
 
-/// The broker configuration of a model of `config`: its leases never run out by themselves.
+/// The lease duration a model of `config` asks for: untimed, one that never runs out by itself;
+/// timed, `lease_ticks` ticks.
+pub fn lease_ms(config: &CheckConfig) -> Ms {
+    Clock::of(config.time).map_or(MODEL_LEASE_MS, |clock| clock.lease_ms)
+}
+
+/// The broker configuration of a model of `config` (untimed, its leases never run out by
+/// themselves).
 pub fn broker_config(config: &CheckConfig) -> BrokerConfig {
     BrokerConfig {
         group_count: config.group_count,
-        lease_ms: MODEL_LEASE_MS,
+        lease_ms: lease_ms(config),
         max_attempts: config.max_attempts,
         variant: config.variant,
     }
@@ -169,6 +222,11 @@ pub struct LeaseModel<B = Broker> {
     interchangeable: bool,
     /// Bits (`1 << invariant as u8`) of the invariants whose violation makes a state a leaf.
     leaves: u8,
+    /// The timed model's clock (`None`: untimed).
+    clock: Option<Clock>,
+    /// The workers whose clocks are skewed (A and B, timed with a skew): symmetry never moves
+    /// them.
+    fixed_workers: usize,
     broker: PhantomData<fn() -> B>,
 }
 
@@ -187,6 +245,8 @@ impl<B> Clone for LeaseModel<B> {
             symmetry: self.symmetry,
             interchangeable: self.interchangeable,
             leaves: self.leaves,
+            clock: self.clock,
+            fixed_workers: self.fixed_workers,
             broker: PhantomData,
         }
     }
@@ -233,10 +293,15 @@ impl<B: CheckedBroker> LeaseModel<B> {
         let nack_op = intern(nack, &mut ops);
         let renew_op = intern(
             SettleOp::Renew {
-                extend_ms: MODEL_LEASE_MS,
+                extend_ms: lease_ms(&config),
             },
             &mut ops,
         );
+        let clock = Clock::of(config.time);
+        let fixed_workers = match clock {
+            Some(clock) if clock.skew_ms > 0 => config.worker_count.min(2),
+            _ => 0,
+        };
         let outcome_cells = outcome_cells(&config, &outcomes);
         let prototype = B::with_config(&broker_config(&config));
         LeaseModel {
@@ -252,8 +317,37 @@ impl<B: CheckedBroker> LeaseModel<B> {
             symmetry: false,
             interchangeable: prototype.workers_interchangeable(),
             leaves: ALL_SAFETY_BITS,
+            clock,
+            fixed_workers,
             broker: PhantomData,
         }
+    }
+
+    /// The timed model's clock (`None`: untimed).
+    pub fn clock(&self) -> Option<Clock> {
+        self.clock
+    }
+
+    /// The workers symmetry never moves (the timed model's skewed workers: A, then B).
+    pub fn fixed_workers(&self) -> usize {
+        self.fixed_workers
+    }
+
+    /// The clock (−1, 0, +1, see [`Msg::clock`]) of worker `worker`'s requests.
+    pub fn clock_of(&self, worker: usize) -> i8 {
+        if worker < self.fixed_workers {
+            [-1, 1][worker]
+        } else {
+            0
+        }
+    }
+
+    /// The request the broker is handed for `msg`: its lease as the worker received it, its
+    /// operation, and its sender's clock.
+    pub fn request(&self, state: &State<B>, msg: &Msg) -> SettleRequest {
+        let lease = msg.lease.lease(&state.broker);
+        let worker_clock_ms = self.clock.map_or(0, |clock| clock.worker_clock_ms(msg.clock));
+        SettleRequest::new(&lease, *self.op(msg.op), worker_clock_ms)
     }
 
     /// The same model exploring past violations of every invariant but I5 (whose violations
@@ -344,7 +438,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
     pub fn canonicalize(&self, state: &mut State<B>) {
         let absolute = !self.lease_ids_durable
             && state.used.broker_restarts < self.config.budgets.broker_restarts;
-        state.canonicalize(absolute, self.symmetry);
+        state.canonicalize(absolute, self.symmetry, self.fixed_workers);
     }
 
     fn fetchable(&self, state: &State<B>, group: usize) -> bool {
@@ -408,7 +502,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
         let renews = self.config.renews == Renews::Unbounded || used.renews < budgets.renews;
         let crashes = used.crashes < budgets.crashes;
         for (index, worker) in state.workers.iter().enumerate() {
-            if self.symmetry && index > 0 && state.workers[index - 1] == *worker {
+            if self.symmetry && index > self.fixed_workers && state.workers[index - 1] == *worker {
                 continue;
             }
             let w = index as u8;
@@ -441,6 +535,23 @@ impl<B: CheckedBroker> LeaseModel<B> {
             }
         }
         self.message_actions(state, actions);
+        if self.clock.is_some() {
+            // The clock advances while some deadline is still ahead: the broker's (a timer)
+            // or the contract's (a lease the oracle holds live).
+            let mut ahead = false;
+            state.broker.for_each_timer(|timer| ahead |= timer.deadline_ms > MODEL_NOW_MS);
+            ahead |= state
+                .oracle
+                .live_deadlines()
+                .any(|(_, deadline_ms)| deadline_ms > MODEL_NOW_MS);
+            if ahead {
+                actions.push(Action::Tick);
+            }
+            if used.broker_restarts < budgets.broker_restarts {
+                actions.push(Action::BrokerRestart);
+            }
+            return;
+        }
         // Time may reach the deadline of any pending timer — a lease's, or one that outlived
         // its lease (`stale-timer`) — one per record, in firing order.
         let mut records: SmallVec<[(u32, Seq); 8]> = SmallVec::new();
@@ -541,6 +652,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
                         state.send(Msg {
                             lease,
                             op: self.nack_op,
+                            clock: self.clock_of(worker),
                         });
                         (Worker::Waiting(lease, self.nack_op), seen)
                     }
@@ -561,11 +673,10 @@ impl<B: CheckedBroker> LeaseModel<B> {
     fn deliver(&self, state: &mut State<B>, index: usize, reply_lost: bool) -> Witness {
         let msg = state.in_flight.remove(index);
         let op = *self.op(msg.op);
-        let lease = msg.lease.lease(&state.broker);
+        let request = self.request(state, &msg);
+        let lease = request.lease;
         let was_dead = state.broker.status_kind(lease.group, lease.seq) == Status::DeadLettered;
-        let result = state
-            .broker
-            .settle(&SettleRequest::new(&lease, op, 0), MODEL_NOW_MS);
+        let result = state.broker.settle(&request, MODEL_NOW_MS);
         state.oracle.settled(
             msg.lease.issuance,
             &lease,
@@ -579,6 +690,9 @@ impl<B: CheckedBroker> LeaseModel<B> {
             _ => 0,
         };
         seen |= Self::settle_cell(&op, &result, seen & witness::DEAD_LETTERED != 0);
+        if msg.clock != 0 && self.clock.is_some_and(|clock| clock.skew_ms > 0) {
+            seen |= Cell::SkewedWorkerClock.bit();
+        }
         let result = if reply_lost {
             seen |= Cell::ReplyLost.bit();
             state.used.lost_replies += 1;
@@ -647,7 +761,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 broker.receipt_of(lease.group, lease.seq),
                 "a checked broker's receipts are a function of the record (CheckedBroker::receipt_of)"
             );
-            let issuance = oracle.fetched(&lease, MODEL_NOW_MS, MODEL_LEASE_MS);
+            let issuance = oracle.fetched(&lease, MODEL_NOW_MS, lease_ms(&self.config));
             if oracle.deliveries(lease.group, lease.seq) > 1 {
                 seen |= witness::REDELIVERED;
             }
@@ -670,7 +784,11 @@ impl<B: CheckedBroker> LeaseModel<B> {
         };
         state.workers[worker] = match op {
             Some(op) => {
-                state.send(Msg { lease, op });
+                state.send(Msg {
+                    lease,
+                    op,
+                    clock: self.clock_of(worker),
+                });
                 Worker::Waiting(lease, op)
             }
             None => Worker::Idle,
@@ -742,6 +860,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 state.send(msg);
                 Cell::RequestDuplicated.bit()
             }
+            Action::Tick => self.tick(state),
             Action::BrokerRestart => {
                 let config = &self.config;
                 let leased = (0..config.group_count).any(|group| {
@@ -758,6 +877,28 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 }
             }
         }
+    }
+
+    /// The timed model's clock advances by one tick: the broker's times and the oracle's move
+    /// a tick into the past (times relative to now), and every lease whose contract deadline
+    /// the clock reaches ends in the oracle. The broker expires its own by its own timers, at
+    /// its next fetch.
+    fn tick(&self, state: &mut State<B>) -> Witness {
+        let clock = self.clock.expect("Tick is enabled in the timed model only");
+        let mut seen = 0;
+        let due = MODEL_NOW_MS + clock.tick_ms;
+        for (issuance, deadline_ms) in state.oracle.live_deadlines() {
+            if deadline_ms > MODEL_NOW_MS && deadline_ms <= due {
+                seen |= Cell::DeadlineArithmetic.bit();
+                if state.in_flight.iter().any(|m| m.lease.issuance == issuance) {
+                    seen |= Cell::ExpiryWithSettleInFlight.bit();
+                }
+            }
+        }
+        state.broker.shift_clock(clock.tick_ms, clock.floor_ms);
+        state.oracle.shift_clock(clock.tick_ms, clock.floor_ms);
+        state.oracle.advance(MODEL_NOW_MS);
+        seen
     }
 
     /// Whether a `sometimes` property can be reached at all in this configuration: an

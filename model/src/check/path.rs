@@ -7,7 +7,7 @@
 //! The replay is exact: the search's canonical states differ from these only by the
 //! canonical form (tested: canonicalising a replayed state gives the search's state).
 
-use crate::broker::{SettleRequest, Timer};
+use crate::broker::Timer;
 use crate::check::checked::{is_settled, CheckedBroker};
 use crate::check::model::{LeaseModel, MODEL_NOW_MS};
 use crate::check::shortest::Counterexample;
@@ -92,6 +92,12 @@ pub enum Step {
         lease: Option<Issuance>,
         /// Whether the expiry dead-lettered the event.
         dead_lettered: bool,
+    },
+    /// The timed model's clock advanced by a tick; the leases whose contract deadline it
+    /// reached ended.
+    Tick {
+        /// The leases that ended.
+        expired: Vec<Issuance>,
     },
     /// `worker` crashed (and restarted, idle).
     Crash {
@@ -303,6 +309,22 @@ fn describe<B: CheckedBroker>(
             }
         }
         Action::BrokerRestart => Step::BrokerRestart,
+        Action::Tick => {
+            let live = |state: &State<B>| {
+                state
+                    .oracle
+                    .live_deadlines()
+                    .map(|(issuance, _)| issuance)
+                    .collect::<Vec<_>>()
+            };
+            let after = live(after);
+            Step::Tick {
+                expired: live(before)
+                    .into_iter()
+                    .filter(|issuance| !after.contains(issuance))
+                    .collect(),
+            }
+        }
     }
 }
 
@@ -328,8 +350,8 @@ fn describe_delivery<B: CheckedBroker>(
     let msg = &before.in_flight[message as usize];
     let worker = sender(msg, &seen.owner);
     let mut broker = before.broker.clone();
-    let lease = msg.lease.lease(&broker);
-    let request = SettleRequest::new(&lease, *model.op(msg.op), 0);
+    let request = model.request(before, msg);
+    let lease = request.lease;
     let result = broker.settle(&request, MODEL_NOW_MS).map(drop);
     let waiting = before.waiting_on(msg).is_some();
     Step::Deliver {

@@ -20,6 +20,10 @@
 //!    settle that the runtime answers with a nack turns 3 + 3 into 2 + 2), plus one per
 //!    expiry timer and one per timer that has not lapsed (an expiry or a fetch that fires a
 //!    lapsed timer removes one).
+//! 4. time left (the timed model only): Σ of how far each timer's and each live lease's
+//!    deadline is ahead of now. A tick, enabled only while some deadline is ahead, lowers it;
+//!    every step that raises it (a fetch, an accepted renew, a restart's re-armed timers)
+//!    lowers a component above.
 
 use crate::check::checked::CheckedBroker;
 use crate::check::config::Renews;
@@ -27,7 +31,7 @@ use crate::check::model::{LeaseModel, MODEL_NOW_MS};
 use crate::check::state::{State, Worker};
 
 /// A rank: compared lexicographically.
-pub type Rank = [i64; 3];
+pub type Rank = [i64; 4];
 
 /// Work weights of the third component (see the module documentation).
 const HOLDING: i64 = 8;
@@ -75,8 +79,19 @@ pub fn rank<B: CheckedBroker>(model: &LeaseModel<B>, state: &State<B>) -> Rank {
             MSG_SETTLE
         };
     }
+    let mut time_left = 0;
     state.broker.for_each_timer(|timer| {
         work += 1 + i64::from(timer.deadline_ms > MODEL_NOW_MS);
+        time_left += timer.deadline_ms.saturating_sub(MODEL_NOW_MS) as i64;
     });
-    [budget_left, deliveries_left, work]
+    if model.clock().is_none() {
+        // Untimed, the timers' deadlines are all far ahead or lapsed: only `work` counts them.
+        time_left = 0;
+    }
+    for (_, deadline_ms) in state.oracle.live_deadlines() {
+        if model.clock().is_some() {
+            time_left += deadline_ms.saturating_sub(MODEL_NOW_MS) as i64;
+        }
+    }
+    [budget_left, deliveries_left, work, time_left]
 }

@@ -105,6 +105,9 @@ pub struct Msg {
     pub lease: LeaseRef,
     /// The operation (index into the model's table).
     pub op: u8,
+    /// The timed model's sender's clock, in units of the skew: −1 behind the broker's, 0 the
+    /// broker's, +1 ahead (always 0 untimed).
+    pub clock: i8,
 }
 
 /// Workers kept inline: [`crate::check::config::WORKER_COUNT_MAX`].
@@ -161,7 +164,7 @@ impl Hash for Msg {
     fn hash<H: Hasher>(&self, state: &mut H) {
         let (a, b) = self.lease.words();
         state.write_u64(a);
-        state.write_u64(b | u64::from(self.op) << 32);
+        state.write_u64(b | u64::from(self.op) << 32 | u64::from(self.clock as u8) << 40);
     }
 }
 
@@ -290,7 +293,10 @@ impl<B: CheckedBroker> State<B> {
     /// One pass gathers the ids below 64 as bit masks (the search's configurations stay
     /// there; wider ids take sorted lists); a second pass renames, only when
     /// some id set is not already dense.
-    pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool) {
+    ///
+    /// `fixed_workers`: the first workers keep their places (the timed model's skewed
+    /// clocks name them); symmetry sorts the others.
+    pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool, fixed_workers: usize) {
         self.broker.release_delays(0);
         let (absolute_lease_ids, counter) = match self.broker.lease_id_counter() {
             Some(counter) => (
@@ -347,7 +353,8 @@ impl<B: CheckedBroker> State<B> {
             }
         }
         if symmetry {
-            self.workers.sort_unstable();
+            let fixed = fixed_workers.min(self.workers.len());
+            self.workers[fixed..].sort_unstable();
         }
     }
 
@@ -456,6 +463,8 @@ pub enum Action {
     },
     /// The broker restarts: durable state survives.
     BrokerRestart,
+    /// The timed model's clock advances by one tick.
+    Tick,
 }
 
 /// What a transition showed, for the `sometimes` properties (the low bits of a [`Witness`];

@@ -23,6 +23,7 @@ fn configs() -> Vec<CheckConfig> {
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     };
     let faults = Budgets {
         crashes: 1,

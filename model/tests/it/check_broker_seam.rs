@@ -82,6 +82,10 @@ impl CheckedBroker for AsUser {
     fn release_delays(&mut self, now_ms: Ms) {
         self.0.release_delays(now_ms);
     }
+    fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) -> bool {
+        self.0.shift_clock(by_ms, floor_ms);
+        true
+    }
     fn receipt_of(&self, _group: GroupIx, seq: Seq) -> Option<Receipt> {
         self.0.receipt(seq)
     }

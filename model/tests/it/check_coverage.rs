@@ -21,6 +21,7 @@ fn config(variant: Variant, groups: usize, outcomes: Outcomes, budgets: Budgets)
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes,
+        time: Default::default(),
     }
 }
 

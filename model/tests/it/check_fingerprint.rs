@@ -61,6 +61,7 @@ fn distinct_reachable_states_have_distinct_fingerprints() {
                 renews: Renews::Budget,
                 fairness: Fairness::Weak,
                 outcomes: Default::default(),
+                time: Default::default(),
             };
             let states = reachable(&config, 20_000);
             // Equal states, equal fingerprints: a clone hashes the same.
@@ -105,6 +106,7 @@ fn states_of_two_groups_have_distinct_fingerprints() {
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     };
     assert!(reachable(&config, 20_000).len() > 1_000);
 }
@@ -145,6 +147,7 @@ fn fingerprints_are_the_same_on_every_run_and_platform() {
             renews: Renews::Budget,
             fairness: Fairness::Weak,
             outcomes: Default::default(),
+            time: Default::default(),
         };
         let measured = reachable(&config, 5_000)
             .iter()

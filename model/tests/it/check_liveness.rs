@@ -24,6 +24,7 @@ fn config(variant: Variant, events: u32, workers: usize, renews: Renews) -> Chec
         renews,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     }
 }
 

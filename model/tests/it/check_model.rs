@@ -21,6 +21,7 @@ fn config(variant: Variant, events: u32, workers: usize, max_attempts: u32) -> C
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     }
 }
 

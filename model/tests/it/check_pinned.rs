@@ -30,6 +30,7 @@ fn config(variant: Variant, events: u32, policy: AckPolicy) -> CheckConfig {
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     }
 }
 

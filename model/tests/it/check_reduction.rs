@@ -108,6 +108,7 @@ fn configurations() -> Vec<CheckConfig> {
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     };
     let mut out = Vec::new();
     for &variant in Variant::ALL {

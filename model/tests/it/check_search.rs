@@ -21,6 +21,7 @@ fn small(variant: Variant, events: u32, workers: usize, budgets: Budgets) -> Che
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     }
 }
 

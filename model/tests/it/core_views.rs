@@ -45,6 +45,7 @@ fn brokers(variant: Variant) -> Vec<Broker> {
         renews: Renews::Budget,
         fairness: Fairness::Weak,
         outcomes: Default::default(),
+        time: Default::default(),
     };
     let model = LeaseModel::new(config).beyond_first_violation();
     let mut states = vec![model.init_state(true)];

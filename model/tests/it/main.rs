@@ -19,6 +19,7 @@ mod check_outcomes;
 mod check_pinned;
 mod check_reduction;
 mod check_search;
+mod check_time;
 mod core_views;
 mod lease_suite;
 mod mutants_broker;

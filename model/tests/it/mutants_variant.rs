@@ -482,7 +482,10 @@ fn rabbitmq_refuses_every_renew_and_changes_nothing() {
         let renew = SettleOp::Renew { extend_ms: 50 };
         match broker.settle(&SettleRequest::new(&l1, renew, 10), 10) {
             Ok(Some(renewed)) => {
-                assert_eq!(renewed.deadline_ms, 60, "{v}");
+                // The renew mutants count the deadline from elsewhere (the test below).
+                if !matches!(v, Variant::RenewFromDeadline | Variant::RenewWorkerClock) {
+                    assert_eq!(renewed.deadline_ms, 60, "{v}");
+                }
                 false
             }
             Err(SettleError::Invalid(_)) => {
@@ -542,4 +545,37 @@ fn rabbitmq_requeues_a_nack_at_once_whatever_its_delay() {
             other => panic!("{v}: {other:?}"),
         }
     });
+}
+
+/// A renew at 10 ms extending by 50 ms, sent by a worker whose clock reads 40 ms: the contract's
+/// deadline is 60 ms, with the timer re-armed there. `renew-from-deadline` counts from the
+/// lease's deadline (100 ms: 150), `renew-worker-clock` from the worker's clock (90), and
+/// `renew-keeps-timer` leaves the timer at the lease's first deadline.
+#[test]
+fn the_renew_mutants_deviate_exactly_in_the_renews_deadline_or_its_timer() {
+    deviates_exactly(
+        &[
+            Variant::RabbitMq,
+            Variant::RabbitMqChannel,
+            Variant::RenewFromDeadline,
+            Variant::RenewWorkerClock,
+            Variant::RenewKeepsTimer,
+        ],
+        |v| {
+            let mut broker = broker(v, 1, 3);
+            let l1 = fetch(&mut broker, 0);
+            let renew = SettleOp::Renew { extend_ms: 50 };
+            let Ok(Some(renewed)) = broker.settle(&SettleRequest::new(&l1, renew, 40), 10) else {
+                return true; // RabbitMQ refuses renews (the test above)
+            };
+            let expected = match v {
+                Variant::RenewFromDeadline => l1.deadline_ms + 50,
+                Variant::RenewWorkerClock => 90,
+                _ => 60,
+            };
+            assert_eq!(renewed.deadline_ms, expected, "{v}");
+            let timer = broker.next_deadline();
+            renewed.deadline_ms != 60 || timer != Some(60)
+        },
+    );
 }

@@ -569,6 +569,70 @@ fn stale_timer_breaks_i2() {
 }
 
 #[test]
+fn renew_from_deadline_breaks_i1() {
+    caught_as_declared(Variant::RenewFromDeadline);
+}
+
+#[test]
+fn renew_worker_clock_breaks_i1() {
+    let ops = caught_as_declared(Variant::RenewWorkerClock);
+    assert!(
+        ops.iter()
+            .any(|op| matches!(op, Op::Skew { offset_ms, .. } if *offset_ms > 0)),
+        "only a clock running ahead keeps a lease past its deadline: {ops:?}"
+    );
+}
+
+#[test]
+fn ack_all_groups_breaks_i3() {
+    caught_as_declared(Variant::AckAllGroups);
+}
+
+#[test]
+fn renew_keeps_timer_breaks_i2() {
+    // A renew halfway through the lease moves its deadline, not its timer: the timer fires at
+    // the first deadline and a second fetch hands the event out while the renewed lease is
+    // valid.
+    let ops = [
+        Op::Publish,
+        Op::Fetch {
+            worker: 0,
+            group: 0,
+        },
+        Op::Advance { ms: LEASE_MS / 2 },
+        Op::Settle {
+            worker: 0,
+            lease: 0,
+            kind: Kind::Renew { extend_ms: LEASE_MS },
+        },
+        Op::Advance { ms: LEASE_MS / 2 },
+        Op::Fetch {
+            worker: 1,
+            group: 0,
+        },
+    ];
+    let run = |variant| {
+        let mut driver = Driver::with_config(variant, false, 3);
+        for op in &ops {
+            driver.step(op);
+        }
+        driver.oracle
+    };
+    let mutant = run(Variant::RenewKeepsTimer);
+    assert!(
+        mutant.violated(Invariant::I2),
+        "{}",
+        describe(&ops, &mutant)
+    );
+    let fenced = run(Variant::Fenced);
+    assert!(
+        fenced.violations().is_empty(),
+        "{}",
+        describe(&ops, &fenced)
+    );
+}
+
+#[test]
 fn volatile_publish_breaks_i3() {
     let ops = caught_as_declared(Variant::VolatilePublish);
     assert!(ops.iter().any(|op| matches!(op, Op::Restart)), "{ops:?}");
@@ -594,12 +658,16 @@ fn every_variant_expected_to_break_is_searched() {
         Variant::InclusiveDeadline,
         Variant::VolatilePublish,
         Variant::RabbitMqChannel,
+        Variant::RenewFromDeadline,
+        Variant::RenewWorkerClock,
+        Variant::AckAllGroups,
     ];
     // Shown by the direct tests below: liveness (I6) and the runtime's decision.
     let direct = [
         Variant::StuckLease,
         Variant::NackOnAmbiguous,
         Variant::StaleTimer,
+        Variant::RenewKeepsTimer,
     ];
     for variant in Variant::ALL.iter().copied() {
         let expected = variant.expected_violation();

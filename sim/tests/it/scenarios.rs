@@ -50,6 +50,10 @@ const RUN: &[&str] = &[
     "mutant-inclusive-deadline.toml",
     "mutant-stale-timer.toml",
     "mutant-volatile-publish.toml",
+    "mutant-renew-from-deadline.toml",
+    "mutant-renew-keeps-timer.toml",
+    "mutant-renew-worker-clock.toml",
+    "mutant-ack-all-groups.toml",
     "inclusive-deadline-before-timer.toml",
 ];
 
