@@ -100,6 +100,44 @@ fn refusals_are_one_line_naming_the_flag() {
             },
             "--for: stateright's checker cannot be stopped",
         ),
+        (
+            CheckRequest {
+                time: Some("later".into()),
+                ..CheckRequest::default()
+            },
+            "--time later: expected untimed or ticks",
+        ),
+        (
+            CheckRequest {
+                tick_ms: Some(1000),
+                ..CheckRequest::default()
+            },
+            "--tick-ms: only with --time ticks",
+        ),
+        (
+            CheckRequest {
+                time: Some("ticks".into()),
+                lease_ticks: Some(0),
+                ..CheckRequest::default()
+            },
+            "--lease-ticks 0: must be between 1 and 16",
+        ),
+        (
+            CheckRequest {
+                time: Some("ticks".into()),
+                renews: Some("unbounded".into()),
+                ..CheckRequest::default()
+            },
+            "--time ticks: not with --renews unbounded",
+        ),
+        (
+            CheckRequest {
+                variant: "rabbitmq-channel".into(),
+                time: Some("ticks".into()),
+                ..CheckRequest::default()
+            },
+            "--time ticks: not with --variant rabbitmq-channel",
+        ),
     ];
     for (request, expected) in cases {
         let text = refused(request);
@@ -114,4 +152,46 @@ fn the_explorer_is_served_on_loopback_only() {
     let text = loopback("10.0.0.1:3000").expect_err("refused").to_string();
     assert!(text.contains("loopback only"), "{text}");
     assert!(loopback("localhost").is_err());
+}
+
+/// `--time ticks` takes the default clock (ticks of 1 ms, leases of 3 ticks, a skew of 1), each
+/// flag overriding one size; a variant whose default is timed keeps its own sizes.
+#[test]
+fn time_flags_set_the_clock() {
+    use leasehold_model::check::Time;
+    let request = CheckRequest {
+        time: Some("ticks".into()),
+        tick_ms: Some(1000),
+        ..CheckRequest::default()
+    };
+    let config = request.config().expect("valid");
+    assert_eq!(
+        config.time,
+        Time::Ticks {
+            tick_ms: 1000,
+            lease_ticks: 3,
+            skew_ticks: 1
+        }
+    );
+    assert!(config.to_string().ends_with("--time ticks --tick-ms 1000 --lease-ticks 3 --skew-ticks 1"));
+    let mutant = CheckRequest {
+        variant: "renew-keeps-timer".into(),
+        skew_ticks: Some(2),
+        ..CheckRequest::default()
+    };
+    let config = mutant.config().expect("valid");
+    assert_eq!(
+        config.time,
+        Time::Ticks {
+            tick_ms: 1,
+            lease_ticks: 2,
+            skew_ticks: 2
+        }
+    );
+    let untimed = CheckRequest {
+        variant: "renew-keeps-timer".into(),
+        time: Some("untimed".into()),
+        ..CheckRequest::default()
+    };
+    assert_eq!(untimed.config().expect("valid").time, Time::Untimed);
 }

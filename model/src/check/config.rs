@@ -434,6 +434,12 @@ impl CheckConfig {
                 0,
                 u64::from(SKEW_TICKS_MAX),
             )?;
+            if self.renews == Renews::Unbounded {
+                return Err(
+                    "--time ticks: not with --renews unbounded (a holder that renews before every deadline holds its lease forever, and no fairness on expiry can end that on a clock: use a renew budget)"
+                        .to_string(),
+                );
+            }
             if self.variant.channel_scoped() {
                 return Err(format!(
                     "--time ticks: not with --variant {} (its leases end when a channel closes, which the timed model does not drive)",

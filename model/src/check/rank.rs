@@ -88,8 +88,8 @@ pub fn rank<B: CheckedBroker>(model: &LeaseModel<B>, state: &State<B>) -> Rank {
         // Untimed, the timers' deadlines are all far ahead or lapsed: only `work` counts them.
         time_left = 0;
     }
-    for (_, deadline_ms) in state.oracle.live_deadlines() {
-        if model.clock().is_some() {
+    if model.clock().is_some() {
+        for (_, deadline_ms) in state.oracle.live_deadlines() {
             time_left += deadline_ms.saturating_sub(MODEL_NOW_MS) as i64;
         }
     }
