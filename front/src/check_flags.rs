@@ -165,16 +165,9 @@ impl CheckRequest {
         match self.time.as_deref() {
             None => {}
             Some("untimed") => config.time = Time::Untimed,
-            Some("ticks") => {
-                if !config.time.timed() {
-                    config.time = Time::TICKS;
-                }
-            }
-            Some(other) => {
-                return Err(Error(format!(
-                    "--time {other}: expected untimed or ticks"
-                )))
-            }
+            Some("ticks") if !config.time.timed() => config.time = Time::TICKS,
+            Some("ticks") => {}
+            Some(other) => return Err(Error(format!("--time {other}: expected untimed or ticks"))),
         }
         let given = [
             ("--tick-ms", self.tick_ms.is_some()),

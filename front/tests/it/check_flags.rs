@@ -173,7 +173,9 @@ fn time_flags_set_the_clock() {
             skew_ticks: 1
         }
     );
-    assert!(config.to_string().ends_with("--time ticks --tick-ms 1000 --lease-ticks 3 --skew-ticks 1"));
+    assert!(config
+        .to_string()
+        .ends_with("--time ticks --tick-ms 1000 --lease-ticks 3 --skew-ticks 1"));
     let mutant = CheckRequest {
         variant: "renew-keeps-timer".into(),
         skew_ticks: Some(2),

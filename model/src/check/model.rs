@@ -346,7 +346,9 @@ impl<B: CheckedBroker> LeaseModel<B> {
     /// operation, and its sender's clock.
     pub fn request(&self, state: &State<B>, msg: &Msg) -> SettleRequest {
         let lease = msg.lease.lease(&state.broker);
-        let worker_clock_ms = self.clock.map_or(0, |clock| clock.worker_clock_ms(msg.clock));
+        let worker_clock_ms = self
+            .clock
+            .map_or(0, |clock| clock.worker_clock_ms(msg.clock));
         SettleRequest::new(&lease, *self.op(msg.op), worker_clock_ms)
     }
 
@@ -539,7 +541,9 @@ impl<B: CheckedBroker> LeaseModel<B> {
             // The clock advances while some deadline is still ahead: the broker's (a timer)
             // or the contract's (a lease the oracle holds live).
             let mut ahead = false;
-            state.broker.for_each_timer(|timer| ahead |= timer.deadline_ms > MODEL_NOW_MS);
+            state
+                .broker
+                .for_each_timer(|timer| ahead |= timer.deadline_ms > MODEL_NOW_MS);
             ahead |= state
                 .oracle
                 .live_deadlines()

@@ -79,16 +79,15 @@ pub fn rank<B: CheckedBroker>(model: &LeaseModel<B>, state: &State<B>) -> Rank {
             MSG_SETTLE
         };
     }
-    let mut time_left = 0;
     state.broker.for_each_timer(|timer| {
         work += 1 + i64::from(timer.deadline_ms > MODEL_NOW_MS);
-        time_left += timer.deadline_ms.saturating_sub(MODEL_NOW_MS) as i64;
     });
-    if model.clock().is_none() {
-        // Untimed, the timers' deadlines are all far ahead or lapsed: only `work` counts them.
-        time_left = 0;
-    }
+    // Untimed, the timers' deadlines are all far ahead or lapsed: only `work` counts them.
+    let mut time_left = 0;
     if model.clock().is_some() {
+        state.broker.for_each_timer(|timer| {
+            time_left += timer.deadline_ms.saturating_sub(MODEL_NOW_MS) as i64;
+        });
         for (_, deadline_ms) in state.oracle.live_deadlines() {
             time_left += deadline_ms.saturating_sub(MODEL_NOW_MS) as i64;
         }

@@ -48,10 +48,7 @@ fn violated(config: &CheckConfig) -> BTreeSet<Invariant> {
 
 fn timed_variants() -> impl Iterator<Item = Variant> {
     // `rabbitmq-channel`'s leases end when a channel closes: the timed model refuses it.
-    Variant::ALL
-        .iter()
-        .copied()
-        .filter(|v| !v.channel_scoped())
+    Variant::ALL.iter().copied().filter(|v| !v.channel_scoped())
 }
 
 #[test]
@@ -63,7 +60,10 @@ fn the_timed_model_finds_what_the_untimed_finds_and_the_deadline_mutants() {
         if DEADLINE_MUTANTS.contains(&variant) {
             assert!(untimed.is_empty(), "{variant}: untimed finds {untimed:?}");
             let expected = variant.expected_violation().expect("a mutant");
-            assert!(timed.contains(&expected), "{variant}: timed finds {timed:?}");
+            assert!(
+                timed.contains(&expected),
+                "{variant}: timed finds {timed:?}"
+            );
         } else {
             assert_eq!(timed, untimed, "{variant}: timed and untimed disagree");
             if let Some(expected) = variant.expected_violation() {
@@ -102,11 +102,12 @@ fn the_reference_holds_timed_and_reaches_both_time_cells() {
         .map(|row| row.cell)
         .collect();
     assert!(missing.is_empty(), "time cells not reached: {missing:?}");
-    let untimed = run(&with_time(&config, Time::Untimed), &Options::default(), None);
-    assert!(untimed
-        .coverage
-        .not_covered()
-        .any(|row| row.area == "time"));
+    let untimed = run(
+        &with_time(&config, Time::Untimed),
+        &Options::default(),
+        None,
+    );
+    assert!(untimed.coverage.not_covered().any(|row| row.area == "time"));
 }
 
 /// A shortest counterexample of a deadline mutant is as short timed as the bug allows: a

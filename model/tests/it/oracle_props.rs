@@ -603,7 +603,9 @@ fn renew_keeps_timer_breaks_i2() {
         Op::Settle {
             worker: 0,
             lease: 0,
-            kind: Kind::Renew { extend_ms: LEASE_MS },
+            kind: Kind::Renew {
+                extend_ms: LEASE_MS,
+            },
         },
         Op::Advance { ms: LEASE_MS / 2 },
         Op::Fetch {
