@@ -909,23 +909,11 @@ impl Broker {
         };
         let deadline_ms = from_ms.saturating_add(extend_ms);
         let attempts = record.attempts().unwrap_or(lease.attempt);
-        if !self.config.variant.renew_rearms_timer() {
-            // `renew-keeps-timer`: the record's deadline moves, its timer does not.
-            self.set(
-                lease.group,
-                lease.seq,
-                Record::Leased {
-                    lease_id: lease.lease_id,
-                    attempts,
-                    deadline_ms,
-                },
-            );
-            return Lease {
-                deadline_ms,
-                ..*lease
-            };
+        // `renew-keeps-timer`: the record's deadline moves, its timer does not.
+        let rearm = self.config.variant.renew_rearms_timer();
+        if rearm {
+            self.disarm(lease.group, lease.seq);
         }
-        self.disarm(lease.group, lease.seq);
         self.set(
             lease.group,
             lease.seq,
@@ -935,7 +923,9 @@ impl Broker {
                 deadline_ms,
             },
         );
-        self.arm(lease.group, lease.seq, lease.lease_id, deadline_ms);
+        if rearm {
+            self.arm(lease.group, lease.seq, lease.lease_id, deadline_ms);
+        }
         Lease {
             deadline_ms,
             ..*lease
