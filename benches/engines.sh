@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two engines side by side: `leasehold check` (leasehold's own search) and `leasehold check
 # --engine stateright` (stateright's breadth-first search on the same model), every variant, on
-# the plain fault set without symmetry. Prints a markdown table: unique states, outcome and
+# the plain fault set without symmetry or partial-order reduction. Prints a markdown table: unique states, outcome and
 # seconds of each, and whether they agree (the unique states and every property's verdict).
 #
 #   cargo build --release && bash benches/engines.sh > /tmp/engines.md
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/leasehold
 sizes=${SIZES:-"2 3"}
-plain="--workers 2 --max-attempts 2 --crashes 1 --lost-replies 0 --drops 0 --dups 0 --renews 0 --broker-restarts 0 --no-symmetry --threads 1"
+plain="--workers 2 --max-attempts 2 --crashes 1 --lost-replies 0 --drops 0 --dups 0 --renews 0 --broker-restarts 0 --no-symmetry --no-partial-order --threads 1"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$1" "$2"; }

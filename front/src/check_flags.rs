@@ -57,6 +57,8 @@ pub struct CheckRequest {
     pub threads: u32,
     /// Symmetry reduction over workers off (`--no-symmetry`).
     pub no_symmetry: bool,
+    /// Partial-order reduction off (`--no-partial-order`).
+    pub no_partial_order: bool,
     /// Search past the first violation (`--all-violations`).
     pub all_violations: bool,
     /// The bound on generated states (`--max-states`).
@@ -89,6 +91,7 @@ impl Default for CheckRequest {
             engine: Engine::Leasehold.name().to_string(),
             threads: CHECK_THREADS as u32,
             no_symmetry: false,
+            no_partial_order: false,
             all_violations: false,
             max_states: STATES_MAX,
             timed: false,
@@ -228,6 +231,7 @@ impl CheckRequest {
                 ..Limits::default()
             },
             symmetry: !self.no_symmetry,
+            partial_order: !self.no_partial_order,
             counterexample_states_max: self.max_states.min(COUNTEREXAMPLE_STATES_MAX),
             beyond_first_violation: self.all_violations,
             ..Options::default()

@@ -63,7 +63,7 @@ fn stats_line(printed: &Printed) -> String {
     let report = &printed.report;
     let threads = report.threads;
     format!(
-        "{} states generated, {} unique states, max depth {}, {:.2} s, {:.0} unique states/s ({}, symmetry {}, {} thread{})",
+        "{} states generated, {} unique states, max depth {}, {:.2} s, {:.0} unique states/s ({}, symmetry {}{}, {} thread{})",
         report.counts.generated,
         report.counts.unique,
         report.max_depth,
@@ -76,6 +76,11 @@ fn stats_line(printed: &Printed) -> String {
             (false, Engine::Stateright, false) => "stateright bfs",
         },
         if report.symmetry { "on" } else { "off" },
+        match (report.config.cyclic(), report.engine, report.partial_order) {
+            (false, Engine::Leasehold, true) => ", partial order on",
+            (false, Engine::Leasehold, false) => ", partial order off",
+            _ => "",
+        },
         threads,
         if threads == 1 { "" } else { "s" },
     )
@@ -242,9 +247,14 @@ pub fn header(command: &str, config: &CheckConfig, options: &Options) -> String 
             "breadth-first graph search for fair cycles, symmetry off".to_string()
         } else {
             format!(
-                "{}, symmetry {}",
+                "{}, symmetry {}{}",
                 options.search_name(config),
-                if options.symmetry { "on" } else { "off" }
+                if options.symmetry { "on" } else { "off" },
+                match (options.engine, options.partial_order) {
+                    (Engine::Leasehold, true) => ", partial order on",
+                    (Engine::Leasehold, false) => ", partial order off",
+                    _ => "",
+                }
             )
         },
         threads,

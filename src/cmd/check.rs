@@ -110,6 +110,11 @@ pub struct Args {
     /// Turn symmetry reduction over workers off.
     #[arg(long)]
     pub no_symmetry: bool,
+    /// Turn partial-order reduction off (leasehold's engine, finite budgets: in a state where a
+    /// worker holds a lease, only that worker's moves are explored, since nothing else reads
+    /// or changes the worker; see docs/check.md).
+    #[arg(long)]
+    pub no_partial_order: bool,
     /// Also run without symmetry reduction and report both state counts.
     #[arg(long, conflicts_with = "no_symmetry")]
     pub compare_symmetry: bool,
@@ -131,7 +136,7 @@ pub struct Args {
         long,
         conflicts_with_all = [
             "threads", "compare_symmetry", "all_violations", "json", "report", "max_states", "out",
-            "engine",
+            "engine", "no_partial_order",
         ]
     )]
     pub explore: Option<String>,
@@ -190,6 +195,7 @@ fn request(args: &Args) -> CheckRequest {
         engine: args.engine.clone(),
         threads: args.threads,
         no_symmetry: args.no_symmetry,
+        no_partial_order: args.no_partial_order,
         all_violations: args.all_violations,
         max_states: args.max_states,
         timed: args.for_.is_some(),

@@ -407,9 +407,11 @@ fn the_plain_fault_set_proves_with_a_not_applicable_sometimes_property_and_exits
         "--broker-restarts",
         "0",
         "--no-symmetry",
+        "--no-partial-order",
     ]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
+    assert!(text.contains("symmetry off, partial order off"), "{text}");
     let ambiguous = text.lines().find(|l| l.contains("ambiguous")).unwrap();
     assert!(ambiguous.ends_with("not applicable"), "{ambiguous}");
     // 7763 before the broker's clock could reach a deadline (requests at now == deadline,

@@ -123,7 +123,7 @@ pub fn check<B: CheckedBroker>(
     fairness: Fairness,
     progress: Option<Progress<'_>>,
 ) -> GraphSearch<B> {
-    let model = model.clone().with_symmetry(false);
+    let model = model.clone().with_symmetry(false).with_partial_order(false);
     let (graph, mut out, first) = explore(&model, limits, progress);
     out.edges = graph.edges.len() as u64;
     for (invariant, node) in first {

@@ -217,6 +217,9 @@ pub struct LeaseModel<B = Broker> {
     lease_ids_durable: bool,
     /// Whether every successor's workers are sorted (symmetry reduction).
     symmetry: bool,
+    /// Whether [`LeaseModel::actions`] offers a persistent subset of the enabled actions
+    /// where one exists (partial-order reduction, see [`LeaseModel::with_partial_order`]).
+    partial_order: bool,
     /// Whether the broker names no worker (else symmetry stays off:
     /// [`CheckedBroker::workers_interchangeable`]).
     interchangeable: bool,
@@ -243,6 +246,7 @@ impl<B> Clone for LeaseModel<B> {
             keep_attempt: self.keep_attempt,
             lease_ids_durable: self.lease_ids_durable,
             symmetry: self.symmetry,
+            partial_order: self.partial_order,
             interchangeable: self.interchangeable,
             leaves: self.leaves,
             clock: self.clock,
@@ -315,6 +319,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             nack_op,
             renew_op,
             symmetry: false,
+            partial_order: false,
             interchangeable: prototype.workers_interchangeable(),
             leaves: ALL_SAFETY_BITS,
             clock,
@@ -378,6 +383,51 @@ impl<B: CheckedBroker> LeaseModel<B> {
     /// Whether symmetry reduction is on.
     pub fn symmetry(&self) -> bool {
         self.symmetry
+    }
+
+    /// The same model with partial-order reduction on or off. When on, in a state where some
+    /// worker holds a lease and no request in flight carries that lease's issuance, the
+    /// actions offered are that worker's alone (its handler outcomes, its renew, its crash);
+    /// elsewhere every enabled action is.
+    ///
+    /// # Why this loses no violation and no terminal state
+    /// Call that set `S` (worker `w`'s actions). Nothing outside `S` reads or writes `w`: a
+    /// fetch is another (idle) worker's, a reply goes to the worker *waiting* on its request
+    /// (`w` holds, and no request in flight names its issuance, so none will reply to it
+    /// once it sends), an expiry, a tick, a restart, a drop or a duplicate touch the broker,
+    /// the oracle, the requests in flight and the budgets, never a worker. And an action in
+    /// `S` touches only `w`, the requests in flight (it adds one) and the crash or renew
+    /// budget. So for every sequence of actions outside `S` after which an action `a` of `S`
+    /// is still enabled, `a` first and the sequence after reach the same state (a persistent
+    /// set: the sequence may use up a budget `a` needs, but then `a` is not enabled after
+    /// it); and `Handle(w, 0)` stays enabled along every such sequence (a key action), so no
+    /// sequence outside `S` ends in a terminal state. The actions of `S` change nothing the
+    /// oracle keeps (the invariants are the oracle's), and the graph with finite budgets is
+    /// acyclic (the ranking function), so every state that breaks an invariant and every
+    /// terminal state of the full graph has a counterpart, equal up to `w`'s move, in the
+    /// reduced one (Valmari's stubborn sets, Godefroid's persistent sets; acyclic, so no
+    /// cycle proviso). On a cyclic graph (unbounded renews) it stays off.
+    pub fn with_partial_order(mut self, partial_order: bool) -> LeaseModel<B> {
+        self.partial_order = partial_order;
+        self
+    }
+
+    /// Whether partial-order reduction is on.
+    pub fn partial_order(&self) -> bool {
+        self.partial_order
+    }
+
+    /// The worker whose actions form a persistent set in `state` (see
+    /// [`LeaseModel::with_partial_order`]): the first holding worker whose lease's issuance no
+    /// request in flight carries.
+    fn persistent_worker(state: &State<B>) -> Option<usize> {
+        state.workers.iter().position(|worker| match worker {
+            Worker::Holding(lease) => !state
+                .in_flight
+                .iter()
+                .any(|msg| msg.lease.issuance == lease.issuance),
+            _ => false,
+        })
     }
 
     /// The configuration.
@@ -503,6 +553,24 @@ impl<B: CheckedBroker> LeaseModel<B> {
         let used = &state.used;
         let renews = self.config.renews == Renews::Unbounded || used.renews < budgets.renews;
         let crashes = used.crashes < budgets.crashes;
+        if self.partial_order {
+            if let Some(index) = Self::persistent_worker(state) {
+                let w = index as u8;
+                for outcome in 0..self.outcomes.len() {
+                    actions.push(Action::Handle {
+                        worker: w,
+                        outcome: outcome as u8,
+                    });
+                }
+                if renews {
+                    actions.push(Action::Renew { worker: w });
+                }
+                if crashes {
+                    actions.push(Action::Crash { worker: w });
+                }
+                return;
+            }
+        }
         for (index, worker) in state.workers.iter().enumerate() {
             if self.symmetry && index > self.fixed_workers && state.workers[index - 1] == *worker {
                 continue;

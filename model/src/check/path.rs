@@ -136,7 +136,7 @@ pub enum Step {
 /// canonical renumbering: `states[0]` is the initial state, `states[i + 1]` the state after
 /// `actions[i]`.
 pub fn replay<B: CheckedBroker>(model: &LeaseModel<B>, actions: &[Action]) -> Vec<State<B>> {
-    let model = model.clone().with_symmetry(false);
+    let model = model.clone().with_symmetry(false).with_partial_order(false);
     let mut states = vec![model.init_state(false)];
     for &action in actions {
         let mut next = states.last().expect("non-empty").clone();

@@ -49,6 +49,10 @@ pub struct Options {
     pub limits: Limits,
     /// Symmetry reduction over workers (proof search with finite budgets only).
     pub symmetry: bool,
+    /// Partial-order reduction ([`LeaseModel::with_partial_order`]): leasehold's own proof
+    /// search with finite budgets only (stateright's checker and the search for fair cycles
+    /// explore every interleaving).
+    pub partial_order: bool,
     /// The bound on the shortest-counterexample search (generated states).
     pub counterexample_states_max: u64,
     /// How I6 is argued.
@@ -107,6 +111,7 @@ impl Default for Options {
         Options {
             limits: Limits::default(),
             symmetry: true,
+            partial_order: true,
             counterexample_states_max: 50_000_000,
             method: Method::Auto,
             beyond_first_violation: false,
@@ -222,6 +227,8 @@ pub struct Report {
     pub config: CheckConfig,
     /// Whether symmetry reduction was used.
     pub symmetry: bool,
+    /// Whether partial-order reduction was used.
+    pub partial_order: bool,
     /// The search that explored the model.
     pub engine: Engine,
     /// Search threads.
@@ -299,6 +306,7 @@ struct Found<B> {
     counterexamples: Vec<Counterexample>,
     counterexample_search_bounded: Option<u64>,
     symmetry: bool,
+    partial_order: bool,
 }
 
 /// Why `config`'s timed model cannot run on the broker `B`, if it cannot: a broker that does
@@ -352,7 +360,10 @@ pub fn run_on<B: CheckedBroker>(
         by_cycles(&model, config, options, progress)
     } else {
         by_ranking(
-            &model.clone().with_symmetry(options.symmetry),
+            &model
+                .clone()
+                .with_symmetry(options.symmetry)
+                .with_partial_order(options.partial_order && options.engine == Engine::Leasehold),
             options,
             progress,
         )
@@ -367,6 +378,7 @@ pub fn run_on<B: CheckedBroker>(
     Report {
         config: config.clone(),
         symmetry: found.symmetry,
+        partial_order: found.partial_order,
         engine: options.engine,
         threads: if cycles {
             1
@@ -409,6 +421,7 @@ fn by_cycles<B: CheckedBroker>(
         counterexamples: found.found,
         counterexample_search_bounded: None,
         symmetry: false,
+        partial_order: false,
     }
 }
 
@@ -454,6 +467,7 @@ fn by_ranking<B: CheckedBroker>(
         counterexamples,
         counterexample_search_bounded: bounded,
         symmetry: model.symmetry(),
+        partial_order: model.partial_order(),
     }
 }
 

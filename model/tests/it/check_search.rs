@@ -66,6 +66,7 @@ fn the_search_and_stateright_count_the_same_unique_states() {
                 &config,
                 &Options {
                     symmetry,
+                    partial_order: false,
                     ..Options::default()
                 },
                 None,
@@ -230,6 +231,7 @@ fn the_stateright_engine_gives_the_same_counts_and_verdicts_on_every_variant() {
             let options = |engine| Options {
                 symmetry: false,
                 engine,
+                partial_order: false,
                 ..Options::default()
             };
             let ours = run(&config, &options(Engine::Leasehold), None);
@@ -265,6 +267,7 @@ fn the_stateright_engine_with_symmetry_counts_the_same_representatives() {
         let config = small(variant, 2, 3, crash_and_loss());
         let options = |engine| Options {
             engine,
+            partial_order: false,
             ..Options::default()
         };
         let ours = run(&config, &options(Engine::Leasehold), None);

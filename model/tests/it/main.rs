@@ -16,6 +16,7 @@ mod check_fingerprint;
 mod check_liveness;
 mod check_model;
 mod check_outcomes;
+mod check_partial_order;
 mod check_pinned;
 mod check_reduction;
 mod check_search;
