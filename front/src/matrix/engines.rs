@@ -79,7 +79,7 @@ pub fn bounds(depth: Depth, backend: &BackendKind) -> Vec<(Engine, String)> {
         (
             Engine::Sim,
             format!(
-                "swarm campaigns from seed 0 (each seed draws its own fault subset and workload size){restarts}, in chunks of \
+                "swarm campaigns from seed 0 (each seed draws its own fault subset, workload size, ack policy, handler outcome rates, leases per fetch and lease duration){restarts}, in chunks of \
                  {SIM_CHUNK_FIRST} seeds doubling; a variant expected to break an invariant stops \
                  after the chunk with {SIM_FAILURES_WANTED} failures of it, others run {seeds} seeds{ran}"
             ),

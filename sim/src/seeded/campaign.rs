@@ -6,6 +6,7 @@
 
 use super::faults::FaultPlan;
 use super::prng::{Draws, Prng};
+use super::ratio::Ratio;
 use super::run::RunOptions;
 use super::seeded_file::{run_setup_with, BackendKind};
 use super::setup::Setup;
@@ -13,6 +14,7 @@ pub use super::summary::{
     CampaignReport, Failures, FirstFailure, Saved, SeedRange, Summary, FAILING_SEEDS_KEPT,
 };
 use crate::engine::Expiry;
+use leasehold_model::AckPolicy;
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -144,6 +146,10 @@ impl Campaign {
             ..t.clone()
         };
         setup.resize(events, groups, workers);
+        swarm_workload(
+            &mut setup,
+            &mut Prng::named(seed, "swarm-workload", t.draws),
+        );
         setup.derive_bounds(!self.pinned.safety_ms_max, !self.pinned.steps_max);
         setup
     }
@@ -156,6 +162,8 @@ impl Campaign {
             let groups = t.group_names.len().max(SWARM_GROUPS_MAX);
             let workers = t.worker_names.len().max(SWARM_WORKERS_MAX);
             setup.resize(t.events.max(SWARM_EVENTS_MAX), groups, workers);
+            setup.lease_ms = setup.lease_ms.saturating_mul(SWARM_LEASE_FACTOR_MAX);
+            setup.workload.fetch_limit = setup.workload.fetch_limit.max(SWARM_FETCH_LIMIT_MAX);
             setup.derive_bounds(!self.pinned.safety_ms_max, !self.pinned.steps_max);
         }
         setup
@@ -343,6 +351,49 @@ pub const SWARM_GROUPS_MAX: usize = 4;
 /// The most workers a swarm draw gives a seed (beyond the template's).
 pub const SWARM_WORKERS_MAX: usize = 8;
 
+/// The longest lease a swarm draw gives a seed, as a multiple of the template's.
+pub const SWARM_LEASE_FACTOR_MAX: u64 = 2;
+/// The largest fetch a swarm draw gives a seed (leases per fetch).
+pub const SWARM_FETCH_LIMIT_MAX: u32 = 4;
+
+/// A swarm draw of a seed's runtime and workload (from its own stream, `swarm-workload`, so
+/// the fault and size draws stay what they were): in half the seeds another ack policy; each
+/// handler outcome's rate (`AckMessage`, `NackMessage`, `RejectMessage`) in half the seeds
+/// from a menu, none to a quarter of the runs; leases per fetch from 1, 2 and 4; the lease
+/// itself half, once or twice the template's.
+fn swarm_workload(setup: &mut Setup, prng: &mut Prng) {
+    if prng.coin() {
+        setup.policy = *prng.pick(&AckPolicy::ALL);
+    }
+    let menu = [
+        Ratio::ZERO,
+        Ratio::new(1, 50),
+        Ratio::new(1, 10),
+        Ratio::new(1, 4),
+    ];
+    let w = &mut setup.workload;
+    for rate in [
+        &mut w.outcome_ack,
+        &mut w.outcome_nack,
+        &mut w.outcome_reject,
+    ] {
+        let redraw = prng.coin();
+        let drawn = *prng.pick(&menu);
+        if redraw {
+            *rate = drawn;
+        }
+    }
+    w.fetch_limit = w
+        .fetch_limit
+        .max(*prng.pick(&[1, 1, 2, SWARM_FETCH_LIMIT_MAX]));
+    let lease_ms = setup.lease_ms;
+    setup.lease_ms = match prng.below(4) {
+        0 => (lease_ms / 2).max(1),
+        3 => lease_ms.saturating_mul(SWARM_LEASE_FACTOR_MAX),
+        _ => lease_ms,
+    };
+}
+
 /// A swarm draw of a seed's size: most seeds small (1, 2, 3, half or all of the template's
 /// events, up to its groups and workers: what makes lease ids collide), a quarter larger —
 /// up to 200 events, up to 2,000, and one seed in a hundred up to [`SWARM_EVENTS_MAX`], with
@@ -352,7 +403,8 @@ fn swarm_size(t: &Setup, prng: &mut Prng) -> (u32, usize, usize) {
     let (events, groups_max, workers_max) = if class < 75 {
         let events = *prng.pick(&[1, 2, 3, t.events.div_ceil(2), t.events]);
         let events = events.min(t.events).max(1);
-        (events, t.group_names.len(), t.worker_names.len())
+        let groups = t.group_names.len().max(SWARM_GROUPS_MAX);
+        (events, groups, t.worker_names.len())
     } else {
         let (lo, hi) = match class {
             75..=92 => (21, 200),
@@ -503,5 +555,57 @@ mod tests {
         assert!(small > 250, "{small}");
         assert!(sizes.iter().all(|s| s.0 <= SWARM_EVENTS_MAX));
         assert_eq!(c.largest_setup().validate(), Ok(()));
+    }
+
+    /// The swarm varies what the model checker covers: the ack policy, the handler outcomes'
+    /// rates, leases per fetch, the lease, one to four groups (small runs too); every draw is a
+    /// setup the campaign's validation accepts, and a campaign without swarm draws none of it.
+    #[test]
+    fn swarm_draws_the_runtime_and_the_workload_too() {
+        use std::collections::BTreeSet;
+        let template = Setup::default_for(Variant::Fenced);
+        let mut c = Campaign::new(template.clone(), 0..1);
+        c.swarm = true;
+        let (mut policies, mut rates, mut limits, mut leases, mut small_groups) = (
+            BTreeSet::new(),
+            BTreeSet::new(),
+            BTreeSet::new(),
+            BTreeSet::new(),
+            BTreeSet::new(),
+        );
+        for seed in 0..400 {
+            let s = c.setup(seed);
+            assert_eq!(s.validate(), Ok(()), "seed {seed}");
+            policies.insert(s.policy.name());
+            let w = &s.workload;
+            rates.insert((
+                w.outcome_ack.to_string(),
+                w.outcome_nack.to_string(),
+                w.outcome_reject.to_string(),
+            ));
+            limits.insert(w.fetch_limit);
+            leases.insert(s.lease_ms);
+            if s.events <= 3 {
+                small_groups.insert(s.group_names.len());
+            }
+            assert!(w.fetch_limit <= SWARM_FETCH_LIMIT_MAX);
+            assert!(s.lease_ms <= template.lease_ms * SWARM_LEASE_FACTOR_MAX);
+        }
+        assert_eq!(policies.len(), AckPolicy::ALL.len(), "{policies:?}");
+        assert!(rates.len() > 20, "{}", rates.len());
+        assert_eq!(limits, BTreeSet::from([1, 2, 4]));
+        let lease = template.lease_ms;
+        assert_eq!(leases, BTreeSet::from([lease / 2, lease, lease * 2]));
+        assert_eq!(small_groups, BTreeSet::from([1, 2, 3, 4]));
+        let plain = Campaign::new(template.clone(), 0..1);
+        let first = plain.setup(7);
+        assert_eq!(
+            (first.policy, first.lease_ms, first.workload.fetch_limit),
+            (
+                template.policy,
+                template.lease_ms,
+                template.workload.fetch_limit
+            )
+        );
     }
 }
