@@ -11,11 +11,21 @@ use leasehold_model::{
     SettleError, SettleOp, SettleRequest, Status, Timer, Variant,
 };
 
-/// The reference broker as a user's broker: see the module documentation.
+/// The reference broker as a user's broker: see the module documentation. With `SILENT`, a
+/// broker with a silent bug: once it accepts an ack of event 1, it shows event 3 of the same
+/// group acked, though nothing acked it (the second field); the step names event 1 only.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct AsUser(Broker);
+struct AsUser<const SILENT: bool = false>(Broker, bool);
 
-impl BrokerView for AsUser {
+impl<const SILENT: bool> AsUser<SILENT> {
+    fn shown(&self, group: GroupIx, seq: Seq) -> Option<Status> {
+        (SILENT && self.1 && seq == 3)
+            .then_some(Status::Acked)
+            .filter(|_| group == 0)
+    }
+}
+
+impl<const SILENT: bool> BrokerView for AsUser<SILENT> {
     fn group_count(&self) -> usize {
         BrokerView::group_count(&self.0)
     }
@@ -23,20 +33,24 @@ impl BrokerView for AsUser {
         BrokerView::event_count(&self.0)
     }
     fn status(&self, group: GroupIx, seq: Seq) -> (Status, Option<String>) {
-        BrokerView::status(&self.0, group, seq)
+        match self.shown(group, seq) {
+            Some(status) => (status, None),
+            None => BrokerView::status(&self.0, group, seq),
+        }
     }
     fn frontier(&self, group: GroupIx) -> Seq {
         BrokerView::frontier(&self.0, group)
     }
     fn status_kind(&self, group: GroupIx, seq: Seq) -> Status {
-        BrokerView::status_kind(&self.0, group, seq)
+        self.shown(group, seq)
+            .unwrap_or_else(|| BrokerView::status_kind(&self.0, group, seq))
     }
     fn unsettled_count(&self) -> u64 {
         BrokerView::unsettled_count(&self.0)
     }
 }
 
-impl Backend for AsUser {
+impl<const SILENT: bool> Backend for AsUser<SILENT> {
     fn publish(&mut self) -> Seq {
         Backend::publish(&mut self.0)
     }
@@ -54,7 +68,11 @@ impl Backend for AsUser {
         request: &SettleRequest,
         now_ms: Ms,
     ) -> Result<Option<Lease>, SettleError> {
-        Backend::settle(&mut self.0, request, now_ms)
+        let result = Backend::settle(&mut self.0, request, now_ms);
+        if SILENT && result.is_ok() && request.op == SettleOp::Ack && request.lease.seq == 1 {
+            self.1 = true;
+        }
+        result
     }
     fn expire_due(&mut self, now_ms: Ms) -> Vec<Expired> {
         Backend::expire_due(&mut self.0, now_ms)
@@ -69,9 +87,9 @@ impl Backend for AsUser {
 
 /// The hooks, from the reference broker's public methods; `expire_due_each`, `fetch_one` and
 /// `has_available` keep the trait's defaults (through `Backend` and `BrokerView`).
-impl CheckedBroker for AsUser {
-    fn with_config(config: &BrokerConfig) -> AsUser {
-        AsUser(Broker::new(*config))
+impl<const SILENT: bool> CheckedBroker for AsUser<SILENT> {
+    fn with_config(config: &BrokerConfig) -> AsUser<SILENT> {
+        AsUser(Broker::new(*config), false)
     }
     fn for_each_timer(&self, f: impl FnMut(&Timer)) {
         self.0.timers().iter().for_each(f);
@@ -193,4 +211,33 @@ fn the_seam_gives_the_built_in_verdicts_past_the_first_violation_and_with_cycles
     let built_in = run(&cyclic, &Options::default(), None);
     let seam = run_on::<AsUser>(&cyclic, &Options::default(), None);
     same(&built_in, &seam, &format!("{cyclic}"));
+}
+
+/// A record a step changed without naming it is caught at that step: the oracle compares every
+/// record of the model's small queue with the broker after every step, so the counterexample
+/// ends with the ack that made event 3 look acked (fetch, handle, the ack delivered), not at a
+/// later step that happens to touch event 3.
+#[test]
+fn a_record_changed_silently_is_caught_at_the_step_that_changed_it() {
+    use leasehold_model::check::Budgets;
+    use leasehold_model::Invariant;
+    let config = CheckConfig {
+        event_count: 3,
+        worker_count: 1,
+        max_attempts: 1,
+        budgets: Budgets::default(),
+        ..CheckConfig::default_for(Variant::Fenced)
+    };
+    let honest = run_on::<AsUser>(&config, &Options::default(), None);
+    assert!(honest.violated().is_empty(), "{:?}", honest.violated());
+    let report = run_on::<AsUser<true>>(&config, &Options::default(), None);
+    assert!(
+        report.violated().contains(&Invariant::I3),
+        "{:?}",
+        report.violated()
+    );
+    let cx = report
+        .counterexample(Invariant::I3)
+        .expect("a counterexample");
+    assert_eq!(cx.len(), 3, "{cx:?}");
 }
