@@ -65,6 +65,10 @@ pub struct OracleConfig {
     pub lean: bool,
     /// Audit every record after every step instead of the records the step touched (tests).
     pub audit_every_step: bool,
+    /// Compare every record with the broker after every step, as the records a step touched
+    /// are compared (the model checker's small queues): a record a step changed without naming
+    /// it is caught at that step.
+    pub compare_every_record: bool,
 }
 
 impl OracleConfig {
@@ -76,6 +80,7 @@ impl OracleConfig {
             check_at_least_once,
             lean: false,
             audit_every_step: false,
+            compare_every_record: false,
         }
     }
 }
@@ -1309,9 +1314,24 @@ impl Oracle {
             // The touched records the broker shows unsettled, as read here once (the view does
             // not change during the checks).
             let mut open: SmallVec<[(u32, Seq); 4]> = SmallVec::new();
-            // (By index: comparing a record never touches another.)
-            for index in 0..self.touched.len() {
-                let (group, seq) = self.touched[index];
+            // Every published record, or the touched ones. (By index: comparing a record
+            // never touches another.)
+            let every = if self.config.compare_every_record {
+                self.published_count().min(view.event_count()) as usize
+            } else {
+                0
+            };
+            let records = if every > 0 {
+                self.config.group_count * every
+            } else {
+                self.touched.len()
+            };
+            for index in 0..records {
+                let (group, seq) = if every > 0 {
+                    ((index / every) as u32, (index % every) as Seq + 1)
+                } else {
+                    self.touched[index]
+                };
                 let status = view.status_kind(group as GroupIx, seq);
                 if !is_settled_status(status) {
                     open.push((group, seq));

@@ -22,9 +22,10 @@ use smallvec::SmallVec;
 use stateright::{Model, Property};
 use std::marker::PhantomData;
 
-/// Up to this many records (events × groups), the model's oracle audits every record after
-/// every step ([`OracleConfig::audit_every_step`]); beyond, the records a step named.
-pub const AUDIT_EVERY_STEP_RECORDS_MAX: usize = 16;
+/// Up to this many records (events × groups), the model's oracle compares every record with
+/// the broker after every step ([`OracleConfig::compare_every_record`]); beyond, the records
+/// a step named.
+pub const COMPARE_EVERY_RECORD_MAX: usize = 16;
 
 /// The lease duration the model gives the broker: the untimed model never lets it run out
 /// (expiry is the `Expire` action), and the workers' clocks read 0, so from a worker's view
@@ -474,8 +475,8 @@ impl<B: CheckedBroker> LeaseModel<B> {
         // The checker's queues are small: the oracle compares every record with the broker
         // after every step, so a record a step changed without naming it is caught at that
         // step, and the counterexample ends there.
-        oracle_config.audit_every_step =
-            config.event_count as usize * config.group_count <= AUDIT_EVERY_STEP_RECORDS_MAX;
+        oracle_config.compare_every_record =
+            config.event_count as usize * config.group_count <= COMPARE_EVERY_RECORD_MAX;
         let mut oracle = Oracle::new(oracle_config);
         for _ in 0..config.event_count {
             broker.publish();
