@@ -1327,10 +1327,9 @@ impl Oracle {
                 self.touched.len()
             };
             for index in 0..records {
-                let (group, seq) = if every > 0 {
-                    ((index / every) as u32, (index % every) as Seq + 1)
-                } else {
-                    self.touched[index]
+                let (group, seq) = match (index.checked_div(every), index.checked_rem(every)) {
+                    (Some(group), Some(offset)) => (group as u32, offset as Seq + 1),
+                    _ => self.touched[index],
                 };
                 let status = view.status_kind(group as GroupIx, seq);
                 if !is_settled_status(status) {
