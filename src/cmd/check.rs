@@ -97,7 +97,8 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     pub skew_ticks: Option<u32>,
     /// The search: `leasehold` (the default: leasehold's own depth-first search with
-    /// symmetry reduction over workers, shortest counterexamples by breadth-first search, fair
+    /// symmetry reduction over workers and partial-order reduction, shortest counterexamples
+    /// by breadth-first search, fair
     /// cycles for unbounded renews) or `stateright` (the same model through stateright's
     /// checker: its breadth-first search, or its depth-first search with its own symmetry
     /// reduction; an independent cross-check of the state counts and verdicts; it cannot be

@@ -397,10 +397,11 @@ impl<B: CheckedBroker> LeaseModel<B> {
     ///
     /// # Why this loses no violation and no terminal state
     /// Call that set `S` (worker `w`'s actions). Nothing outside `S` reads or writes `w`: a
-    /// fetch is another (idle) worker's, a reply goes to the worker *waiting* on its request
-    /// (`w` holds, and no request in flight names its issuance, so none will reply to it
-    /// once it sends), an expiry, a tick, a restart, a drop or a duplicate touch the broker,
-    /// the oracle, the requests in flight and the budgets, never a worker. And an action in
+    /// fetch is another (idle) worker's, a reply (or a lost reply, or a dropped request)
+    /// answers only the worker *waiting* on its request (`w` holds, and no request in flight
+    /// names its issuance, so none will answer it once it sends), an expiry, a tick, a
+    /// restart or a duplicate touch the broker, the oracle, the requests in flight and the
+    /// budgets, never a worker. And an action in
     /// `S` touches only `w`, the requests in flight (it adds one) and the crash or renew
     /// budget. So for every sequence of actions outside `S` after which an action `a` of `S`
     /// is still enabled, `a` first and the sequence after reach the same state (a persistent
