@@ -59,6 +59,9 @@ pub struct CheckRequest {
     pub no_symmetry: bool,
     /// Partial-order reduction off (`--no-partial-order`).
     pub no_partial_order: bool,
+    /// Start from the variant's covering configuration instead of its default
+    /// (`--covering`, [`CheckConfig::covering_for`]); the other flags override it.
+    pub covering: bool,
     /// Search past the first violation (`--all-violations`).
     pub all_violations: bool,
     /// The bound on generated states (`--max-states`).
@@ -92,6 +95,7 @@ impl Default for CheckRequest {
             threads: CHECK_THREADS as u32,
             no_symmetry: false,
             no_partial_order: false,
+            covering: false,
             all_violations: false,
             max_states: STATES_MAX,
             timed: false,
@@ -109,7 +113,11 @@ impl CheckRequest {
                 Variant::names()
             ))
         })?;
-        let mut config = CheckConfig::default_for(variant);
+        let mut config = if self.covering {
+            CheckConfig::covering_for(variant)
+        } else {
+            CheckConfig::default_for(variant)
+        };
         if let Some(policy) = &self.policy {
             config.policy = AckPolicy::from_name(policy).ok_or_else(|| {
                 let names: Vec<_> = AckPolicy::ALL.iter().map(|p| p.name()).collect();

@@ -116,6 +116,12 @@ pub struct Args {
     /// or changes the worker; see docs/check.md).
     #[arg(long)]
     pub no_partial_order: bool,
+    /// Start from the configuration that reaches every cell of the protocol's surface the
+    /// variant supports (two groups of one event, two workers, every handler outcome, a renew,
+    /// each fault once, the clock) instead of the variant's default; the flags given override
+    /// it. Broad, not deep: `fenced`'s takes about a minute (docs/check.md).
+    #[arg(long)]
+    pub covering: bool,
     /// Also run without symmetry reduction and report both state counts.
     #[arg(long, conflicts_with = "no_symmetry")]
     pub compare_symmetry: bool,
@@ -197,6 +203,7 @@ fn request(args: &Args) -> CheckRequest {
         threads: args.threads,
         no_symmetry: args.no_symmetry,
         no_partial_order: args.no_partial_order,
+        covering: args.covering,
         all_violations: args.all_violations,
         max_states: args.max_states,
         timed: args.for_.is_some(),

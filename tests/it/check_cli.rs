@@ -565,3 +565,27 @@ fn a_memory_budget_stops_the_search_as_a_bound() {
     let fine = leasehold(&["check", "--max-memory", "none", "--out", out]);
     assert_eq!(fine.status.code(), Some(0), "{}", stdout(&fine));
 }
+
+/// `--covering` starts from the configuration that reaches every cell (two groups of one event,
+/// every outcome, a renew, each fault, the clock); a flag given overrides it (one group here, to
+/// keep the test small), and the command printed reproduces what ran.
+#[test]
+fn covering_starts_from_the_configuration_that_reaches_every_cell() {
+    let output = leasehold(&["check", "--covering", "--groups", "1"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    let first = text.lines().next().unwrap();
+    for part in [
+        "--groups 1 --events 1 --workers 2 --max-attempts 2",
+        "--crashes 1 --drops 1 --dups 1 --lost-replies 1 --broker-restarts 1 --renews 1",
+        "--outcomes all",
+        "--time ticks --tick-ms 1 --lease-ticks 2 --skew-ticks 1",
+    ] {
+        assert!(first.contains(part), "{part}: {first}");
+    }
+    // One group: every cell but the one that needs two.
+    assert!(
+        text.contains("(not covered: one event leased in two groups at once)"),
+        "{text}"
+    );
+}
