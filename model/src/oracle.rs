@@ -1311,9 +1311,10 @@ impl Oracle {
             self.audit(view);
         } else {
             self.check_event_count(view);
-            // The touched records the broker shows unsettled, as read here once (the view does
-            // not change during the checks).
-            let mut open: SmallVec<[(u32, Seq); 4]> = SmallVec::new();
+            // The compared records the broker shows unsettled, as read here once (the view does
+            // not change during the checks). Room for the checker's queues when it compares
+            // every record (up to 16), so the step allocates nothing.
+            let mut open: SmallVec<[(u32, Seq); 16]> = SmallVec::new();
             // Every published record, or the touched ones. (By index: comparing a record
             // never touches another.)
             let every = if self.config.compare_every_record {

@@ -552,6 +552,21 @@ impl<B: CheckedBroker> LeaseModel<B> {
             && (0..broker.group_count()).all(|g| broker.frontier(g) == events)
     }
 
+    /// A holding worker's moves but its crash: each handler outcome, and its renew when the
+    /// budget allows.
+    #[inline]
+    fn holder_actions(&self, w: u8, renews: bool, actions: &mut Actions) {
+        for outcome in 0..self.outcomes.len() {
+            actions.push(Action::Handle {
+                worker: w,
+                outcome: outcome as u8,
+            });
+        }
+        if renews {
+            actions.push(Action::Renew { worker: w });
+        }
+    }
+
     /// The actions enabled in `state` (none in a leaf, see [`LeaseModel::is_leaf`]). With symmetry
     /// on, a worker equal to the one before it (workers are sorted) adds no action: its
     /// successors are the same canonical states.
@@ -567,15 +582,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
         if self.partial_order {
             if let Some(index) = Self::persistent_worker(state) {
                 let w = index as u8;
-                for outcome in 0..self.outcomes.len() {
-                    actions.push(Action::Handle {
-                        worker: w,
-                        outcome: outcome as u8,
-                    });
-                }
-                if renews {
-                    actions.push(Action::Renew { worker: w });
-                }
+                self.holder_actions(w, renews, actions);
                 if crashes {
                     actions.push(Action::Crash { worker: w });
                 }
@@ -598,17 +605,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
                         }
                     }
                 }
-                Worker::Holding(_) => {
-                    for outcome in 0..self.outcomes.len() {
-                        actions.push(Action::Handle {
-                            worker: w,
-                            outcome: outcome as u8,
-                        });
-                    }
-                    if renews {
-                        actions.push(Action::Renew { worker: w });
-                    }
-                }
+                Worker::Holding(_) => self.holder_actions(w, renews, actions),
                 Worker::Waiting(..) => {}
             }
             if crashes && *worker != Worker::Idle {
