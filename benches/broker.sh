@@ -22,7 +22,7 @@ trap 'rm -rf "$OUT"' EXIT
 # seconds ARGS... : the search's seconds and unique states of one `check ARGS --json`.
 seconds() {
   # shellcheck disable=SC2068
-  "$BIN" check $@ --json --out "$OUT/found" > "$OUT/run.json" || true
+  "$BIN" check --tailored $@ --json --out "$OUT/found" > "$OUT/run.json" || true
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["seconds"], r["counts"]["unique"], r["outcome"])' "$OUT/run.json"
 }
 
@@ -41,7 +41,7 @@ queue = [float(r[0]) for r in rows]
 reference = [float(r[3]) for r in rows]
 assert all(r[1] == r[4] for r in rows), "the queue and the reference differ in unique states"
 ratios = [q / b for q, b in zip(queue, reference)]
-print(f"| `check {sys.argv[2]}` | {int(rows[0][1]):,} | {rows[0][2]} / {rows[0][5]} "
+print(f"| `check --tailored {sys.argv[2]}` | {int(rows[0][1]):,} | {rows[0][2]} / {rows[0][5]} "
       f"| {statistics.median(queue):.2f} | {statistics.median(reference):.2f} "
       f"| {statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}, {sys.argv[3]} pairs) |")
 PY

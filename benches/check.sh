@@ -23,7 +23,7 @@ run() {
   local best="" rss_max=0
   for _ in $(seq "$RUNS"); do
     # shellcheck disable=SC2068
-    /usr/bin/time -v "$BIN" check $@ --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
+    /usr/bin/time -v "$BIN" check --tailored $@ --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
     local rss seconds
     rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$OUT/time.txt")
     seconds=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seconds"])' "$OUT/run.json")
@@ -38,7 +38,7 @@ import json, sys
 run = json.load(open(sys.argv[1]))
 rss = int(sys.argv[2]) / 1024
 i6 = next(p for p in run["properties"] if p["kind"] == "eventually")
-print(f"| `leasehold check {sys.argv[3]}` | {'on' if run['symmetry'] else 'off'} | {run['threads']} "
+print(f"| `leasehold check --tailored {sys.argv[3]}` | {'on' if run['symmetry'] else 'off'} | {run['threads']} "
       f"| {run['counts']['unique']:,} | {run['counts']['generated']:,} | {run['seconds']:.2f} "
       f"(best of {sys.argv[4]}) | {run['unique_per_second']:,.0f} | {rss:,.0f} | {run['outcome']} "
       f"(I6 {i6['verdict']}) |")
@@ -70,7 +70,7 @@ for ew in "2 2" "2 3" "3 2" "3 3"; do
   for fairness in none weak; do
     args="--events $1 --workers $2 --max-attempts 2 --crashes 1 --lost-replies 0 --drops 0 --dups 0 --broker-restarts 0 --renews unbounded --fairness $fairness"
     # shellcheck disable=SC2086
-    "$BIN" check $args --json --out "$OUT/found" > "$OUT/run.json" || true
+    "$BIN" check --tailored $args --json --out "$OUT/found" > "$OUT/run.json" || true
     python3 - "$OUT/run.json" "$args" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))
@@ -81,7 +81,7 @@ if cx:
     c = cx[0]
     kind = f"lasso: {c['loop_start']} steps, then a loop of {c['steps'] - c['loop_start']}" if c["loop_start"] is not None else f"{c['steps']} steps"
     lasso = f"{kind}; replays: {'yes' if c['replays'] else 'NO'}"
-print(f"| `leasehold check {sys.argv[2]}` | {run['counts']['unique']:,} | {run['seconds']:.2f} | {i6['verdict']} | {lasso} |")
+print(f"| `leasehold check --tailored {sys.argv[2]}` | {run['counts']['unique']:,} | {run['seconds']:.2f} | {i6['verdict']} | {lasso} |")
 PY
   done
 done

@@ -20,7 +20,7 @@ disagree=0
 for variant in $("$bin" protocols --json | python3 -c "import json,sys; print(' '.join(v['name'] for v in json.load(sys.stdin)))"); do
     for events in $sizes; do
         for engine in leasehold stateright; do
-            "$bin" check --variant "$variant" --events "$events" $plain --engine "$engine" \
+            "$bin" check --tailored --variant "$variant" --events "$events" $plain --engine "$engine" \
                 --json --out "$out/found" > "$out/$engine.json" || true
         done
         ours=$(field "$out/leasehold.json" "r['counts']['unique']")

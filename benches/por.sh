@@ -17,7 +17,7 @@ one() {
   local file=$1
   shift
   # shellcheck disable=SC2068
-  /usr/bin/time -v "$BIN" check $@ --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
+  /usr/bin/time -v "$BIN" check --tailored $@ --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
   python3 - "$OUT/run.json" "$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$OUT/time.txt")" >> "$file" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -38,7 +38,7 @@ def best(path):
     row = min(rows, key=lambda r: float(r[2]))
     return int(row[0]), int(row[1]), float(row[2]), max(int(r[3]) for r in rows) / 1024, row[4]
 on, off = best(sys.argv[1]), best(sys.argv[2])
-print(f"| `leasehold check {sys.argv[3]}` | {off[0]:,} | {on[0]:,} | {off[0] / on[0]:.2f}× | "
+print(f"| `leasehold check --tailored {sys.argv[3]}` | {off[0]:,} | {on[0]:,} | {off[0] / on[0]:.2f}× | "
       f"{off[2]:.2f} | {on[2]:.2f} | {off[2] / max(on[2], 1e-9):.2f}× | {off[3]:,.0f} | {on[3]:,.0f} | {on[4]} |")
 PY
 }

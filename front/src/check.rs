@@ -363,6 +363,15 @@ impl<B: CheckedBroker> Check<B> {
         if let Some(why) = self.options.unsupported(&self.config) {
             return Err(Error(why));
         }
+        let time_refused = match &self.registered {
+            Some(broker) => broker.unsupported(&self.config),
+            None => leasehold_model::check::time_unsupported::<B>(&self.config),
+        };
+        if let Some(why) = time_refused {
+            return Err(Error(format!(
+                "{why} (implement it, or check untimed: `time: Time::Untimed`)"
+            )));
+        }
         if self.options.engine == Engine::Stateright
             && (self.budget.is_some() || self.memory_bytes.is_some())
         {

@@ -59,9 +59,13 @@ pub struct CheckRequest {
     pub no_symmetry: bool,
     /// Partial-order reduction off (`--no-partial-order`).
     pub no_partial_order: bool,
-    /// Start from the variant's covering configuration instead of its default
-    /// (`--covering`, [`CheckConfig::covering_for`]); the other flags override it.
+    /// Start from the variant's covering configuration (`--covering`,
+    /// [`CheckConfig::covering_for`]: what is used when neither this nor `tailored` is given);
+    /// the other flags override it.
     pub covering: bool,
+    /// Start from the variant's own configuration instead (`--tailored`,
+    /// [`CheckConfig::tailored_for`]); the other flags override it.
+    pub tailored: bool,
     /// Search past the first violation (`--all-violations`).
     pub all_violations: bool,
     /// The bound on generated states (`--max-states`).
@@ -96,6 +100,7 @@ impl Default for CheckRequest {
             no_symmetry: false,
             no_partial_order: false,
             covering: false,
+            tailored: false,
             all_violations: false,
             max_states: STATES_MAX,
             timed: false,
@@ -113,7 +118,15 @@ impl CheckRequest {
                 Variant::names()
             ))
         })?;
-        let mut config = if self.covering {
+        if self.covering && self.tailored {
+            return Err(Error(
+                "--tailored: cannot be combined with --covering (choose one starting configuration)"
+                    .into(),
+            ));
+        }
+        let mut config = if self.tailored {
+            CheckConfig::tailored_for(variant)
+        } else if self.covering {
             CheckConfig::covering_for(variant)
         } else {
             CheckConfig::default_for(variant)
@@ -174,6 +187,9 @@ impl CheckRequest {
     /// `--time`, `--tick-ms`, `--lease-ticks` and `--skew-ticks` over the variant's default.
     fn time_into(&self, config: &mut CheckConfig) -> Result<(), Error> {
         match self.time.as_deref() {
+            // Unbounded renews are checked untimed (a clock would let a holder renew forever):
+            // the covering configuration's clock gives way unless `--time ticks` is asked for.
+            None if config.renews == Renews::Unbounded => config.time = Time::Untimed,
             None => {}
             Some("untimed") => config.time = Time::Untimed,
             Some("ticks") if !config.time.timed() => config.time = Time::TICKS,

@@ -9,11 +9,11 @@
 //! use leasehold_front::{self as leasehold, CheckConfig, Invariant, Variant};
 //!
 //! // The reference protocol holds in a small configuration …
-//! let small = CheckConfig { event_count: 1, worker_count: 2, ..CheckConfig::default_for(Variant::Fenced) };
+//! let small = CheckConfig { event_count: 1, worker_count: 2, ..CheckConfig::tailored_for(Variant::Fenced) };
 //! leasehold::check(small).out("target/doc-leasehold").run()?.assert_holds();
 //!
 //! // … and a planted mutant that acks by event id does not: the counterexample is a scenario.
-//! let mutant = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+//! let mutant = leasehold::check(CheckConfig::tailored_for(Variant::UnfencedSettle))
 //!     .out("target/doc-leasehold")
 //!     .run()?;
 //! let found = mutant.assert_violates(Invariant::I1);
@@ -45,7 +45,7 @@
 //!   in text or JSON.
 //! * [`draw`] — a scenario's run drawn as SVG, with the command that draws it again.
 //! * [`progress`] — the progress of a seed, a drawing or a campaign, told to a display.
-//! * [`protocols`] — the variants and mutants, listed with their check defaults.
+//! * [`protocols`] — the variants and mutants, listed with their check configurations.
 //! * [`defaults`] — the defaults the command line and these calls share.
 //! * [`files`] — atomic writes, never-overwriting writes.
 //! * [`failure`] — what a failed assertion prints, and how reproducing commands start by

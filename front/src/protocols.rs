@@ -1,10 +1,12 @@
 //! The protocol variants and mutants as `leasehold protocols` lists them: a line each (or a
-//! JSON object each), with the bounds the model checker uses for each when no flag is given.
+//! JSON object each), with the bounds the model checker uses for each: with no flag (the
+//! covering configuration) and with `--tailored` (the variant's own).
 
-use leasehold_model::check::CheckConfig;
+use leasehold_model::check::{CheckConfig, Outcomes, Time};
 use leasehold_model::{Variant, VariantKind};
 
-/// Every variant as a JSON object: name, kind, expected violation, summary, check defaults.
+/// Every variant as a JSON object: name, kind, expected violation, summary, the flags of
+/// `check` with no flag given (`check_defaults`) and with `--tailored` (`check_tailored`).
 pub fn json() -> serde_json::Value {
     let rows: Vec<_> = Variant::ALL
         .iter()
@@ -15,6 +17,7 @@ pub fn json() -> serde_json::Value {
                 "expected": v.expected_violation().map(|i| i.id()),
                 "summary": v.summary(),
                 "check_defaults": CheckConfig::default_for(*v).flags(),
+                "check_tailored": CheckConfig::tailored_for(*v).flags(),
             })
         })
         .collect();
@@ -23,7 +26,13 @@ pub fn json() -> serde_json::Value {
 
 /// The text table `leasehold protocols` prints.
 pub fn table() -> String {
-    let mut out = String::new();
+    let mut out = String::from(
+        "`check --variant NAME` with no other flag: a variant that holds is checked in the\n\
+         configuration that covers every cell of the protocol's surface it supports (`--covering`:\n\
+         two groups of one event, two workers, every handler outcome, a renew, each fault once,\n\
+         the clock); a variant that breaks an invariant in its own (`--tailored`, listed below),\n\
+         the smallest that shows it. Either flag chooses.\n\n",
+    );
     for kind in [VariantKind::Protocol, VariantKind::Mutant] {
         out.push_str(match kind {
             VariantKind::Protocol => "protocols:\n",
@@ -35,23 +44,23 @@ pub fn table() -> String {
                 Some(inv) => format!("breaks {inv}"),
             };
             out.push_str(&format!(
-                "  {:<22} {:<30} {}\n  {:<22} {:<30} check defaults: {}\n",
+                "  {:<22} {:<30} {}\n  {:<22} {:<30} check --tailored: {}\n",
                 v.name(),
                 expect,
                 v.summary(),
                 "",
                 "",
-                check_defaults(*v)
+                tailored_flags(*v)
             ));
         }
     }
     out
 }
 
-/// The bounds `leasehold check --variant NAME` uses when no flag is given: the sizes, the
-/// policy and the budgets that are not zero.
-pub fn check_defaults(variant: Variant) -> String {
-    let c = CheckConfig::default_for(variant);
+/// The bounds `leasehold check --variant NAME --tailored` starts from: the sizes, the policy,
+/// the budgets that are not zero, and the clock when it is on.
+pub fn tailored_flags(variant: Variant) -> String {
+    let c = CheckConfig::tailored_for(variant);
     let b = &c.budgets;
     let mut text = format!(
         "--groups {} --events {} --workers {} --max-attempts {} --policy {}",
@@ -68,6 +77,19 @@ pub fn check_defaults(variant: Variant) -> String {
         if value > 0 {
             text.push_str(&format!(" --{flag} {value}"));
         }
+    }
+    if c.outcomes == Outcomes::All {
+        text.push_str(" --outcomes all");
+    }
+    if let Time::Ticks {
+        tick_ms,
+        lease_ticks,
+        skew_ticks,
+    } = c.time
+    {
+        text.push_str(&format!(
+            " --time ticks --tick-ms {tick_ms} --lease-ticks {lease_ticks} --skew-ticks {skew_ticks}"
+        ));
     }
     text
 }

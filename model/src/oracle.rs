@@ -1539,6 +1539,25 @@ impl Oracle {
                             ),
                         ]
                     });
+                } else if let Some(holder) = self
+                    .live
+                    .iter()
+                    .find(|l| (l.group, l.seq) == (group as u32, seq))
+                {
+                    // The last delivery's attempt is not over while its lease is unexpired and
+                    // unsettled: the broker dead-lettered work still in progress (a timer that
+                    // outlived an earlier lease fired early, `stale-timer`).
+                    let holder = holder.issuance;
+                    self.fail_with(Invariant::I3, |oracle| {
+                        let mut parts = vec![
+                            Part::event(group, seq),
+                            Part::from(format!(" dead-lettered ({reason}) while ")),
+                            Part::from(holder),
+                            Part::from(" is unexpired"),
+                        ];
+                        parts.extend(oracle.unexpired_since(holder));
+                        Detail::of(parts)
+                    });
                 }
                 self.settle_record(group, seq, Final::DeadLettered(reason));
             }

@@ -47,16 +47,46 @@ fn verdict_line<'a>(text: &'a str, id: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no line for {id}: {text}"))
 }
 
+/// With no flag, `check` runs `fenced`'s covering configuration (the release build proves it
+/// in about a minute: reports/check-bench.md); cut here by a state bound, the command it
+/// prints names that configuration.
 #[test]
-fn default_fenced_check_proves_every_invariant_and_reaches_every_sometimes_property() {
+fn check_with_no_flag_runs_the_covering_configuration() {
+    let output = leasehold(&["check", "--max-states", "1000", "--out", "/nonexistent"]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("leasehold check --variant fenced --groups 2 --events 1 --workers 2 --max-attempts 2 --policy nack_on_error --crashes 1 --drops 1 --dups 1 --lost-replies 1 --broker-restarts 1 --renews 1 --outcomes all --time ticks --tick-ms 1 --lease-ticks 2 --skew-ticks 1"),
+        "{first}"
+    );
+    // A planted bug starts from its own configuration, the smallest that shows it.
+    let output = leasehold(&["check", "--variant", "dlq-drop", "--max-states", "1"]);
+    let first = stdout(&output).lines().next().unwrap().to_string();
+    assert!(
+        first.starts_with("leasehold check --variant dlq-drop --groups 1 --events 1 --workers 1 --max-attempts 1 "),
+        "{first}"
+    );
+    let refused = leasehold(&["check", "--covering", "--tailored"]);
+    assert_eq!(refused.status.code(), Some(2));
+}
+
+/// `--tailored` on `fenced`: one group explored deep. Every invariant holds, every sometimes
+/// property is reached, and the cells that configuration never reaches are named.
+#[test]
+fn tailored_fenced_check_proves_every_invariant_and_names_what_it_did_not_cover() {
     let (_scratch, out_dir) = scratch("fenced");
-    let output = leasehold(&["check", "--out", out_dir.to_str().unwrap()]);
+    let output = leasehold(&["check", "--tailored", "--out", out_dir.to_str().unwrap()]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(0), "{text}");
     let first = text.lines().next().unwrap();
     assert!(
         first.starts_with("leasehold check --variant fenced --groups 1 --events 3 --workers 3 --max-attempts 2 --policy nack_on_error --crashes 1 --drops 0 --dups 0 --lost-replies 1 --broker-restarts 1"),
         "{first}"
+    );
+    assert!(
+        text.contains("(not covered: ") && text.contains("one event leased in two groups at once"),
+        "{text}"
     );
     for id in ["I1", "I2", "I3", "I4", "I5", "I6"] {
         let line = verdict_line(&text, id);
@@ -336,6 +366,7 @@ fn explore_serves_stateright_explorer_on_loopback() {
 fn compare_symmetry_reports_both_counts_and_threads_do_not_change_them() {
     let small = [
         "check",
+        "--tailored",
         "--events",
         "1",
         "--workers",
@@ -388,6 +419,7 @@ fn compare_symmetry_reports_both_counts_and_threads_do_not_change_them() {
 fn the_plain_fault_set_proves_with_a_not_applicable_sometimes_property_and_exits_0() {
     let output = leasehold(&[
         "check",
+        "--tailored",
         "--events",
         "2",
         "--workers",
@@ -424,6 +456,7 @@ fn unbounded_renews_give_a_lasso_without_fairness_and_a_proof_with_it() {
     let (_scratch, out_dir) = scratch("lasso");
     let base = [
         "check",
+        "--tailored",
         "--events",
         "2",
         "--workers",
@@ -473,6 +506,7 @@ fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
     let out = out.to_str().unwrap();
     let big = [
         "check",
+        "--tailored",
         "--events",
         "3",
         "--workers",
@@ -491,6 +525,7 @@ fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
     assert!(text.contains("result: bounded (not proven)"), "{text}");
     let cyclic = [
         "check",
+        "--tailored",
         "--events",
         "3",
         "--workers",
@@ -528,7 +563,7 @@ fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
         assert_eq!(report["outcome"], "bounded");
         assert_eq!(report["bounded"], report["counts"]["generated"]);
     }
-    let whole = leasehold(&["check", "--for", "1h", "--json", "--out", out]);
+    let whole = leasehold(&["check", "--tailored", "--for", "1h", "--json", "--out", out]);
     assert_eq!(whole.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
     assert_eq!(report["outcome"], "holds");
@@ -562,7 +597,7 @@ fn a_memory_budget_stops_the_search_as_a_bound() {
             "{bad}: {err}"
         );
     }
-    let fine = leasehold(&["check", "--max-memory", "none", "--out", out]);
+    let fine = leasehold(&["check", "--tailored", "--max-memory", "none", "--out", out]);
     assert_eq!(fine.status.code(), Some(0), "{}", stdout(&fine));
 }
 

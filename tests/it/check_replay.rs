@@ -17,7 +17,7 @@ fn every_counterexample_replays_to_the_same_violation() {
         let Some(expected) = variant.expected_violation() else {
             continue;
         };
-        let config = CheckConfig::default_for(variant);
+        let config = CheckConfig::tailored_for(variant);
         let report = run(&config, &Options::default(), None);
         assert!(report.violated().contains(&expected), "{variant}");
         let model = LeaseModel::new(config);
@@ -66,7 +66,7 @@ fn every_counterexample_replays_to_the_same_violation() {
 }
 
 fn unbounded(events: u32, workers: usize, fairness: Fairness) -> CheckConfig {
-    let mut config = CheckConfig::default_for(Variant::Fenced);
+    let mut config = CheckConfig::tailored_for(Variant::Fenced);
     config.event_count = events;
     config.worker_count = workers;
     config.budgets = Budgets {
@@ -116,7 +116,7 @@ fn lassos_replay_as_loops_that_repeat_without_settling() {
 /// expiry in the counterexample is lazy: the loop keeps the lease alive by renewing it.)
 #[test]
 fn a_fair_lasso_replays_each_loop_step_once_per_pass() {
-    let mut config = CheckConfig::default_for(Variant::RenewRevives);
+    let mut config = CheckConfig::tailored_for(Variant::RenewRevives);
     config.worker_count = 1;
     config.renews = Renews::Unbounded;
     config.fairness = Fairness::Weak;

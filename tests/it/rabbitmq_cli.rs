@@ -82,13 +82,14 @@ fn rabbitmq_replays_and_campaigns_as_the_pure_broker() {
     assert!(err.contains("closes every RabbitMQ channel"), "{err}");
 }
 
-/// The model checker proves the variant (a smaller bound than the default, for time).
+/// The model checker proves the variant (a smaller bound than its own, for time).
 #[test]
 fn check_proves_the_rabbitmq_variant() {
     let out = leasehold(&[
         "check",
         "--variant",
         "rabbitmq",
+        "--tailored",
         "--events",
         "2",
         "--workers",

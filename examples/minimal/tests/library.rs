@@ -12,7 +12,7 @@ fn check_proves_the_reference_and_catches_a_mutant() {
     let small = CheckConfig {
         event_count: 1,
         worker_count: 2,
-        ..CheckConfig::default_for(Variant::Fenced)
+        ..CheckConfig::tailored_for(Variant::Fenced)
     };
     let out = out("check");
     leasehold::check(small)
@@ -20,7 +20,7 @@ fn check_proves_the_reference_and_catches_a_mutant() {
         .run()
         .expect("runs")
         .assert_holds();
-    let mutant = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+    let mutant = leasehold::check(CheckConfig::tailored_for(Variant::UnfencedSettle))
         .out(&out)
         .run()
         .expect("runs");

@@ -118,7 +118,7 @@ fn check_proves_the_fixed_design() {
     let config = CheckConfig {
         event_count: 1,
         worker_count: 2,
-        ..CheckConfig::default_for(Variant::Fenced)
+        ..CheckConfig::tailored_for(Variant::Fenced)
     };
     leasehold::check(config)
         .out(out("check-fixed"))
@@ -132,7 +132,7 @@ fn check_proves_the_fixed_design() {
 /// protocol, catches the queue's bug (and passes on the fixed queue).
 #[test]
 fn check_finds_the_schedule_that_catches_the_queue() {
-    let checked = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+    let checked = leasehold::check(CheckConfig::tailored_for(Variant::UnfencedSettle))
         .reproduce_with(PROGRAM)
         .out(out("check-buggy"))
         .run()
@@ -166,7 +166,7 @@ fn check_finds_the_schedule_that_catches_the_queue() {
 #[test]
 #[should_panic(expected = "-- check --variant unfenced-settle")]
 fn check_assert_holds_panics_on_the_design_that_acks_by_event_id() {
-    leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+    leasehold::check(CheckConfig::tailored_for(Variant::UnfencedSettle))
         .reproduce_with(PROGRAM)
         .out(out("check-panics"))
         .run()
@@ -224,7 +224,7 @@ fn small() -> CheckConfig {
         event_count: 2,
         worker_count: 2,
         max_attempts: 2,
-        ..CheckConfig::default_for(Variant::Fenced)
+        ..CheckConfig::tailored_for(Variant::Fenced)
     }
 }
 
@@ -271,7 +271,7 @@ fn check_proves_the_fixed_queue_in_a_small_configuration() {
 #[test]
 fn check_proves_the_fixed_queue_in_the_default_configuration() {
     assert_proves(
-        CheckConfig::default_for(Variant::Fenced),
+        CheckConfig::tailored_for(Variant::Fenced),
         "check-queue-default",
     );
 }

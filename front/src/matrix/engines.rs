@@ -19,7 +19,7 @@ use std::path::Path;
 pub const SCENARIOS: &str = "scenarios";
 
 /// States the model checker may generate per variant, at either depth: the check command's
-/// own default (each variant's default bounds finish far below it).
+/// own default (each variant's own configuration finishes far below it).
 pub const CHECK_STATES_MAX: u64 = defaults::STATES_MAX;
 /// Seeds per variant at most (full depth).
 pub const SIM_SEEDS_MAX_FULL: u64 = 10_000;
@@ -70,8 +70,9 @@ pub fn bounds(depth: Depth, backend: &BackendKind) -> Vec<(Engine, String)> {
         (
             Engine::Check,
             format!(
-                "each variant's default bounds (the same at both depths), depth-first with \
-                 symmetry reduction, at most {CHECK_STATES_MAX} states, past the first \
+                "each variant's own configuration (`check --tailored`: a planted bug's smallest, \
+                 a holding protocol's one group explored deep; the same at both depths), \
+                 depth-first with symmetry and partial-order reduction, at most {CHECK_STATES_MAX} states, past the first \
                  violation (`--all-violations`); counterexample depths from a breadth-first \
                  search (shortest){replayed}"
             ),
@@ -128,7 +129,7 @@ impl EngineRun for ModelChecker {
 
     fn run(&self, variant: Variant, _depth: Depth, out: &Path) -> Result<EngineResult, UserError> {
         let states_max = CHECK_STATES_MAX;
-        let config = CheckConfig::default_for(variant);
+        let config = CheckConfig::tailored_for(variant);
         config
             .validate()
             .map_err(|e| UserError(format!("report: check --variant {variant}: {e}")))?;

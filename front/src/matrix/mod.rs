@@ -69,7 +69,7 @@ impl fmt::Display for Engine {
 pub enum Depth {
     /// A few hundred simulator seeds per variant (the model checker keeps its bounds): for CI.
     Quick,
-    /// Each variant's default bounds and up to 10,000 seeds.
+    /// Each variant's own model-checking configuration and up to 10,000 seeds.
     Full,
 }
 

@@ -83,9 +83,9 @@ pub fn markdown(header: &Header, rows: &[Row]) -> String {
         header.command,
         match header.depth {
             Depth::Quick =>
-                "quick: each variant's default model-checking bounds, short simulator campaigns",
+                "quick: each variant's own model-checking configuration (`check --tailored`), short simulator campaigns",
             Depth::Full =>
-                "full: each variant's default model-checking bounds, long simulator campaigns",
+                "full: each variant's own model-checking configuration (`check --tailored`), long simulator campaigns",
         },
         header.check_diff
     ));

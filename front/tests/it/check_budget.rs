@@ -14,7 +14,7 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
     let (_scratch, dir) = out("budget");
     // Minutes of search: 15 million states (`leasehold check --events 3 --workers 3
     // --max-attempts 3`, reports/check-bench.md).
-    let mut big = CheckConfig::default_for(Variant::Fenced);
+    let mut big = CheckConfig::tailored_for(Variant::Fenced);
     big.event_count = 3;
     big.worker_count = 3;
     big.max_attempts = 3;
@@ -38,7 +38,7 @@ fn a_time_budget_bounds_a_long_check_and_says_so() {
         "{message}"
     );
 
-    let small = leasehold::check(CheckConfig::default_for(Variant::UnfencedSettle))
+    let small = leasehold::check(CheckConfig::tailored_for(Variant::UnfencedSettle))
         .for_at_most(Duration::from_secs(3600))
         .out(&dir)
         .run()
@@ -56,7 +56,7 @@ fn a_memory_budget_bounds_a_check_and_says_so() {
     if leasehold::budget::resident_bytes().is_none() {
         return; // No /proc: the memory budget is never spent on this system.
     }
-    let cut = leasehold::check(CheckConfig::default_for(Variant::Fenced))
+    let cut = leasehold::check(CheckConfig::tailored_for(Variant::Fenced))
         .memory_at_most(1 << 20)
         .out(&dir)
         .run()

@@ -22,6 +22,43 @@ fn nothing_given_is_the_variants_default_configuration() {
     assert_eq!(options.limits.threads, 1);
 }
 
+/// With no flag, a variant expected to hold starts from its covering configuration and a
+/// planted bug from its own; `--covering` and `--tailored` choose either for any variant.
+#[test]
+fn the_starting_configuration_is_covering_for_a_holding_variant_and_either_flag_chooses() {
+    let config = |variant: &str, covering: bool, tailored: bool| {
+        CheckRequest {
+            variant: variant.into(),
+            covering,
+            tailored,
+            ..CheckRequest::default()
+        }
+        .config()
+    };
+    for (variant, name) in [(Variant::Fenced, "fenced"), (Variant::DlqDrop, "dlq-drop")] {
+        let holds = variant.expected_violation().is_none();
+        let default = config(name, false, false).expect("valid");
+        let covering = config(name, true, false).expect("valid");
+        let tailored = config(name, false, true).expect("valid");
+        assert_eq!(covering, CheckConfig::covering_for(variant), "{name}");
+        assert_eq!(tailored, CheckConfig::tailored_for(variant), "{name}");
+        assert_ne!(covering, tailored, "{name}");
+        assert_eq!(default == covering, holds, "{name}");
+        assert_eq!(default == tailored, !holds, "{name}");
+        let both = config(name, true, true).expect_err("refused");
+        assert!(both.to_string().contains("--tailored"), "{both}");
+    }
+    // Unbounded renews are untimed: the covering configuration's clock gives way.
+    let unbounded = CheckRequest {
+        renews: Some("unbounded".into()),
+        ..CheckRequest::default()
+    }
+    .config()
+    .expect("valid");
+    assert!(!unbounded.time.timed());
+    assert_eq!(unbounded.group_count, 2);
+}
+
 #[test]
 fn what_is_given_overrides_the_default() {
     let request = CheckRequest {
@@ -110,6 +147,7 @@ fn refusals_are_one_line_naming_the_flag() {
         (
             CheckRequest {
                 tick_ms: Some(1000),
+                tailored: true,
                 ..CheckRequest::default()
             },
             "--tick-ms: only with --time ticks",
@@ -154,14 +192,16 @@ fn the_explorer_is_served_on_loopback_only() {
     assert!(loopback("localhost").is_err());
 }
 
-/// `--time ticks` takes the default clock (ticks of 1 ms, leases of 3 ticks, a skew of 1), each
-/// flag overriding one size; a variant whose default is timed keeps its own sizes.
+/// `--time ticks` on an untimed configuration takes the default clock (ticks of 1 ms, leases of
+/// 3 ticks, a skew of 1), each flag overriding one size; a configuration that is timed already
+/// keeps its own sizes.
 #[test]
 fn time_flags_set_the_clock() {
     use leasehold_model::check::Time;
     let request = CheckRequest {
         time: Some("ticks".into()),
         tick_ms: Some(1000),
+        tailored: true,
         ..CheckRequest::default()
     };
     let config = request.config().expect("valid");

@@ -279,10 +279,25 @@ impl CheckConfig {
         config
     }
 
-    /// The smallest bounds that expose `variant`'s expected violation (for mutants and
-    /// `redis-streams`), or the general default (for protocols expected to hold: the largest
-    /// configuration that proves in about ten seconds, lost replies on).
+    /// What `leasehold check` runs with no flags. For a variant expected to hold — the
+    /// reference, and a user's broker checked as `fenced` — the covering configuration
+    /// ([`CheckConfig::covering_for`]), so that "holds" covers every cell of the protocol's
+    /// surface the variant supports. For a variant expected to break an invariant (a planted
+    /// bug), its own configuration ([`CheckConfig::tailored_for`]), the smallest that shows
+    /// the bug; `check --covering` checks it exactly as the reference is checked.
     pub fn default_for(variant: Variant) -> CheckConfig {
+        match variant.expected_violation() {
+            None => CheckConfig::covering_for(variant),
+            Some(_) => CheckConfig::tailored_for(variant),
+        }
+    }
+
+    /// The variant's own configuration (`check --tailored`): for a planted bug (and the
+    /// protocols expected to break an invariant), the smallest bounds that expose it; for a
+    /// protocol expected to hold, one group explored deep (three events, three workers,
+    /// plain handler outcomes, a crash, a lost reply and a broker restart), which proves in a
+    /// few seconds but leaves cells uncovered. The verdict matrix (`leasehold report`) runs it.
+    pub fn tailored_for(variant: Variant) -> CheckConfig {
         let none = Budgets::default();
         let base = |events, workers, max_attempts, budgets| {
             CheckConfig::sized(variant, events, workers, max_attempts, budgets)
@@ -500,14 +515,10 @@ impl CheckConfig {
             Renews::Budget => b.renews.to_string(),
             Renews::Unbounded => format!("unbounded --fairness {}", self.fairness.name()),
         };
-        let outcomes = match self.outcomes {
-            Outcomes::Plain => String::new(),
-            other => format!(" --outcomes {}", other.name()),
-        };
-        let time = match self.time {
-            Time::Untimed => String::new(),
-            timed => format!(" {}", timed.flags()),
-        };
+        // Every dimension is named, the default ones too: a command reproduces what ran
+        // whichever configuration `check` starts from.
+        let outcomes = format!(" --outcomes {}", self.outcomes.name());
+        let time = format!(" {}", self.time.flags());
         format!(
             "--groups {} --events {} --workers {} --max-attempts {} --policy {} --crashes {} --drops {} --dups {} --lost-replies {} --broker-restarts {} --renews {}{outcomes}{time}",
             self.group_count,

@@ -85,7 +85,9 @@ impl Cell {
 
     /// Whether `variant` can reach it at all, in some configuration: a fence that checks
     /// nothing never refuses a settle as stale; a broker that never dead-letters on expiry
-    /// never does. A cell a variant cannot reach is not listed as "not covered".
+    /// never does; RabbitMQ has no renew, and a restart of its server is outside its models
+    /// (every channel would close: docs/rabbitmq.md); leases that end with a channel have no
+    /// clock in the model. A cell a variant cannot reach is not listed as "not covered".
     pub fn supported_by(self, variant: Variant) -> bool {
         let fenced = |op: SettleOp| variant.fence(&op) != Fence::None;
         let nack = SettleOp::Nack {
@@ -100,6 +102,9 @@ impl Cell {
             Cell::NackStale => fenced(nack),
             Cell::RejectStale => fenced(reject),
             Cell::ExpiryDeadLetters => variant.expiry_dead_letters(),
+            Cell::RenewAccepted | Cell::RenewStale => variant.renews(),
+            Cell::BrokerRestartWithLeases => !variant.is_rabbitmq(),
+            Cell::DeadlineArithmetic | Cell::SkewedWorkerClock => !variant.channel_scoped(),
             _ => true,
         }
     }

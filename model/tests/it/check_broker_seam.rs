@@ -14,10 +14,11 @@ use leasehold_model::{
 /// The reference broker as a user's broker: see the module documentation. With `SILENT`, a
 /// broker with a silent bug: once it accepts an ack of event 1, it shows event 3 of the same
 /// group acked, though nothing acked it (the second field); the step names event 1 only.
+/// Without `CLOCK`, a broker that does not implement `shift_clock` (its times absolute).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct AsUser<const SILENT: bool = false>(Broker, bool);
+struct AsUser<const SILENT: bool = false, const CLOCK: bool = true>(Broker, bool);
 
-impl<const SILENT: bool> AsUser<SILENT> {
+impl<const SILENT: bool, const CLOCK: bool> AsUser<SILENT, CLOCK> {
     fn shown(&self, group: GroupIx, seq: Seq) -> Option<Status> {
         (SILENT && self.1 && seq == 3)
             .then_some(Status::Acked)
@@ -25,7 +26,7 @@ impl<const SILENT: bool> AsUser<SILENT> {
     }
 }
 
-impl<const SILENT: bool> BrokerView for AsUser<SILENT> {
+impl<const SILENT: bool, const CLOCK: bool> BrokerView for AsUser<SILENT, CLOCK> {
     fn group_count(&self) -> usize {
         BrokerView::group_count(&self.0)
     }
@@ -50,7 +51,7 @@ impl<const SILENT: bool> BrokerView for AsUser<SILENT> {
     }
 }
 
-impl<const SILENT: bool> Backend for AsUser<SILENT> {
+impl<const SILENT: bool, const CLOCK: bool> Backend for AsUser<SILENT, CLOCK> {
     fn publish(&mut self) -> Seq {
         Backend::publish(&mut self.0)
     }
@@ -87,8 +88,8 @@ impl<const SILENT: bool> Backend for AsUser<SILENT> {
 
 /// The hooks, from the reference broker's public methods; `expire_due_each`, `fetch_one` and
 /// `has_available` keep the trait's defaults (through `Backend` and `BrokerView`).
-impl<const SILENT: bool> CheckedBroker for AsUser<SILENT> {
-    fn with_config(config: &BrokerConfig) -> AsUser<SILENT> {
+impl<const SILENT: bool, const CLOCK: bool> CheckedBroker for AsUser<SILENT, CLOCK> {
+    fn with_config(config: &BrokerConfig) -> AsUser<SILENT, CLOCK> {
         AsUser(Broker::new(*config), false)
     }
     fn for_each_timer(&self, f: impl FnMut(&Timer)) {
@@ -101,8 +102,10 @@ impl<const SILENT: bool> CheckedBroker for AsUser<SILENT> {
         self.0.release_delays(now_ms);
     }
     fn shift_clock(&mut self, by_ms: Ms, floor_ms: Ms) -> bool {
-        self.0.shift_clock(by_ms, floor_ms);
-        true
+        if CLOCK {
+            self.0.shift_clock(by_ms, floor_ms);
+        }
+        CLOCK
     }
     fn receipt_of(&self, _group: GroupIx, seq: Seq) -> Option<Receipt> {
         self.0.receipt(seq)
@@ -145,7 +148,7 @@ fn small(variant: Variant) -> CheckConfig {
         event_count: 2,
         worker_count: 2,
         max_attempts: 2,
-        ..CheckConfig::default_for(variant)
+        ..CheckConfig::tailored_for(variant)
     }
 }
 
@@ -226,7 +229,7 @@ fn a_record_changed_silently_is_caught_at_the_step_that_changed_it() {
         worker_count: 1,
         max_attempts: 1,
         budgets: Budgets::default(),
-        ..CheckConfig::default_for(Variant::Fenced)
+        ..CheckConfig::tailored_for(Variant::Fenced)
     };
     let honest = run_on::<AsUser>(&config, &Options::default(), None);
     assert!(honest.violated().is_empty(), "{:?}", honest.violated());
@@ -240,4 +243,23 @@ fn a_record_changed_silently_is_caught_at_the_step_that_changed_it() {
         .counterexample(Invariant::I3)
         .expect("a counterexample");
     assert_eq!(cx.len(), 3, "{cx:?}");
+}
+
+/// The covering configuration is timed: a broker that keeps its times absolute (no
+/// `shift_clock`) is refused by it with one line naming the hook, and checks untimed.
+#[test]
+fn a_broker_without_the_clock_hook_is_refused_by_the_timed_model_only() {
+    use leasehold_model::check::{time_unsupported, Time};
+    let covering = CheckConfig::covering_for(Variant::Fenced);
+    assert!(time_unsupported::<AsUser>(&covering).is_none());
+    let why = time_unsupported::<AsUser<false, false>>(&covering).expect("refused");
+    assert!(
+        why.contains("shift_clock") && why.lines().count() == 1,
+        "{why}"
+    );
+    let untimed = CheckConfig {
+        time: Time::Untimed,
+        ..covering
+    };
+    assert!(time_unsupported::<AsUser<false, false>>(&untimed).is_none());
 }

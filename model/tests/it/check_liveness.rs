@@ -135,7 +135,7 @@ fn weak_fairness_still_reports_a_fair_cycle() {
 
 #[test]
 fn a_deadlock_is_still_found_by_the_cycle_search() {
-    let mut config = CheckConfig::default_for(Variant::StuckLease);
+    let mut config = CheckConfig::tailored_for(Variant::StuckLease);
     config.renews = Renews::Unbounded;
     let report = run(&config, &Options::default(), None);
     let cx = report.counterexample(Invariant::I6).expect("found");

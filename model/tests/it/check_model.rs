@@ -49,7 +49,7 @@ fn options(symmetry: bool) -> Options {
 #[test]
 fn fenced_holds_and_every_applicable_sometimes_property_is_reached() {
     for variant in [Variant::Fenced, Variant::RedisStreamsFenced] {
-        let config = CheckConfig::default_for(variant);
+        let config = CheckConfig::tailored_for(variant);
         assert!(
             config.budgets.lost_replies > 0,
             "the default has lost replies on"
@@ -72,7 +72,7 @@ fn every_mutant_and_redis_streams_is_caught_with_its_expected_invariant() {
         let Some(expected) = variant.expected_violation() else {
             continue;
         };
-        let report = run(&CheckConfig::default_for(variant), &options(true), None);
+        let report = run(&CheckConfig::tailored_for(variant), &options(true), None);
         assert_eq!(report.outcome, Outcome::Violated, "{variant}");
         assert_eq!(
             report.verdict(expected),
@@ -107,7 +107,7 @@ fn counterexamples_are_no_longer_than_before_the_reduction() {
     ];
     let mut longer = Vec::new();
     for (variant, invariant, steps) in before {
-        let report = run(&CheckConfig::default_for(variant), &options(true), None);
+        let report = run(&CheckConfig::tailored_for(variant), &options(true), None);
         let cx = report.counterexample(invariant).expect("found");
         if cx.len() > steps {
             longer.push(format!("{variant} {invariant}: {} > {steps}", cx.len()));
@@ -163,7 +163,7 @@ fn shortest_no_dead_letter_counterexample_depends_on_the_worker_count_as_reasone
 #[test]
 fn stuck_lease_is_an_i6_deadlock_of_three_steps() {
     let report = run(
-        &CheckConfig::default_for(Variant::StuckLease),
+        &CheckConfig::tailored_for(Variant::StuckLease),
         &options(true),
         None,
     );
@@ -188,7 +188,7 @@ fn symmetry_gives_the_same_verdicts_with_fewer_states_whatever_the_threads() {
     lossy.budgets.lost_replies = 1;
     for config in [
         lossy,
-        CheckConfig::default_for(Variant::LeaseIdReuse),
+        CheckConfig::tailored_for(Variant::LeaseIdReuse),
         CheckConfig {
             budgets: Budgets {
                 crashes: 1,
@@ -332,7 +332,7 @@ fn pinned_unique_state_counts() {
             true,
             11_219,
         ),
-        (CheckConfig::default_for(Variant::LeaseIdReuse), false, 330),
+        (CheckConfig::tailored_for(Variant::LeaseIdReuse), false, 330),
     ];
     let mut differ = Vec::new();
     for (config, symmetry, unique) in pinned {

@@ -33,7 +33,7 @@ fn reachable(config: &CheckConfig) -> Vec<State> {
 }
 
 fn config(policy: AckPolicy, outcomes: Outcomes) -> CheckConfig {
-    let mut config = CheckConfig::default_for(Variant::Fenced);
+    let mut config = CheckConfig::tailored_for(Variant::Fenced);
     config.event_count = 1;
     config.worker_count = 1;
     config.max_attempts = 3;
@@ -75,7 +75,7 @@ fn a_manual_handler_acks_only_with_every_outcome() {
 #[test]
 fn fenced_holds_with_every_outcome_and_the_mutants_still_break() {
     for &variant in Variant::ALL {
-        let mut config = CheckConfig::default_for(variant);
+        let mut config = CheckConfig::tailored_for(variant);
         if variant.expected_violation().is_none() {
             // Smaller than the default proof (which takes minutes with every outcome).
             config.event_count = 2;
@@ -103,7 +103,7 @@ fn fenced_holds_with_every_outcome_and_the_mutants_still_break() {
 #[test]
 fn a_reject_makes_the_dead_letter_counterexample_shorter() {
     let shortest = |outcomes| {
-        let mut config = CheckConfig::default_for(Variant::DlqDrop);
+        let mut config = CheckConfig::tailored_for(Variant::DlqDrop);
         config.max_attempts = 3;
         config.outcomes = outcomes;
         let report = run(&config, &Options::default(), None);

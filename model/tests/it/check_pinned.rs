@@ -57,7 +57,7 @@ const PINNED: [(&str, Pin); 18] = [
     ("fenced", [(9090, 47829, 0, 15), (9090, 47829, 0, 15)]),
     (
         "redis-streams",
-        [(11088, 42590, 1, 15), (13464, 64024, 1, 15)],
+        [(11088, 42590, 5, 15), (13464, 64024, 5, 15)],
     ),
     (
         "redis-streams-fenced",
@@ -65,15 +65,15 @@ const PINNED: [(&str, Pin); 18] = [
     ),
     (
         "unfenced-settle",
-        [(14038, 43028, 13, 15), (19816, 77664, 31, 15)],
+        [(14038, 43028, 13, 15), (19904, 77808, 31, 15)],
     ),
     (
         "renew-revives",
-        [(11438, 60069, 2, 15), (15374, 82127, 3, 15)],
+        [(11438, 60069, 2, 15), (15374, 82127, 7, 15)],
     ),
     (
         "lease-id-reuse",
-        [(17548, 86282, 3, 15), (19492, 97811, 3, 15)],
+        [(17548, 86282, 7, 15), (19492, 97811, 7, 15)],
     ),
     (
         "max-seen-frontier",
@@ -89,7 +89,7 @@ const PINNED: [(&str, Pin); 18] = [
     ),
     (
         "nack-on-ambiguous",
-        [(41714, 100281, 13, 15), (95321, 323962, 31, 15)],
+        [(41714, 100281, 13, 15), (95855, 325701, 31, 15)],
     ),
     (
         "worker-clock-expiry",
@@ -98,7 +98,7 @@ const PINNED: [(&str, Pin); 18] = [
     ("dlq-drop", [(8402, 36425, 4, 11), (8402, 45281, 4, 11)]),
     (
         "only-ack-fenced",
-        [(12706, 48981, 13, 15), (17888, 73396, 31, 15)],
+        [(12706, 48981, 13, 15), (17984, 73540, 31, 15)],
     ),
     (
         "attempts-reset",
@@ -114,7 +114,7 @@ const PINNED: [(&str, Pin); 18] = [
     ),
     (
         "stale-timer",
-        [(16807, 83270, 0, 15), (16807, 83270, 0, 15)],
+        [(15375, 74408, 4, 15), (16807, 83270, 4, 15)],
     ),
     (
         "volatile-publish",
@@ -144,7 +144,7 @@ fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
         ("fenced", [(43186, 207151, 0, 15), (43186, 207151, 0, 15)]),
         (
             "redis-streams",
-            [(56946, 182561, 1, 15), (91350, 422977, 1, 15)],
+            [(56946, 182561, 5, 15), (91350, 422977, 5, 15)],
         ),
         (
             "redis-streams-fenced",
@@ -152,7 +152,7 @@ fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
         ),
         (
             "unfenced-settle",
-            [(67870, 179955, 13, 14), (123240, 513829, 29, 14)],
+            [(67870, 179955, 13, 14), (125196, 520519, 29, 14)],
         ),
         (
             "renew-revives",
@@ -160,7 +160,7 @@ fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
         ),
         (
             "lease-id-reuse",
-            [(134724, 591492, 1, 15), (138880, 615220, 1, 15)],
+            [(134724, 591492, 5, 15), (138880, 615220, 5, 15)],
         ),
         (
             "max-seen-frontier",
@@ -176,7 +176,7 @@ fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
         ),
         (
             "nack-on-ambiguous",
-            [(84510, 172227, 13, 14), (247016, 889604, 31, 14)],
+            [(84510, 172227, 13, 14), (250474, 901507, 31, 14)],
         ),
         (
             "worker-clock-expiry",
@@ -185,7 +185,7 @@ fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
         ("dlq-drop", [(32378, 138033, 4, 11), (36690, 180251, 4, 11)]),
         (
             "only-ack-fenced",
-            [(67456, 226487, 13, 15), (118240, 498020, 29, 15)],
+            [(67456, 226487, 13, 15), (120156, 504706, 29, 15)],
         ),
         (
             "attempts-reset",
@@ -201,7 +201,7 @@ fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
         ),
         (
             "stale-timer",
-            [(273144, 1313433, 0, 15), (273144, 1313433, 0, 15)],
+            [(222378, 1054495, 4, 15), (273144, 1313433, 4, 15)],
         ),
         (
             "volatile-publish",
@@ -241,7 +241,7 @@ fn every_policy_explores_exactly_the_pinned_space() {
         ),
         (
             AckPolicy::Manual,
-            [(6736, 22252, 13, 15), (10270, 38827, 31, 15)],
+            [(6736, 22252, 13, 15), (10366, 38971, 31, 15)],
         ),
     ];
     let print = std::env::var("PIN").is_ok();

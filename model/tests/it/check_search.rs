@@ -113,7 +113,7 @@ fn a_replayed_counterexample_is_the_path_the_search_saw() {
         if variant.expected_violation().is_none() {
             continue; // no counterexample to replay
         }
-        let config = CheckConfig::default_for(variant);
+        let config = CheckConfig::tailored_for(variant);
         let report = run(&config, &Options::default(), None);
         let model = LeaseModel::new(config.clone());
         for cx in &report.counterexamples {

@@ -16,7 +16,7 @@ const DEADLINE_MUTANTS: [Variant; 3] = [
 /// Each variant's default configuration, at most 2 events and 2 workers (the protocols'
 /// defaults are sized for a proof of a few seconds untimed; the timed model costs more).
 fn small(variant: Variant) -> CheckConfig {
-    let mut config = CheckConfig::default_for(variant);
+    let mut config = CheckConfig::tailored_for(variant);
     config.event_count = config.event_count.min(2);
     config.worker_count = config.worker_count.min(2);
     config
@@ -88,7 +88,7 @@ fn the_reference_holds_timed_and_reaches_both_time_cells() {
     let config = CheckConfig {
         budgets: Budgets {
             renews: 1,
-            ..CheckConfig::default_for(Variant::Fenced).budgets
+            ..CheckConfig::tailored_for(Variant::Fenced).budgets
         },
         ..with_time(&small(Variant::Fenced), Time::TICKS)
     };
@@ -115,7 +115,7 @@ fn the_reference_holds_timed_and_reaches_both_time_cells() {
 #[test]
 fn the_renew_mutants_counterexamples_are_short() {
     for variant in DEADLINE_MUTANTS {
-        let config = CheckConfig::default_for(variant);
+        let config = CheckConfig::tailored_for(variant);
         let report = run(&config, &Options::default(), None);
         let invariant = variant.expected_violation().expect("a mutant");
         let cx = report.counterexample(invariant).expect("a counterexample");

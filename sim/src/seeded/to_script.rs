@@ -19,7 +19,8 @@
 //! after a failed request is not written: the replay's runtime sends it again. A worker's
 //! clock offset (read only by the `worker-clock-expiry` broker) is the one its last
 //! request carried (`worker_clock_ms − landing time`).
-//! The script ends at the event on which the target invariant was first found.
+//! The script ends at the event on which the target invariant was first found (with a `wait`
+//! until then when it was found after the last step: a timer the broker fired).
 
 use super::run::Recorded;
 use super::seeded_file::scenario_of;
@@ -66,6 +67,11 @@ pub fn script_of(setup: &Setup, recorded: &Recorded, target: Invariant, note: St
     for stamped in &recorded.events {
         if let Event::Violated { violation } = &stamped.event {
             if violation.invariant == target {
+                // Found when a timer fired after the last step (a broker's own expiry): the
+                // script waits until then, so that its replay reaches the same moment.
+                if writer.steps.last().is_none_or(|s| s.at_ms < stamped.at_ms) {
+                    writer.push(stamped.at_ms, None, "wait");
+                }
                 break;
             }
         }
