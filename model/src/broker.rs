@@ -1460,6 +1460,41 @@ impl Broker {
         self.next_lease_id = rename(LeaseId(self.next_lease_id)).0;
     }
 
+    /// Exchanges groups `a` and `b` — their records, frontiers and indexes, and the timers
+    /// and unflushed acks that name them — so that the broker is the one whose two groups had
+    /// each other's histories (the model checker's symmetry over groups). Every group is
+    /// configured alike and no step reads a group's index but to choose it, so the exchanged
+    /// broker answers every request as the original answers the request with `a` and `b`
+    /// exchanged. Returns `false`, changing nothing, for `rabbitmq-channel` (a worker's
+    /// channel numbers its deliveries across groups).
+    pub fn swap_groups(&mut self, a: GroupIx, b: GroupIx) -> bool {
+        if self.channels.is_some() {
+            return false;
+        }
+        if a == b {
+            return true;
+        }
+        self.groups.swap(a, b);
+        let (a, b) = (a as u32, b as u32);
+        let flip = |group: &mut u32| {
+            if *group == a {
+                *group = b;
+            } else if *group == b {
+                *group = a;
+            }
+        };
+        for timer in self.timers.iter_mut() {
+            flip(&mut timer.group);
+        }
+        self.timers.sort_unstable();
+        for (group, _, _) in self.unflushed.iter_mut() {
+            flip(group);
+        }
+        // Stable: the entries of one record keep their insertion order.
+        self.unflushed.sort_by_key(|&(group, seq, _)| (group, seq));
+        true
+    }
+
     /// Whether every record of every group is settled (acked or dead-lettered).
     #[inline]
     pub fn all_settled(&self) -> bool {

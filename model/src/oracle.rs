@@ -1048,6 +1048,44 @@ impl Oracle {
         }
     }
 
+    /// Exchanges groups `a` and `b` in the ghost (the model checker's symmetry over groups,
+    /// see `Broker::swap_groups`). Lean oracles only.
+    pub fn swap_groups(&mut self, a: GroupIx, b: GroupIx) {
+        if a == b {
+            return;
+        }
+        self.groups.swap(a, b);
+        let (a, b) = (a as u32, b as u32);
+        let flip = |group: &mut u32| {
+            if *group == a {
+                *group = b;
+            } else if *group == b {
+                *group = a;
+            }
+        };
+        for lease in self.live.iter_mut() {
+            flip(&mut lease.group);
+        }
+        for (group, _) in self.touched.iter_mut() {
+            flip(group);
+        }
+    }
+
+    /// A summary of group `group`'s ghost that names no group index (the model checker orders
+    /// interchangeable groups by it): its records' delivery counts and settled codes.
+    pub fn group_key(&self, group: GroupIx) -> u64 {
+        self.groups[group]
+            .records
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |key, record| {
+                let word = u64::from(record.deliveries)
+                    | u64::from(record.processed()) << 32
+                    | u64::from(record.ran()) << 33
+                    | u64::from(record.settled().min(DEAD)) << 34;
+                (key ^ word).wrapping_mul(0x0100_0000_01b3)
+            })
+    }
+
     /// The untimed model's expiry of (group, seq): its live leases expire.
     pub fn expired(&mut self, group: GroupIx, seq: Seq) {
         let key = (group as u32, seq);

@@ -108,7 +108,7 @@ pub struct Args {
     /// Search threads.
     #[arg(long, default_value_t = leasehold_front::defaults::CHECK_THREADS as u32)]
     pub threads: u32,
-    /// Turn symmetry reduction over workers off.
+    /// Turn symmetry reduction over workers and groups off.
     #[arg(long)]
     pub no_symmetry: bool,
     /// Turn partial-order reduction off (leasehold's engine, finite budgets: in a state where a

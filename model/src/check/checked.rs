@@ -181,6 +181,19 @@ pub trait CheckedBroker: Backend + Clone + Eq + Hash + Debug + Send + Sync + 'st
         true
     }
 
+    /// Exchanges groups `a` and `b` (symmetry reduction over groups, an opt-in): afterwards the
+    /// broker must be the one that would have resulted had every request to `a` gone to `b`
+    /// and every request to `b` gone to `a` — records, frontiers, pending timers, anything a
+    /// restart brings back, exchanged; nothing else changed. The checker then orders the
+    /// groups of a state, so that a state and its twin with two groups' histories exchanged
+    /// are explored once. A broker whose groups share state that depends on which group is
+    /// which (numbering across groups) must not opt in. Returns whether it exchanged them;
+    /// default: `false` (the groups are kept as they are).
+    fn swap_groups(&mut self, a: GroupIx, b: GroupIx) -> bool {
+        let _ = (a, b);
+        false
+    }
+
     /// Whether some record of `group` is available (a fetch at the model's time leases it,
     /// its delays released by [`CheckedBroker::release_delays`]).
     fn has_available(&self, group: GroupIx) -> bool {
@@ -283,6 +296,11 @@ impl CheckedBroker for Broker {
     /// `rabbitmq-channel` keeps a channel per worker.
     fn workers_interchangeable(&self) -> bool {
         !self.variant().channel_scoped()
+    }
+
+    /// Every variant but `rabbitmq-channel` (see [`Broker::swap_groups`]).
+    fn swap_groups(&mut self, a: GroupIx, b: GroupIx) -> bool {
+        Broker::swap_groups(self, a, b)
     }
 
     #[inline]

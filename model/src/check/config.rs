@@ -246,8 +246,9 @@ impl CheckConfig {
     /// attempts, every handler outcome, a renew, each fault once (a broker restart only where
     /// the variant's model has one) and the clock (ticks of 1 ms, leases of 2 ticks, workers
     /// skewed by 1; untimed where the variant's leases end with a channel). For `fenced`:
-    /// 26 of 26 cells, about 25.6 M unique states (docs/check.md). It is broad, not deep: one
-    /// event never moves a frontier past its first record.
+    /// 26 of 26 cells, about 12.8 M unique states with symmetry over workers and groups
+    /// (docs/check.md). It is broad, not deep: one event never moves a frontier past its
+    /// first record.
     pub fn covering_for(variant: Variant) -> CheckConfig {
         let mut config = CheckConfig::sized(
             variant,

@@ -24,6 +24,7 @@
 //! every list, so action indices mean the same in a state and its canonical form.
 
 use crate::broker::Broker;
+use crate::broker::BrokerView;
 use crate::check::checked::CheckedBroker;
 use crate::check::config::Budgets;
 use crate::inline::InlineVec;
@@ -353,9 +354,93 @@ impl<B: CheckedBroker> State<B> {
             }
         }
         if symmetry {
+            self.order_groups();
             let fixed = fixed_workers.min(self.workers.len());
             self.workers[fixed..].sort_unstable();
         }
+    }
+
+    /// Symmetry over groups: every group is configured alike and reached by the same
+    /// actions, so a state and the state with two groups' histories exchanged behave alike.
+    /// The groups are put in the order of a key computed from each group's own part of the
+    /// state (its ghost records, what the broker shows of its records and frontier, and the
+    /// leases of it that workers hold or requests carry), naming no group index, so that both
+    /// states become the same one. Groups with equal keys keep their order (a state may then
+    /// keep a twin: fewer states merged, never a wrong one). Only where the broker exchanges
+    /// groups ([`CheckedBroker::swap_groups`]).
+    fn order_groups(&mut self) {
+        let count = self.oracle.config().group_count;
+        if count < 2 {
+            return;
+        }
+        let mut keys: SmallVec<[u64; 4]> = (0..count).map(|g| self.group_key(g)).collect();
+        let mut exchanged = false;
+        for i in 1..count {
+            let mut j = i;
+            while j > 0 && keys[j] < keys[j - 1] {
+                if !self.broker.swap_groups(j - 1, j) {
+                    return;
+                }
+                self.oracle.swap_groups(j - 1, j);
+                let (a, b) = ((j - 1) as u8, j as u8);
+                self.for_each_ref_mut(|lease| {
+                    if lease.group == a {
+                        lease.group = b;
+                    } else if lease.group == b {
+                        lease.group = a;
+                    }
+                });
+                keys.swap(j - 1, j);
+                exchanged = true;
+                j -= 1;
+            }
+        }
+        if exchanged {
+            self.in_flight.sort_unstable();
+        }
+    }
+
+    /// [`State::order_groups`]'s key of `group`: a function of the group's own part of the
+    /// state that names no group index (the workers' and requests' leases summed, so that
+    /// their order does not count).
+    fn group_key(&self, group: GroupIx) -> u64 {
+        fn mix(mut x: u64) -> u64 {
+            // splitmix64's finaliser.
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            x ^ (x >> 31)
+        }
+        let mut key = mix(self.oracle.group_key(group));
+        key = mix(key ^ u64::from(BrokerView::frontier(&self.broker, group)));
+        for seq in 1..=BrokerView::event_count(&self.broker) {
+            key = mix(key ^ BrokerView::status_kind(&self.broker, group, seq) as u64);
+        }
+        let of = |lease: &LeaseRef, tag: u64| {
+            mix(u64::from(lease.issuance.0)
+                | u64::from(lease.lease_id) << 16
+                | u64::from(lease.seq) << 40
+                | u64::from(lease.attempt) << 48
+                | tag << 56)
+        };
+        let mut refs = 0u64;
+        for worker in self.workers.iter() {
+            match worker {
+                Worker::Holding(lease) if lease.group as GroupIx == group => {
+                    refs = refs.wrapping_add(of(lease, 1));
+                }
+                Worker::Waiting(lease, op) if lease.group as GroupIx == group => {
+                    refs = refs.wrapping_add(of(lease, 2 + u64::from(*op)));
+                }
+                _ => {}
+            }
+        }
+        for msg in self.in_flight.iter() {
+            if msg.lease.group as GroupIx == group {
+                let clock = u64::from(msg.clock as u8);
+                refs = refs.wrapping_add(mix(of(&msg.lease, 64 + u64::from(msg.op)) ^ clock));
+            }
+        }
+        mix(key ^ refs)
     }
 
     /// [`State::canonicalize`]'s renumbering for ids that do not fit a mask: sorted lists.
@@ -398,10 +483,11 @@ impl<B: CheckedBroker> State<B> {
 }
 
 impl<B: CheckedBroker> stateright::Representative for State<B> {
-    /// Workers sorted: the canonical form of the state's symmetry class (the checker's states
-    /// are already renumbered).
+    /// Groups ordered and workers sorted: the canonical form of the state's symmetry class
+    /// (the checker's states are already renumbered).
     fn representative(&self) -> Self {
         let mut state = self.clone();
+        state.order_groups();
         if state.broker.workers_interchangeable() {
             state.workers.sort_unstable();
         }

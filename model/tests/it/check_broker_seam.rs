@@ -131,6 +131,9 @@ impl<const SILENT: bool, const CLOCK: bool> CheckedBroker for AsUser<SILENT, CLO
     fn workers_interchangeable(&self) -> bool {
         !self.0.variant().channel_scoped()
     }
+    fn swap_groups(&mut self, a: GroupIx, b: GroupIx) -> bool {
+        self.0.swap_groups(a, b)
+    }
     fn for_each_lease_id(&self, f: impl FnMut(LeaseId)) {
         self.0.for_each_lease_id(f);
     }
