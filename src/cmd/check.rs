@@ -119,7 +119,7 @@ pub struct Args {
     /// Start from the configuration that reaches every cell of the protocol's surface the
     /// variant supports (two groups of one event, two workers, every handler outcome, a renew,
     /// each fault once, the clock): the default, named explicitly; the flags given override
-    /// it. Broad, not deep: `fenced`'s takes about a minute (docs/check.md).
+    /// it. Broad, not deep: `fenced`'s takes about 40 s (docs/check.md).
     #[arg(long, conflicts_with = "tailored")]
     pub covering: bool,
     /// Start from the variant's own configuration instead: for a planted bug, the smallest
