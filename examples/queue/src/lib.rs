@@ -493,6 +493,23 @@ impl<const ACKS_BY_EVENT_ID: bool> CheckedBroker for InMemoryQueue<ACKS_BY_EVENT
         true
     }
 
+    /// Symmetry over groups: nothing in the queue depends on which group is which but the
+    /// group index itself, so two groups exchange their events, frontiers and dead letters.
+    fn swap_groups(&mut self, a: GroupIx, b: GroupIx) -> bool {
+        self.groups.swap(a, b);
+        self.frontiers.swap(a, b);
+        for letter in self.dead_letters.iter_mut() {
+            if letter.group == a {
+                letter.group = b;
+            } else if letter.group == b {
+                letter.group = a;
+            }
+        }
+        self.dead_letters
+            .sort_by_key(|letter| (letter.group, letter.seq));
+        true
+    }
+
     /// Only the buggy build's nack of an event that is not out reads the request's attempt.
     fn reads_request_attempt(&self) -> bool {
         ACKS_BY_EVENT_ID
