@@ -188,7 +188,8 @@ pub trait CheckedBroker: Backend + Clone + Eq + Hash + Debug + Send + Sync + 'st
     /// groups of a state, so that a state and its twin with two groups' histories exchanged
     /// are explored once. A broker whose groups share state that depends on which group is
     /// which (numbering across groups) must not opt in. Returns whether it exchanged them;
-    /// default: `false` (the groups are kept as they are).
+    /// default: `false` (the groups are kept as they are). `swap_groups(a, a)` changes nothing
+    /// and answers the same: the checker asks it once to know whether to order groups at all.
     fn swap_groups(&mut self, a: GroupIx, b: GroupIx) -> bool {
         let _ = (a, b);
         false

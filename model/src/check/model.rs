@@ -228,6 +228,9 @@ pub struct LeaseModel<B = Broker> {
     /// Whether the broker names no worker (else symmetry stays off:
     /// [`CheckedBroker::workers_interchangeable`]).
     interchangeable: bool,
+    /// Whether symmetry also orders the groups: several groups, and a broker that exchanges
+    /// them ([`CheckedBroker::swap_groups`], asked once of a fresh broker).
+    groups_interchangeable: bool,
     /// Bits (`1 << invariant as u8`) of the invariants whose violation makes a state a leaf.
     leaves: u8,
     /// The timed model's clock (`None`: untimed).
@@ -253,6 +256,7 @@ impl<B> Clone for LeaseModel<B> {
             symmetry: self.symmetry,
             partial_order: self.partial_order,
             interchangeable: self.interchangeable,
+            groups_interchangeable: self.groups_interchangeable,
             leaves: self.leaves,
             clock: self.clock,
             fixed_workers: self.fixed_workers,
@@ -313,6 +317,8 @@ impl<B: CheckedBroker> LeaseModel<B> {
         };
         let outcome_cells = outcome_cells(&config, &outcomes);
         let prototype = B::with_config(&broker_config(&config));
+        // Exchanging a group with itself changes nothing and says whether the broker can.
+        let groups_interchangeable = config.group_count > 1 && prototype.clone().swap_groups(0, 0);
         LeaseModel {
             keep_attempt: prototype.reads_request_attempt(),
             lease_ids_durable: prototype.lease_ids_survive_restart(),
@@ -326,6 +332,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             symmetry: false,
             partial_order: false,
             interchangeable: prototype.workers_interchangeable(),
+            groups_interchangeable,
             leaves: ALL_SAFETY_BITS,
             clock,
             fixed_workers,
@@ -501,7 +508,12 @@ impl<B: CheckedBroker> LeaseModel<B> {
     pub fn canonicalize(&self, state: &mut State<B>) {
         let absolute = !self.lease_ids_durable
             && state.used.broker_restarts < self.config.budgets.broker_restarts;
-        state.canonicalize(absolute, self.symmetry, self.fixed_workers);
+        state.canonicalize(
+            absolute,
+            self.symmetry,
+            self.symmetry && self.groups_interchangeable,
+            self.fixed_workers,
+        );
     }
 
     fn fetchable(&self, state: &State<B>, group: usize) -> bool {

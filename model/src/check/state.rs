@@ -296,8 +296,15 @@ impl<B: CheckedBroker> State<B> {
     /// some id set is not already dense.
     ///
     /// `fixed_workers`: the first workers keep their places (the timed model's skewed
-    /// clocks name them); symmetry sorts the others.
-    pub fn canonicalize(&mut self, absolute_lease_ids: bool, symmetry: bool, fixed_workers: usize) {
+    /// clocks name them); symmetry sorts the others. `order_groups`: also order the groups
+    /// ([`State::order_groups`]; the model asks it only of a broker that exchanges them).
+    pub fn canonicalize(
+        &mut self,
+        absolute_lease_ids: bool,
+        symmetry: bool,
+        order_groups: bool,
+        fixed_workers: usize,
+    ) {
         self.broker.release_delays(0);
         let (absolute_lease_ids, counter) = match self.broker.lease_id_counter() {
             Some(counter) => (
@@ -353,8 +360,10 @@ impl<B: CheckedBroker> State<B> {
                 });
             }
         }
-        if symmetry {
+        if order_groups {
             self.order_groups();
+        }
+        if symmetry {
             let fixed = fixed_workers.min(self.workers.len());
             self.workers[fixed..].sort_unstable();
         }
