@@ -1476,19 +1476,12 @@ impl Broker {
         }
         self.groups.swap(a, b);
         let (a, b) = (a as u32, b as u32);
-        let flip = |group: &mut u32| {
-            if *group == a {
-                *group = b;
-            } else if *group == b {
-                *group = a;
-            }
-        };
         for timer in self.timers.iter_mut() {
-            flip(&mut timer.group);
+            timer.group = crate::types::exchanged(timer.group, a, b);
         }
         self.timers.sort_unstable();
         for (group, _, _) in self.unflushed.iter_mut() {
-            flip(group);
+            *group = crate::types::exchanged(*group, a, b);
         }
         // Stable: the entries of one record keep their insertion order.
         self.unflushed.sort_by_key(|&(group, seq, _)| (group, seq));

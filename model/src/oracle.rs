@@ -1056,18 +1056,11 @@ impl Oracle {
         }
         self.groups.swap(a, b);
         let (a, b) = (a as u32, b as u32);
-        let flip = |group: &mut u32| {
-            if *group == a {
-                *group = b;
-            } else if *group == b {
-                *group = a;
-            }
-        };
         for lease in self.live.iter_mut() {
-            flip(&mut lease.group);
+            lease.group = crate::types::exchanged(lease.group, a, b);
         }
         for (group, _) in self.touched.iter_mut() {
-            flip(group);
+            *group = crate::types::exchanged(*group, a, b);
         }
     }
 

@@ -15,6 +15,18 @@ pub type Seq = u32;
 /// Index of a consumer group in the broker's configuration (0-based).
 pub type GroupIx = usize;
 
+/// `group` with groups `a` and `b` exchanged (the model checker's symmetry over groups).
+#[inline]
+pub fn exchanged(group: u32, a: u32, b: u32) -> u32 {
+    if group == a {
+        b
+    } else if group == b {
+        a
+    } else {
+        group
+    }
+}
+
 /// An opaque fencing token, unique for the broker's whole life (never reused, also across
 /// restarts — except in the `lease-id-reuse` mutant).
 #[derive(

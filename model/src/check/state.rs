@@ -297,7 +297,7 @@ impl<B: CheckedBroker> State<B> {
     ///
     /// `fixed_workers`: the first workers keep their places (the timed model's skewed
     /// clocks name them); symmetry sorts the others. `order_groups`: also order the groups
-    /// ([`State::order_groups`]; the model asks it only of a broker that exchanges them).
+    /// (`State::order_groups`; the model asks it only of a broker that exchanges them).
     pub fn canonicalize(
         &mut self,
         absolute_lease_ids: bool,
@@ -391,13 +391,9 @@ impl<B: CheckedBroker> State<B> {
                     return;
                 }
                 self.oracle.swap_groups(j - 1, j);
-                let (a, b) = ((j - 1) as u8, j as u8);
+                let (a, b) = ((j - 1) as u32, j as u32);
                 self.for_each_ref_mut(|lease| {
-                    if lease.group == a {
-                        lease.group = b;
-                    } else if lease.group == b {
-                        lease.group = a;
-                    }
+                    lease.group = crate::types::exchanged(u32::from(lease.group), a, b) as u8;
                 });
                 keys.swap(j - 1, j);
                 exchanged = true;
