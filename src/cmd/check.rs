@@ -118,8 +118,9 @@ pub struct Args {
     pub no_partial_order: bool,
     /// Start from the configuration that reaches every cell of the protocol's surface the
     /// variant supports (two groups of one event, two workers, every handler outcome, a renew,
-    /// each fault once, the clock): the default, named explicitly; the flags given override
-    /// it. Broad, not deep: `fenced`'s takes about 40 s (docs/check.md).
+    /// each fault once, the clock): the default of a variant expected to hold (a planted bug
+    /// takes it only with this flag); the flags given override it. Broad, not deep: `fenced`'s
+    /// takes about 40 s (docs/check.md).
     #[arg(long, conflicts_with = "tailored")]
     pub covering: bool,
     /// Start from the variant's own configuration instead: for a planted bug, the smallest
