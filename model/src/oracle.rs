@@ -196,6 +196,16 @@ impl GhostRecord {
     fn ran(&self) -> bool {
         self.bits & RAN != 0
     }
+
+    /// Deliveries, processed, ran and the settled code (reasons merged) in one word: what
+    /// the group's hash and its ordering key read of the record.
+    #[inline]
+    fn packed(&self) -> u64 {
+        u64::from(self.deliveries)
+            | u64::from(self.processed()) << 32
+            | u64::from(self.ran()) << 33
+            | u64::from(self.settled().min(DEAD)) << 34
+    }
 }
 
 /// How many of a group's most recently kept reasons [`GhostGroup::code`] looks through for the
@@ -504,13 +514,7 @@ impl Hash for GhostGroup {
     fn hash<H: Hasher>(&self, state: &mut H) {
         state.write_usize(self.records.len());
         for record in self.records.iter() {
-            let settled = u64::from(record.settled().min(DEAD));
-            state.write_u64(
-                u64::from(record.deliveries)
-                    | u64::from(record.processed()) << 32
-                    | u64::from(record.ran()) << 33
-                    | settled << 34,
-            );
+            state.write_u64(record.packed());
             if record.settled() >= DEAD {
                 self.reason(record.settled()).hash(state);
             }
@@ -1071,11 +1075,7 @@ impl Oracle {
             .records
             .iter()
             .fold(0xcbf2_9ce4_8422_2325u64, |key, record| {
-                let word = u64::from(record.deliveries)
-                    | u64::from(record.processed()) << 32
-                    | u64::from(record.ran()) << 33
-                    | u64::from(record.settled().min(DEAD)) << 34;
-                (key ^ word).wrapping_mul(0x0100_0000_01b3)
+                (key ^ record.packed()).wrapping_mul(0x0100_0000_01b3)
             })
     }
 

@@ -384,11 +384,11 @@ impl<B: CheckedBroker> State<B> {
         }
         let mut keys: SmallVec<[u64; 4]> = (0..count).map(|g| self.group_key(g)).collect();
         let mut exchanged = false;
-        for i in 1..count {
+        'sort: for i in 1..count {
             let mut j = i;
             while j > 0 && keys[j] < keys[j - 1] {
                 if !self.broker.swap_groups(j - 1, j) {
-                    return;
+                    break 'sort;
                 }
                 self.oracle.swap_groups(j - 1, j);
                 let (a, b) = ((j - 1) as u32, j as u32);
