@@ -1,5 +1,5 @@
 //! Observes, on a running nats-server, the JetStream behaviours the `jetstream` variant models
-//! (docs/jetstream.md): `cargo run -p leasehold-jetstream --example facts -- nats://127.0.0.1:4222`.
+//! (docs/jetstream.md): `cargo run -p leasehold-jetstream --features facts --example facts -- nats://127.0.0.1:4222`.
 //! Every experiment uses its own stream and deletes it.
 
 use async_nats::jetstream::{self, consumer::pull, consumer::AckPolicy, stream};

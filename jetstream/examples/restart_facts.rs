@@ -1,5 +1,5 @@
 //! Observes what a nats-server keeps of a consumer across a restart (docs/jetstream.md, "Restart
-//! facts", F17–F20): `cargo run -p leasehold-jetstream --example restart_facts`. It starts
+//! facts", F17–F20): `cargo run -p leasehold-jetstream --features facts --example restart_facts`. It starts
 //! its own `nats-server -js` (from the `PATH`) on a free loopback port and a temporary store,
 //! and stops it in the ways the experiments name. With the arguments `f20 [ROUNDS]`, F20 only
 //! (60 stops of each timing unless ROUNDS says).

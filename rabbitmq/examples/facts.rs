@@ -1,5 +1,5 @@
 //! Observes, on a running RabbitMQ server, the behaviours the `rabbitmq` variant models
-//! (docs/rabbitmq.md): `cargo run -p leasehold-rabbitmq --example facts -- amqp://guest:guest@127.0.0.1:5672/%2f`.
+//! (docs/rabbitmq.md): `cargo run -p leasehold-rabbitmq --features facts --example facts -- amqp://guest:guest@127.0.0.1:5672/%2f`.
 //! Every experiment declares its own queues and deletes them. `--timeout` also waits for the
 //! server's `consumer_timeout` (run it on a node configured with a short one).
 

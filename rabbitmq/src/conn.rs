@@ -145,28 +145,3 @@ pub fn ping(url: &str) -> Result<(), String> {
         Ok(())
     })
 }
-
-#[cfg(test)]
-mod tests {
-    use super::parse;
-
-    #[test]
-    fn urls_parse_into_their_parts_with_defaults() {
-        let e = parse("amqp://guest:guest@127.0.0.1:5672/%2f").unwrap();
-        assert_eq!(
-            (e.host.as_str(), e.port, e.vhost.as_str()),
-            ("127.0.0.1", 5672, "/")
-        );
-        let e = parse("amqp://app:s%40cret@mq.example/jobs").unwrap();
-        assert_eq!((e.user.as_str(), e.password.as_str()), ("app", "s@cret"));
-        assert_eq!((e.port, e.vhost.as_str()), (5672, "jobs"));
-        let e = parse("amqp://h:1").unwrap();
-        assert_eq!((e.user.as_str(), e.vhost.as_str()), ("guest", "/"));
-        let err = parse("amqp://app:s3cret@h:port/").unwrap_err();
-        assert!(
-            err.contains("port 'port'") && !err.contains("s3cret"),
-            "{err}"
-        );
-        assert!(parse("http://h").unwrap_err().contains("amqp://"));
-    }
-}

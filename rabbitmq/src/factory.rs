@@ -90,28 +90,3 @@ impl BackendFactory for RabbitMq {
         )
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::{RabbitMq, DEFAULT_URL};
-    use leasehold_model::BackendFactory;
-
-    #[test]
-    fn the_reproducing_flags_name_the_server_with_its_password_hidden() {
-        assert_eq!(RabbitMq::url(DEFAULT_URL).flags(), " --backend rabbitmq");
-        let other = RabbitMq::url("amqp://app:s3cret@mq:5673/jobs");
-        assert_eq!(
-            other.flags(),
-            " --backend rabbitmq --url amqp://app:***@mq:5673/jobs"
-        );
-        assert!(!other.describe().unwrap().contains("s3cret"));
-        assert!(other.restarts_refused().is_some());
-        let spawn = RabbitMq::default().spawned().err().expect("refused");
-        assert!(spawn.starts_with("--spawn:"), "{spawn}");
-        let bad = RabbitMq::default()
-            .at_url("amqp://u:s3cret@h:x/")
-            .err()
-            .expect("refused");
-        assert!(!bad.contains("s3cret"), "{bad}");
-    }
-}

@@ -4,3 +4,4 @@ mod conformance;
 mod refusals;
 mod scenarios;
 mod testing;
+mod urls;
