@@ -3,12 +3,14 @@
 #  1. the default with each reduction turned off in turn — the state counts before and after
 #     each reduction, the time and the peak memory;
 #  2. every variant expected to break an invariant checked exactly as the reference is
-#     (`check --covering --variant NAME`): which invariants it breaks, how long it took.
+#     (`check --covering --variant NAME`): which invariants it breaks, how long it took; then
+#     the same with `--first-violation` (the states and seconds to its first counterexample).
 # Not a test: the times depend on the machine and its load; the state counts are exact.
 #
 #   cargo build --release && bash benches/covering.sh > /tmp/covering.md
 #   MUTANTS=0 bash benches/covering.sh     # the first table only
 #   REDUCTIONS=0 bash benches/covering.sh  # the second table only
+#   WHOLE=0 REDUCTIONS=0 bash benches/covering.sh  # the second table, --first-violation only
 set -euo pipefail
 BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/leasehold}
 MUTANTS=${MUTANTS:-1}
@@ -18,6 +20,8 @@ REDUCTIONS=${REDUCTIONS:-1}
 BUDGET=${BUDGET:-5m}
 # Only these variants in the second table (default: every variant that breaks an invariant).
 VARIANTS=${VARIANTS:-}
+# The second table's whole searches (WHOLE=0: its --first-violation columns only).
+WHOLE=${WHOLE:-1}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
@@ -25,6 +29,18 @@ trap 'rm -rf "$OUT"' EXIT
 row() {
   local label=$1
   shift
+  if [[ "$label" == first ]]; then
+    # The --first-violation columns of the row: states generated to the stop, seconds.
+    # shellcheck disable=SC2068
+    "$BIN" check $@ --first-violation --for "$BUDGET" --json --out "$OUT/found" > "$OUT/run.json" 2> /dev/null || true
+    python3 - "$OUT/run.json" <<'PY'
+import json, sys
+run = json.load(open(sys.argv[1]))
+violated = [p["invariant"] for p in run["properties"] if p.get("verdict") == "violated"]
+print(f"{run['counts']['generated']:,} | {run['seconds']:.2f} | {', '.join(violated) or run['outcome']} |")
+PY
+    return
+  fi
   # shellcheck disable=SC2068
   /usr/bin/time -v "$BIN" check $@ --for "$BUDGET" --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
   python3 - "$OUT/run.json" "$OUT/time.txt" "$label" "$*" <<'PY'
@@ -54,12 +70,22 @@ if [[ "$REDUCTIONS" != 0 ]]; then
 fi
 if [[ "$MUTANTS" != 0 ]]; then
   echo
-  echo "| variant | command | unique states | generated | seconds | max RSS (MiB) | cells reached | result |"
-  echo "|---|---|---|---|---|---|---|---|"
+  if [[ "$WHOLE" != 0 ]]; then
+    echo "| variant | command | unique states | generated | seconds | max RSS (MiB) | cells reached | result | --first-violation: generated | seconds | found |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  else
+    echo "| variant | command | --first-violation: generated | seconds | found |"
+    echo "|---|---|---|---|---|"
+  fi
   if [[ -z "$VARIANTS" ]]; then
     VARIANTS=$("$BIN" protocols --json | python3 -c 'import json,sys; print(" ".join(r["name"] for r in json.load(sys.stdin) if r["expected"]))')
   fi
   for variant in $VARIANTS; do
-    row "\`$variant\`" --covering --variant "$variant" --threads 1
+    if [[ "$WHOLE" != 0 ]]; then
+      whole=$(row "\`$variant\`" --covering --variant "$variant" --threads 1)
+    else
+      whole="| \`$variant\` | \`leasehold check --covering --variant $variant --threads 1\` |"
+    fi
+    echo "$whole $(row first --covering --variant "$variant" --threads 1)"
   done
 fi

@@ -344,6 +344,15 @@ impl<B: CheckedBroker> Check<B> {
         self
     }
 
+    /// Stop at the first state that breaks an invariant (leasehold's engine, finite budgets):
+    /// its shortest counterexample in the time the search takes to reach it; the invariants
+    /// not found broken are not proven (the outcome is `violated`, or `holds` when the search
+    /// ran to its end without finding one).
+    pub fn first_violation(mut self) -> Check<B> {
+        self.options.limits.first_violation = true;
+        self
+    }
+
     /// Where counterexample scenarios go (default [`OUT_DEFAULT`]).
     pub fn out(mut self, dir: impl AsRef<Path>) -> Check<B> {
         self.out = dir.as_ref().to_path_buf();
@@ -388,6 +397,9 @@ impl<B: CheckedBroker> Check<B> {
         }
         if self.options.beyond_first_violation {
             command.push_str(" --all-violations");
+        }
+        if self.options.limits.first_violation {
+            command.push_str(" --first-violation");
         }
         if self.options.limits.states_max != STATES_MAX {
             command.push_str(&format!(" --max-states {}", self.options.limits.states_max));

@@ -68,6 +68,8 @@ pub struct CheckRequest {
     pub tailored: bool,
     /// Search past the first violation (`--all-violations`).
     pub all_violations: bool,
+    /// Stop at the first violation (`--first-violation`, [`Limits::first_violation`]).
+    pub first_violation: bool,
     /// The bound on generated states (`--max-states`).
     pub max_states: u64,
     /// A time budget was given (`--for`): stateright's checker cannot honour one.
@@ -102,6 +104,7 @@ impl Default for CheckRequest {
             covering: false,
             tailored: false,
             all_violations: false,
+            first_violation: false,
             max_states: STATES_MAX,
             timed: false,
         }
@@ -252,6 +255,7 @@ impl CheckRequest {
             limits: Limits {
                 states_max: self.max_states,
                 threads: self.threads as usize,
+                first_violation: self.first_violation,
                 ..Limits::default()
             },
             symmetry: !self.no_symmetry,

@@ -114,6 +114,9 @@ pub fn text(printed: &Printed) -> String {
         printed.collision_estimate, report.counts.unique
     ));
     match (report.bounded, &printed.stopped) {
+        (Some(generated), _) if report.stopped_at_violation => out.push_str(&format!(
+            "stopped at the first violation (--first-violation) after {generated} generated states; properties not violated are NOT proven\n"
+        )),
         (Some(generated), Some(why)) => out.push_str(&format!(
             "bounded: the search stopped ({why}) after {generated} generated states; properties not violated are NOT proven\n"
         )),
@@ -214,7 +217,7 @@ fn result_text(printed: &Printed) -> String {
                 .filter(|p| p.verdict == Verdict::Violated)
                 .map(|p| p.name.clone())
                 .collect();
-            let note = if report.beyond_first_violation.is_some() {
+            let note = if report.beyond_first_violation.is_some() || report.stopped_at_violation {
                 ""
             } else {
                 "note: a state that breaks an invariant is not explored further, so \"holds\" above means: no behaviour breaks it before breaking another (--all-violations searches past it)\n"
@@ -304,7 +307,8 @@ pub fn counterexample_report(
 }
 
 /// The command that checks `config` again: on `broker` (when not the reference one), with
-/// the engine of `options` and, when asked, every violation.
+/// the engine of `options`, its stop at the first violation, and, when asked, every
+/// violation.
 pub fn command(
     config: &CheckConfig,
     broker: Option<&CheckedBackend>,
@@ -320,6 +324,9 @@ pub fn command(
     }
     if all_violations {
         command.push_str(" --all-violations");
+    }
+    if options.limits.first_violation {
+        command.push_str(" --first-violation");
     }
     command
 }

@@ -253,6 +253,36 @@ fn a_report_not_named_json_is_the_printed_text() {
 }
 
 #[test]
+fn first_violation_stops_at_a_bug_and_says_what_is_not_proven() {
+    let (_tmp, out) = scratch("found");
+    let out = out.to_str().expect("utf-8 path");
+    let output = leasehold(&[
+        "check",
+        "--variant",
+        "unfenced-settle",
+        "--tailored",
+        "--first-violation",
+        "--out",
+        out,
+    ]);
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.lines()
+            .next()
+            .unwrap_or_default()
+            .contains(" --first-violation"),
+        "{text}"
+    );
+    assert!(
+        text.contains("stopped at the first violation (--first-violation) after"),
+        "{text}"
+    );
+    assert!(verdict_line(&text, "I1").contains("violated"), "{text}");
+    assert!(text.contains("result: VIOLATED"), "{text}");
+}
+
+#[test]
 fn bad_input_exits_2_with_one_line() {
     let output = leasehold(&["check", "--variant", "nope"]);
     assert_eq!(output.status.code(), Some(2));
@@ -278,6 +308,9 @@ fn bad_input_exits_2_with_one_line() {
         &["check", "--outcomes", "some"],
         &["check", "--compare-symmetry", "--no-symmetry"],
         &["check", "--compare-symmetry", "--renews", "unbounded"],
+        &["check", "--first-violation", "--all-violations"],
+        &["check", "--first-violation", "--engine", "stateright"],
+        &["check", "--first-violation", "--renews", "unbounded"],
         &["check", "--backend", "in-memory"],
     ] {
         let output = leasehold(args);
@@ -291,6 +324,7 @@ fn bad_input_exits_2_with_one_line() {
         &["--json"],
         &["--report", "r.json"],
         &["--all-violations"],
+        &["--first-violation"],
         &["--compare-symmetry"],
         &["--max-states", "10"],
         &["--out", "elsewhere"],

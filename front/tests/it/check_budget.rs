@@ -69,3 +69,41 @@ fn a_memory_budget_bounds_a_check_and_says_so() {
         cut.command
     );
 }
+
+/// `Check::first_violation`: a planted bug in the covering configuration stops at its first
+/// counterexample, names the stop in the command that reproduces it, and leaves the other
+/// invariants not proven.
+#[test]
+fn a_check_stopped_at_the_first_violation_keeps_its_counterexample() {
+    let (_scratch, dir) = out("first");
+    let stopped = leasehold::check(CheckConfig::covering_for(Variant::UnfencedSettle))
+        .first_violation()
+        .out(&dir)
+        .run()
+        .unwrap();
+    assert!(stopped.report.stopped_at_violation);
+    assert_eq!(stopped.report.outcome, Outcome::Violated);
+    assert!(stopped.report.bounded.is_some());
+    assert!(
+        stopped.command.ends_with(" --first-violation"),
+        "{}",
+        stopped.command
+    );
+    let broken = stopped.report.violated();
+    assert!(!broken.is_empty());
+    for invariant in broken {
+        assert!(
+            stopped.report.counterexample(invariant).is_some(),
+            "{invariant}"
+        );
+    }
+    assert!(!stopped.counterexamples.is_empty());
+    for found in &stopped.counterexamples {
+        assert!(
+            found.replays,
+            "{}: {}",
+            found.invariant,
+            found.scenario.display()
+        );
+    }
+}

@@ -209,6 +209,7 @@ pub fn explore<B: CheckedBroker>(
         rank_failure,
         bounded,
         interrupted: false,
+        stopped_at_violation: false,
         table_bytes: 0,
         per_thread: Vec::new(),
     }

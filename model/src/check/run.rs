@@ -67,17 +67,41 @@ pub struct Options {
 
 impl Options {
     /// Why `config` cannot be checked under these options, if it cannot: stateright's checker
-    /// has no search for fair cycles (unbounded renews) and no search past the first
-    /// violation.
+    /// has no search for fair cycles (unbounded renews), no search past the first violation
+    /// and no stop at it; a stop at the first violation ([`Limits::first_violation`]) is
+    /// leasehold's search with finite budgets, and not beside a search past it.
     pub fn unsupported(&self, config: &CheckConfig) -> Option<String> {
-        if self.engine != Engine::Stateright {
-            return None;
-        }
         let cycles = match self.method {
             Method::Auto => config.cyclic(),
             Method::Ranking => false,
             Method::Cycles => true,
         };
+        if self.limits.first_violation {
+            if self.beyond_first_violation {
+                return Some(
+                    "--first-violation and --all-violations: a search stops at the first \
+                     violation or goes past it, not both"
+                        .to_string(),
+                );
+            }
+            if self.engine == Engine::Stateright {
+                return Some(
+                    "--first-violation stops leasehold's engine only (stateright's checker runs \
+                     to its end)"
+                        .to_string(),
+                );
+            }
+            if cycles {
+                return Some(
+                    "--first-violation: with --renews unbounded the search for fair cycles runs \
+                     whole (a renew budget stops at the first violation)"
+                        .to_string(),
+                );
+            }
+        }
+        if self.engine != Engine::Stateright {
+            return None;
+        }
         if cycles {
             return Some(
                 "the stateright engine has no search for fair cycles: I6 with unbounded renews \
@@ -245,6 +269,10 @@ pub struct Report {
     /// Whether [`Limits::interrupt`] stopped the search (it is then bounded).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// Whether the search stopped at the first violation ([`Limits::first_violation`]; it is
+    /// then bounded: the invariants it did not find broken are not proven).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_at_violation: bool,
     /// Per property.
     pub properties: Vec<PropertyVerdict>,
     /// How I6 was argued.
@@ -390,6 +418,7 @@ pub fn run_on<B: CheckedBroker>(
         terminal: exploration.terminal,
         bounded: exploration.bounded,
         interrupted: exploration.interrupted,
+        stopped_at_violation: exploration.stopped_at_violation,
         properties,
         coverage: Coverage::of(model.config(), exploration.witnessed),
         liveness: found.liveness,
