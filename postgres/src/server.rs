@@ -13,6 +13,13 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often a start or a stop looks at the server's lock file.
+const LOCK_FILE_POLL: Duration = Duration::from_millis(2);
+
+/// How long a start or a stop may take (`pg_ctl -w`'s own default).
+const LOCK_FILE_WAIT_MAX: Duration = Duration::from_secs(60);
 
 /// A private server; see the module documentation.
 #[derive(Debug)]
@@ -122,8 +129,9 @@ impl PgServer {
     pub fn restart(&self) -> Result<(), String> {
         self.program(
             "pg_ctl",
-            &["-D", &self.data(), "-m", "immediate", "-w", "stop"],
+            &["-D", &self.data(), "-m", "immediate", "-W", "stop"],
         )?;
+        self.wait_for_lock_file("stop", |status| status.is_none())?;
         self.pg_ctl_start()?;
         self.restarts.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -149,15 +157,50 @@ impl PgServer {
                 &log,
                 "-o",
                 &options,
-                "-w",
+                "-W",
                 "start",
             ],
         )
+        .and_then(|()| {
+            self.wait_for_lock_file("start", |status| {
+                status.is_some_and(|status| status == "ready")
+            })
+        })
         .map_err(|e| {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let last = tail.lines().last().unwrap_or_default().to_string();
             format!("{e}: {last}")
         })
+    }
+
+    /// Waits until the server's lock file (`postmaster.pid`) says `done`: called with `None`
+    /// while there is none, else with its status line (`starting`, `ready`, `stopping`). This
+    /// is what `pg_ctl -w` waits for, looked at every [`LOCK_FILE_POLL`] instead of every
+    /// 100 ms (which was most of a restart's time).
+    fn wait_for_lock_file(
+        &self,
+        what: &str,
+        done: impl Fn(Option<&str>) -> bool,
+    ) -> Result<(), String> {
+        let path = self.dir.join("data").join("postmaster.pid");
+        let started = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&path).ok();
+            // The eighth line is the postmaster's status, padded with spaces.
+            let status = text
+                .as_deref()
+                .map(|t| t.lines().nth(7).unwrap_or("").trim());
+            if done(status) {
+                return Ok(());
+            }
+            if started.elapsed() > LOCK_FILE_WAIT_MAX {
+                return Err(format!(
+                    "pg_ctl {what}: the server's lock file did not say so within {} s",
+                    LOCK_FILE_WAIT_MAX.as_secs()
+                ));
+            }
+            std::thread::sleep(LOCK_FILE_POLL);
+        }
     }
 
     fn program(&self, name: &str, args: &[&str]) -> Result<(), String> {
