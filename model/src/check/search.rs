@@ -372,6 +372,15 @@ impl<B: CheckedBroker> Shared<'_, B> {
         self.stop.load(Ordering::Relaxed)
     }
 
+    /// A state breaks an invariant: with [`Limits::first_violation`], every thread stops.
+    #[inline]
+    fn violation_found(&self) {
+        if self.first_violation {
+            self.stopped_at_violation.store(true, Ordering::Relaxed);
+            self.stop_all();
+        }
+    }
+
     /// Stops every thread (once).
     fn stop_all(&self) {
         if !self.stop.swap(true, Ordering::Relaxed) {
@@ -441,10 +450,9 @@ impl<B: CheckedBroker> Shared<'_, B> {
                 out.terminal += 1;
                 let unsettled = !LeaseModel::settled(state);
                 out.unsettled_terminal |= unsettled;
-                if unsettled && self.first_violation {
+                if unsettled {
                     // I6 broken: a terminal state short of settled.
-                    self.stopped_at_violation.store(true, Ordering::Relaxed);
-                    self.stop_all();
+                    self.violation_found();
                 }
             }
             return;
@@ -479,9 +487,8 @@ impl<B: CheckedBroker> Shared<'_, B> {
                 out.counts.unique += 1;
                 out.max_depth = out.max_depth.max(depth + 1);
                 let violated = LeaseModel::violation_bits(&next);
-                if violated != 0 && self.first_violation {
-                    self.stopped_at_violation.store(true, Ordering::Relaxed);
-                    self.stop_all();
+                if violated != 0 {
+                    self.violation_found();
                 }
                 out.violated |= violated;
                 if !model.is_leaf(&next) {
