@@ -266,6 +266,27 @@ pub fn position(src: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// The 1-based line of byte offsets asked in increasing order, each counted on from the one
+/// before (an offset before the last one asked is counted from the start).
+#[derive(Default)]
+struct LineCursor {
+    /// The last offset asked (on a character boundary) and its line, less one.
+    at: usize,
+    newlines: usize,
+}
+
+impl LineCursor {
+    fn line(&mut self, src: &str, offset: usize) -> usize {
+        let offset = char_boundary(src, offset);
+        if offset < self.at {
+            *self = LineCursor::default();
+        }
+        self.newlines += src[self.at..offset].matches('\n').count();
+        self.at = offset;
+        self.newlines + 1
+    }
+}
+
 /// `offset`, moved back to the nearest character boundary within `src`.
 fn char_boundary(src: &str, offset: usize) -> usize {
     let mut offset = offset.min(src.len());
@@ -641,6 +662,9 @@ impl<'a> Validator<'a> {
         let mut workers = vec![WorkerState::default(); setup.workers.len()];
         let mut events = self.scenario.config.events;
         let mut last_ms = 0;
+        // Each step's line, counted on from the previous step's (the steps come in the order
+        // of the file): one pass over the text, however many steps.
+        let mut lines = LineCursor::default();
         for (index, step) in self.scenario.steps.iter().enumerate() {
             let path = |field| [Seg::Key("step"), Seg::Index(index), Seg::Key(field)];
             if step.at_ms < last_ms {
@@ -733,13 +757,12 @@ impl<'a> Validator<'a> {
                 expect: step.expect.clone(),
                 repeat: step.repeat,
                 before_timer: step.before_timer,
-                line: position(
+                line: lines.line(
                     self.at.src,
                     self.at
                         .span(&[Seg::Key("step"), Seg::Index(index)])
                         .map_or(0, |s| s.start),
-                )
-                .0,
+                ),
             });
         }
         self.check_loop(&steps)?;

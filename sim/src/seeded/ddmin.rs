@@ -53,15 +53,21 @@ impl Search<'_> {
     /// Whether `candidate` still breaks the target (false once the budget is spent or the
     /// search stopped).
     fn keeps(&mut self, candidate: &Scenario) -> bool {
-        if self.runs >= self.runs_max {
-            return false;
-        }
-        if self.stop.load(Ordering::Relaxed) {
-            self.stopped = true;
+        if self.spent() {
             return false;
         }
         self.runs += 1;
         breaks(candidate, self.kind, self.target)
+    }
+
+    /// Whether no replay may start: the budget is spent or the search stopped. The loops ask
+    /// before they build a candidate, so a stopped search ends at once instead of building
+    /// (and cloning a long script for) every candidate it would have tried.
+    fn spent(&mut self) -> bool {
+        if self.stop.load(Ordering::Relaxed) {
+            self.stopped = true;
+        }
+        self.stopped || self.runs >= self.runs_max
     }
 
     /// Delta debugging over the steps: removes each chunk in turn (halves, quarters, … single
@@ -74,6 +80,9 @@ impl Search<'_> {
             let mut removed = false;
             let mut start = 0;
             while start < scenario.steps.len() {
+                if self.spent() {
+                    return;
+                }
                 let end = (start + size).min(scenario.steps.len());
                 let mut candidate = scenario.clone();
                 candidate.steps.drain(start..end);
@@ -106,6 +115,9 @@ impl Search<'_> {
     /// Removes each step's fault where the story does not need it.
     fn plainer_steps(&mut self, scenario: &mut Scenario) {
         for index in 0..scenario.steps.len() {
+            if self.spent() {
+                return;
+            }
             if scenario.steps[index].fault.is_some() {
                 let mut candidate = scenario.clone();
                 candidate.steps[index].fault = None;

@@ -425,3 +425,30 @@ fn a_missing_or_doubled_field_is_named_in_its_table() {
         "`claim_idle_ms` is another name for it",
     );
 }
+
+/// Each step's `line` (what a timeline and an error cite) is the line of its `[[step]]` header,
+/// in every committed scenario and in the base one.
+#[test]
+fn each_step_is_on_the_line_of_its_header() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut files: Vec<(String, String)> = vec![("base.toml".into(), BASE.to_string())];
+    for entry in std::fs::read_dir(&dir).expect("scenarios/") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&path).expect("readable");
+            files.push((path.display().to_string(), text));
+        }
+    }
+    assert!(files.len() > 10, "{} scenario files", files.len());
+    for (file, text) in files {
+        let headers: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.trim() == "[[step]]")
+            .map(|(i, _)| i + 1)
+            .collect();
+        let script = parse(&text, &file).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<usize> = script.steps.iter().map(|s| s.line).collect();
+        assert_eq!(lines, headers, "{file}");
+    }
+}

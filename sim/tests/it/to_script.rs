@@ -134,3 +134,27 @@ fn the_committed_renew_revives_story_replays_and_reads_in_under_a_dozen_lines() 
         );
     }
 }
+
+/// A search stopped before it starts (or with no replay left in its budget) tries no
+/// candidate: it returns the script it was given, still breaking the target, and says it
+/// stopped.
+#[test]
+fn a_stopped_or_spent_search_tries_nothing_and_keeps_the_script() {
+    let path = found_files()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("renew-revives"))
+        .expect("the renew-revives finding");
+    let (script, target) = converted(&path);
+    let raised = std::sync::atomic::AtomicBool::new(true);
+    let stopped = ddmin::minimize_until(&script, &BackendKind::Pure, target, 5_000, &raised);
+    assert!(stopped.stopped);
+    assert_eq!(stopped.runs, 0);
+    assert_eq!(stopped.scenario.steps.len(), script.steps.len());
+    let spent = minimize(&script, &BackendKind::Pure, target, 0);
+    assert!(!spent.stopped);
+    assert_eq!(spent.runs, 0);
+    assert_eq!(spent.scenario.steps.len(), script.steps.len());
+    let replay =
+        ddmin::replay(&stopped.scenario, "stopped.toml", &BackendKind::Pure).expect("valid");
+    assert!(replay.violated(target));
+}
