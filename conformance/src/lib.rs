@@ -7,7 +7,8 @@
 //! count).
 //!
 //! * [`Suite`] — what to run: the reference variant, the number of sequences, their seed and
-//!   length, how often a sequence restarts the broker.
+//!   length, how often a sequence restarts the broker; [`Suite::run_parts`] runs it in parts
+//!   at once, each on its own server.
 //! * [`Op`] — one operation of a sequence.
 //! * [`Step`] — a step as a backend's own checks see it.
 //! * [`view`], [`view_of`] — everything an observer can read of a backend, as text.
@@ -218,6 +219,61 @@ impl Suite {
             cases: self.cases,
             restarts: restarts.get(),
         })
+    }
+}
+
+impl Suite {
+    /// [`Suite::run`] in as many parts as `parts` has, all at once, one thread each: part `i`
+    /// runs its share of the cases (they add up to [`Suite::cases`]) from the seed plus `i`,
+    /// on backends `make` builds from that part's value (a server of its own, say). A suite
+    /// that spends its time waiting on a server then waits on several at once. The
+    /// sequences are not one run's (each part draws its own from its seed), and each part is
+    /// deterministic as [`Suite::run`] is. The first part that fails gives the error, naming
+    /// the part and its seed.
+    ///
+    /// # Panics
+    /// When `parts` is empty, and with the panic of a part that panicked.
+    pub fn run_parts<B: Backend, P: Send>(
+        &self,
+        parts: Vec<P>,
+        make: impl Fn(&P, &BrokerConfig) -> Result<B, String> + Sync,
+        after_step: impl Fn(&mut B, &Broker, Step<'_>) -> Result<(), String> + Sync,
+    ) -> Result<Ran, String> {
+        let count = u32::try_from(parts.len()).expect("a few parts");
+        assert!(count > 0, "a suite in no parts");
+        let (make, after_step) = (&make, &after_step);
+        let results: Vec<(u64, Result<Ran, String>)> = std::thread::scope(|scope| {
+            let running: Vec<_> = parts
+                .into_iter()
+                .zip(0u32..)
+                .map(|(part, i)| {
+                    let suite = Suite {
+                        cases: self.cases / count + u32::from(i < self.cases % count),
+                        seed: self.seed.wrapping_add(u64::from(i)),
+                        ..self.clone()
+                    };
+                    scope.spawn(move || {
+                        let ran = suite.run(|config| make(&part, config), after_step);
+                        (suite.seed, ran)
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|part| part.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut total = Ran {
+            cases: 0,
+            restarts: 0,
+        };
+        for (i, (seed, ran)) in results.into_iter().enumerate() {
+            let ran =
+                ran.map_err(|e| format!("part {} of {count} (seed {seed:#x}): {e}", i + 1))?;
+            total.cases += ran.cases;
+            total.restarts += ran.restarts;
+        }
+        Ok(total)
     }
 }
 
@@ -464,5 +520,45 @@ mod tests {
                 "{variant}: no sequence restarted the broker"
             );
         }
+    }
+
+    /// A suite in parts runs every case once, each part on its own value; a part whose
+    /// backend breaks the contract fails the whole run, named with its seed.
+    #[test]
+    fn a_suite_in_parts_runs_every_case_and_names_the_part_that_fails() {
+        let seen = std::sync::Mutex::new(Vec::new());
+        let ran = Suite::new(Variant::Fenced)
+            .cases(33)
+            .run_parts(
+                vec![0, 1, 2],
+                |part: &usize, config| {
+                    seen.lock().unwrap().push(*part);
+                    Ok(Broker::new(*config))
+                },
+                |_, _, _| Ok(()),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ran.cases, 33);
+        let mut seen = seen.into_inner().unwrap();
+        seen.sort_unstable();
+        // One backend per case (proptest shrinks nothing when every case passes).
+        assert_eq!(seen.len(), 33);
+        assert_eq!(seen.iter().filter(|&&p| p == 0).count(), 11);
+        let error = Suite::new(Variant::Fenced)
+            .cases(64)
+            .seed(7)
+            .run_parts(
+                vec![Variant::Fenced, Variant::UnfencedSettle],
+                |variant, config| {
+                    Ok(Broker::new(BrokerConfig {
+                        variant: *variant,
+                        ..*config
+                    }))
+                },
+                |_, _, _| Ok(()),
+            )
+            .expect_err("the second part's broker is unfenced");
+        assert!(error.starts_with("part 2 of 2 (seed 0x8)"), "{error}");
+        assert!(error.contains("output of step"), "{error}");
     }
 }

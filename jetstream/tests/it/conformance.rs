@@ -4,8 +4,9 @@
 //! after every step, the frontier and the unsettled count read from the server. Beyond the
 //! contract, after every step each consumer's own counters are compared with the reference's
 //! records: `num_ack_pending` (delivered, neither acked nor terminated), `num_pending` (never
-//! delivered), `delivered.stream_seq`, and the stream's last sequence. 320 sequences, on a
-//! private server that the `Restart` operation stops and starts again.
+//! delivered), `delivered.stream_seq`, and the stream's last sequence. 320 sequences, half
+//! on each of two private servers at once, which the `Restart` operation stops and starts
+//! again.
 
 use crate::testing;
 use leasehold_conformance::{Step, Suite};
@@ -65,26 +66,34 @@ fn server_matches(js: &mut JsBackend, reference: &Broker, _: Step<'_>) -> Result
 )]
 #[test]
 fn jetstream_matches_the_pure_broker() {
-    let Some(server) = testing::owned_server("conformance jetstream") else {
-        return;
-    };
+    // Two private servers, half the sequences on each, at once: the suite mostly waits on
+    // the server (its restarts, its acknowledgements).
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let Some(server) = testing::owned_server("conformance jetstream") else {
+            return;
+        };
+        servers.push(server);
+    }
     let ran = Suite::new(Variant::JetStream)
         .cases(320)
         .seed(0x4a57)
         .ops_max(40)
         // Rare: each one is a server restart.
         .restarts_percent(20)
-        .run(
-            |config| JsBackend::new(config, Target::Owned(server.clone())),
+        .run_parts(
+            servers.clone(),
+            |server, config| JsBackend::new(config, Target::Owned(server.clone())),
             server_matches,
         );
     match ran {
         Ok(ran) => {
             assert!(ran.restarts > 0, "no sequence restarted the server");
             eprintln!(
-                "jetstream: 320 sequences identical on the reference broker and on nats-server \
+                "jetstream: {} sequences identical on the reference broker and on nats-server \
                  ({} server restarts)",
-                server.restarts()
+                ran.cases,
+                servers.iter().map(|s| s.restarts()).sum::<u64>()
             );
         }
         Err(e) => panic!("{e}"),

@@ -3,8 +3,9 @@
 //! deadlines), errors, expiries — and identical `BrokerView` state after every step. Beyond
 //! the contract, after every step every record read back from the server (attempts,
 //! visible-from times, lease tokens, deadlines, dead-letter errors) is compared whole with the
-//! reference's. Both `pg-visibility` and `pg-fenced`, 320 sequences each, on a private server
-//! that the `Restart` operation shuts down at once (no checkpoint) and starts again.
+//! reference's. Both `pg-visibility` and `pg-fenced`, 320 sequences each, half on each of
+//! two private servers at once, which the `Restart` operation shuts down at once (no
+//! checkpoint) and starts again.
 
 use crate::testing;
 use leasehold_conformance::{Step, Suite};
@@ -26,17 +27,24 @@ fn records_match(pg: &mut PgBackend, reference: &Broker, _: Step<'_>) -> Result<
 }
 
 fn conformance(variant: Variant) {
-    let Some(server) = testing::owned_server(&format!("conformance {variant}")) else {
-        return;
-    };
+    // Two private servers, half the sequences on each, at once: the suite waits on the
+    // server's commits and restarts.
+    let mut servers = Vec::new();
+    for _ in 0..2 {
+        let Some(server) = testing::owned_server(&format!("conformance {variant}")) else {
+            return;
+        };
+        servers.push(server);
+    }
     let ran = Suite::new(variant)
         .cases(320)
         .seed(0x9057)
         .ops_max(40)
         // Rare: each one is a server restart.
         .restarts_percent(20)
-        .run(
-            |config| PgBackend::new(config, Target::Owned(server.clone())),
+        .run_parts(
+            servers.clone(),
+            |server, config| PgBackend::new(config, Target::Owned(server.clone())),
             records_match,
         );
     match ran {
@@ -46,9 +54,10 @@ fn conformance(variant: Variant) {
                 "{variant}: no sequence restarted the server"
             );
             eprintln!(
-                "{variant}: 320 sequences identical on the reference broker and on PostgreSQL \
+                "{variant}: {} sequences identical on the reference broker and on PostgreSQL \
                  ({} server restarts)",
-                server.restarts()
+                ran.cases,
+                servers.iter().map(|s| s.restarts()).sum::<u64>()
             );
         }
         Err(e) => panic!("{e}"),
