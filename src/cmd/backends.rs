@@ -1,6 +1,7 @@
 //! The backends a command can run on, passed down from [`crate::cli::main_with`] as a value:
-//! the stock ones (`pure`, `embedded`, `redis`, `postgres`, `rabbitmq`) and those a suite registers with its own build
-//! of the command line. `--backend NAME` of every command selects one of them.
+//! the stock ones (`pure`, `embedded`, `redis`, `postgres`, `jetstream`, `rabbitmq`) and those
+//! a suite registers with its own build of the command line. `--backend NAME` of every command
+//! selects one of them.
 
 use crate::status::UserError;
 use leasehold_front::{Backends, CheckedBackend, Server};

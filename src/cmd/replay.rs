@@ -26,9 +26,11 @@ pub struct Args {
     #[arg(long)]
     pub times: bool,
     /// The broker under test: `pure` (the reference state machine), `embedded` (the
-    /// in-process thread-safe broker; `fenced` only) `redis` (a Redis server; the
-    /// `redis-streams` variants only), `postgres` (a PostgreSQL server; `pg-visibility`,
-    /// `pg-fenced`), or one a suite registered (`cli::main_with`).
+    /// in-process thread-safe broker; `fenced` only), `redis` (a Redis server; the
+    /// `redis-streams` variants), `postgres` (a PostgreSQL server; `pg-visibility`,
+    /// `pg-fenced`), `jetstream` (a nats-server with JetStream; `jetstream`), `rabbitmq` (a
+    /// RabbitMQ server; `rabbitmq`, `rabbitmq-channel`), or one a suite registered
+    /// (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The backend's server (`--url URL`, `--spawn`).

@@ -19,8 +19,8 @@ pub struct Args {
     /// Bound on the runs tried.
     #[arg(long, default_value_t = leasehold_front::shrink::RUNS_MAX)]
     pub runs_max: u64,
-    /// The broker the finding was made on, for both phases: `pure`, `embedded`, `redis`, `postgres`, or
-    /// one a suite registered (`cli::main_with`).
+    /// The broker the finding was made on, for both phases: `pure`, `embedded`, `redis`,
+    /// `postgres`, `jetstream`, `rabbitmq`, or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The backend's server (`--url URL`, `--spawn`).

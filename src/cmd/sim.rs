@@ -182,8 +182,10 @@ pub struct Options {
     #[arg(long, default_value = "1/1")]
     pub shard: String,
     /// The broker: `pure` (the state machine), `embedded` (the thread-safe in-process
-    /// broker; fenced only), `redis` (a Redis server; the redis-streams variants only),
-    /// `postgres` (a PostgreSQL server; pg-visibility, pg-fenced), or one a suite registered.
+    /// broker; fenced only), `redis` (a Redis server; the redis-streams variants),
+    /// `postgres` (a PostgreSQL server; pg-visibility, pg-fenced), `jetstream` (a nats-server
+    /// with JetStream; jetstream), `rabbitmq` (a RabbitMQ server; rabbitmq,
+    /// rabbitmq-channel), or one a suite registered (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The backend's server (`--url URL`, `--spawn`).

@@ -51,7 +51,9 @@ pub struct Args {
     #[arg(long, conflicts_with = "svg")]
     pub times: bool,
     /// The broker under test: `pure`, `embedded` (`fenced` only), `redis` (the
-    /// `redis-streams` variants only), `postgres` (`pg-visibility`, `pg-fenced`), or one a suite registered (`cli::main_with`).
+    /// `redis-streams` variants), `postgres` (`pg-visibility`, `pg-fenced`), `jetstream`
+    /// (`jetstream`), `rabbitmq` (`rabbitmq`, `rabbitmq-channel`), or one a suite registered
+    /// (`cli::main_with`).
     #[arg(long, default_value = "pure")]
     pub backend: String,
     /// The backend's server (`--url URL`, `--spawn`).

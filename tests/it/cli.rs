@@ -202,3 +202,41 @@ fn a_closed_output_ends_the_command_quietly() {
         "{stderr}"
     );
 }
+
+/// Every command's `--backend` help names every backend the command line runs: the list the
+/// refusal of an unknown name gives (the registry's own), so a backend added to the registry
+/// and not to a command's help fails here.
+#[test]
+fn every_backend_help_names_every_backend() {
+    let refused = leasehold(&["sim", "--backend", "nope", "--seeds", "0..1", "--no-save"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = text(&refused.stderr);
+    let names: Vec<&str> = stderr
+        .split("(expected one of ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no list in {stderr:?}"))
+        .split(", ")
+        .collect();
+    assert!(names.len() >= 6, "{names:?}");
+    for command in ["sim", "replay", "shrink", "timeline", "report"] {
+        let out = leasehold(&[command, "--help"]);
+        assert_eq!(out.status.code(), Some(0), "{command}");
+        let help = text(&out.stdout);
+        let start = help
+            .find("--backend <")
+            .unwrap_or_else(|| panic!("{command}: no --backend in\n{help}"));
+        // Up to the next option's line.
+        let mut lines = help[start..].lines();
+        let mut paragraph = lines.next().unwrap_or_default().to_string();
+        for line in lines.take_while(|l| !l.trim_start().starts_with('-')) {
+            paragraph.push_str(line);
+        }
+        for name in &names {
+            assert!(
+                paragraph.contains(&format!("`{name}`")),
+                "{command} --help does not name `{name}`:\n{paragraph}"
+            );
+        }
+    }
+}
