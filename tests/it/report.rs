@@ -205,3 +205,37 @@ fn the_readme_headline_is_the_committed_reports() {
         "README's headline differs from reports/VERDICTS.md's: {headline}"
     );
 }
+
+/// `reports/shrink.md` and the renew-revives story beside it are what `benches/shrink.sh`
+/// produces with this build (the story written to a scratch folder, its path shown as
+/// `reports`): a change to the shrinker or the timelines that moves them fails here.
+#[test]
+fn the_committed_shrink_report_is_what_its_script_produces() {
+    let story = temp("shrink-story");
+    std::fs::create_dir_all(&story).expect("scratch folder");
+    let out = Command::new("bash")
+        .arg("benches/shrink.sh")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("BIN", env!("CARGO_BIN_EXE_leasehold"))
+        .env("STORY_DIR", &story)
+        .output()
+        .expect("run bash");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = story.to_str().expect("utf-8 path");
+    let regenerate =
+        "regenerate with `cargo build --release && bash benches/shrink.sh > reports/shrink.md`";
+    assert_eq!(
+        text(&out.stdout).replace(shown, "reports"),
+        committed("reports/shrink.md"),
+        "{regenerate}"
+    );
+    for file in ["renew-revives-story.toml", "renew-revives-story.txt"] {
+        let made = std::fs::read_to_string(story.join(file)).expect("written");
+        assert_eq!(
+            made.replace(shown, "reports"),
+            committed(&format!("reports/{file}")),
+            "{file}: {regenerate}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&story);
+}
