@@ -220,9 +220,7 @@ impl Suite {
             restarts: restarts.get(),
         })
     }
-}
 
-impl Suite {
     /// [`Suite::run`] in as many parts as `parts` has, all at once, one thread each: part `i`
     /// runs its share of the cases (they add up to [`Suite::cases`]) from the seed plus `i`,
     /// on backends `make` builds from that part's value (a server of its own, say). A suite
