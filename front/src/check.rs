@@ -388,19 +388,13 @@ impl<B: CheckedBroker> Check<B> {
                 "the stateright engine cannot be stopped by a time or memory budget".to_string(),
             ));
         }
-        let mut command = format!("{} check {}", self.program, self.config);
-        if let Some(backend) = &self.backend {
-            command.push_str(&format!(" --backend {backend}"));
-        }
-        if self.options.engine != Engine::Leasehold {
-            command.push_str(&format!(" --engine {}", self.options.engine.name()));
-        }
-        if self.options.beyond_first_violation {
-            command.push_str(" --all-violations");
-        }
-        if self.options.limits.first_violation {
-            command.push_str(" --first-violation");
-        }
+        let mut command = crate::check_report::command(
+            &self.program,
+            &self.config,
+            self.backend.as_deref(),
+            &self.options,
+            self.options.beyond_first_violation,
+        );
         if self.options.limits.states_max != STATES_MAX {
             command.push_str(&format!(" --max-states {}", self.options.limits.states_max));
         }

@@ -306,18 +306,20 @@ pub fn counterexample_report(
     })
 }
 
-/// The command that checks `config` again: on `broker` (when not the reference one), with
-/// the engine of `options`, its stop at the first violation, and, when asked, every
-/// violation.
+/// The command (`program check …`) that checks `config` again: on the broker named `backend`
+/// (when not the reference one), with the engine of `options`, its stop at the first
+/// violation, and, when asked, every violation. The command line's and the library's
+/// ([`crate::Check`]) reproduce commands both start here.
 pub fn command(
+    program: &str,
     config: &CheckConfig,
-    broker: Option<&CheckedBackend>,
+    backend: Option<&str>,
     options: &Options,
     all_violations: bool,
 ) -> String {
-    let mut command = format!("leasehold check {config}");
-    if let Some(broker) = broker {
-        command.push_str(&format!(" --backend {}", broker.name()));
+    let mut command = format!("{program} check {config}");
+    if let Some(backend) = backend {
+        command.push_str(&format!(" --backend {backend}"));
     }
     if options.engine != Engine::Leasehold {
         command.push_str(&format!(" --engine {}", options.engine.name()));

@@ -303,7 +303,13 @@ pub fn run(args: Args, context: &crate::cmd::backends::Context) -> CmdResult {
         eprintln!("note: {why}: checked untimed instead (the time cells are not covered)");
         config.time = leasehold_model::check::Time::Untimed;
     }
-    let command = command(&config, broker.as_ref(), &options, args.all_violations);
+    let command = command(
+        "leasehold",
+        &config,
+        broker.as_ref().map(|b| b.name()),
+        &options,
+        args.all_violations,
+    );
     if let Some(addr) = explore {
         return serve(&config, &options, addr, &command);
     }
