@@ -270,8 +270,9 @@ pub fn position(src: &str, offset: usize) -> (usize, usize) {
 /// before (an offset before the last one asked is counted from the start).
 #[derive(Default)]
 struct LineCursor {
-    /// The last offset asked (on a character boundary) and its line, less one.
+    /// The last offset asked (on a character boundary).
     at: usize,
+    /// The newlines before it: its line, less one.
     newlines: usize,
 }
 

@@ -102,13 +102,18 @@ fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_wr
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[test]
-fn shrinking_is_deterministic() {
+/// The saved renew-revives finding, written as a script, and the invariant it breaks.
+fn renew_revives() -> (leasehold_sim::scenario::Scenario, Invariant) {
     let path = found_files()
         .into_iter()
         .find(|p| p.to_string_lossy().contains("renew-revives"))
         .expect("the renew-revives finding");
-    let (script, target) = converted(&path);
+    converted(&path)
+}
+
+#[test]
+fn shrinking_is_deterministic() {
+    let (script, target) = renew_revives();
     let once = to_toml(&minimize(&script, &BackendKind::Pure, target, 5_000).scenario);
     let again = to_toml(&minimize(&script, &BackendKind::Pure, target, 5_000).scenario);
     assert_eq!(once, again);
@@ -140,11 +145,7 @@ fn the_committed_renew_revives_story_replays_and_reads_in_under_a_dozen_lines() 
 /// stopped.
 #[test]
 fn a_stopped_or_spent_search_tries_nothing_and_keeps_the_script() {
-    let path = found_files()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("renew-revives"))
-        .expect("the renew-revives finding");
-    let (script, target) = converted(&path);
+    let (script, target) = renew_revives();
     let raised = std::sync::atomic::AtomicBool::new(true);
     let stopped = ddmin::minimize_until(&script, &BackendKind::Pure, target, 5_000, &raised);
     assert!(stopped.stopped);
