@@ -124,11 +124,8 @@ fn check_counterexamples_replay_on_the_server_to_the_same_verdict() {
     }
 }
 
-#[cfg_attr(
-    leasehold_no_nats,
-    ignore = "no nats-server: set LEASEHOLD_NATS_URL or install nats-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn campaigns_hash_as_on_the_pure_broker_and_restarts_are_refused_on_a_url() {
     let Some(_server) = default_server("sim --backend jetstream") else {
         return;
@@ -179,11 +176,8 @@ fn campaigns_hash_as_on_the_pure_broker_and_restarts_are_refused_on_a_url() {
 /// F18), the stale delayed `-NAK` repeated (F19), and a stop only once the server's
 /// consumer-state writers are idle (F20); a backend without any of them gives another hash, or
 /// stops at its post-restart check.
-#[cfg_attr(
-    leasehold_no_nats,
-    ignore = "no nats-server: set LEASEHOLD_NATS_URL or install nats-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn a_campaign_with_broker_restarts_on_private_servers_hashes_as_on_the_pure_broker() {
     // Private servers need the nats-server program (a server at a URL is not enough).
     if let Err(e) = NatsServer::start() {

@@ -78,11 +78,8 @@ fn postgres_flags_beside_another_backend_and_no_server_are_one_line() {
     );
 }
 
-#[cfg_attr(
-    leasehold_no_postgres,
-    ignore = "no PostgreSQL server: set LEASEHOLD_POSTGRES_URL or install postgresql"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn postgres_scenarios_replay_and_campaigns_hash_as_on_the_pure_broker() {
     let Some((url, _server)) = server("replay --backend postgres") else {
         return;
@@ -156,11 +153,8 @@ fn postgres_scenarios_replay_and_campaigns_hash_as_on_the_pure_broker() {
 
 /// `--postgres-spawn` with two simulator threads: a private server per thread, restarted by
 /// the fault plan's broker restarts, and the pure broker's campaign hash.
-#[cfg_attr(
-    leasehold_no_postgres,
-    ignore = "no PostgreSQL server: set LEASEHOLD_POSTGRES_URL or install postgresql"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn postgres_spawn_runs_a_campaign_with_restarts_on_two_threads() {
     if testing::owned_server("sim --postgres-spawn --threads 2").is_none() {
         return;

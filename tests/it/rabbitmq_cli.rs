@@ -18,11 +18,8 @@ fn url() -> Option<String> {
     }
 }
 
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn rabbitmq_replays_and_campaigns_as_the_pure_broker() {
     let Some(url) = url() else {
         return;

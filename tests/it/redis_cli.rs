@@ -269,11 +269,8 @@ fn a_urls_password_is_never_printed_or_saved() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[cfg_attr(
-    leasehold_no_redis,
-    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
     if !can_spawn("sim --backend redis --redis-spawn") {
         return;
@@ -352,11 +349,8 @@ fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
     let _ = std::fs::remove_dir_all(&redis_dir);
 }
 
-#[cfg_attr(
-    leasehold_no_redis,
-    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn redis_streams_fenced_swarm_is_clean_on_redis() {
     if !can_spawn("sim --backend redis --redis-spawn (fenced)") {
         return;
@@ -448,11 +442,8 @@ fn commands_processed(url: &str) -> u64 {
 /// `--redis-spawn` campaign started are not in it: the campaign stops as it does on the pure
 /// broker (the seeds under way finish on their servers, the summary names the seeds run) and
 /// gives the pure broker's hash for them, instead of losing its servers mid-seed.
-#[cfg_attr(
-    leasehold_no_redis,
-    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn ctrl_c_stops_a_redis_spawn_campaign_and_leaves_its_servers_to_finish() {
     use std::os::unix::process::CommandExt;
     if !can_spawn("ctrl-c on --redis-spawn") {
@@ -579,6 +570,7 @@ fn sigterm_leaves_no_private_server_running() {
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_verdict_matrix_on_redis_replays_the_checkers_counterexample_there() {
     let Some((url, _keep)) =
         server("the_verdict_matrix_on_redis_replays_the_checkers_counterexample_there")

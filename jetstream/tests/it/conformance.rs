@@ -60,11 +60,8 @@ fn server_matches(js: &mut JsBackend, reference: &Broker, _: Step<'_>) -> Result
     Ok(())
 }
 
-#[cfg_attr(
-    leasehold_no_nats,
-    ignore = "no nats-server: set LEASEHOLD_NATS_URL or install nats-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn jetstream_matches_the_pure_broker() {
     // Two private servers, half the sequences on each, at once: the suite mostly waits on
     // the server (its restarts, its acknowledgements).
@@ -102,11 +99,8 @@ fn jetstream_matches_the_pure_broker() {
 
 /// The suite can fail on the server: judged as `fenced` (settles fenced on the lease id, no
 /// receipts), the JetStream backend differs within a few sequences.
-#[cfg_attr(
-    leasehold_no_nats,
-    ignore = "no nats-server: set LEASEHOLD_NATS_URL or install nats-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn another_variants_reference_is_caught() {
     let Some(target) = testing::shared_target("another variant's reference") else {
         return;

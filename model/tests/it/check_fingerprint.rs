@@ -39,6 +39,7 @@ fn reachable(config: &CheckConfig, limit: usize) -> Vec<State> {
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn distinct_reachable_states_have_distinct_fingerprints() {
     let faults = Budgets {
         crashes: 1,

@@ -77,6 +77,7 @@ fn canonical_path(model: &LeaseModel, cx: &Counterexample) -> Vec<leasehold_mode
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn without_fairness_the_renew_loop_is_a_lasso_that_returns_to_its_start() {
     for (events, workers) in [(1, 1), (2, 2), (2, 3), (3, 2)] {
         let mut config = config(Variant::Fenced, events, workers, Renews::Unbounded);
@@ -101,6 +102,7 @@ fn without_fairness_the_renew_loop_is_a_lasso_that_returns_to_its_start() {
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn weak_fairness_proves_i6_with_unbounded_renews() {
     for (events, workers) in [(1, 1), (2, 2), (2, 3), (3, 2)] {
         let config = config(Variant::Fenced, events, workers, Renews::Unbounded);

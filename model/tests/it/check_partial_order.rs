@@ -71,6 +71,7 @@ fn compare(config: &CheckConfig) -> (u64, u64) {
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_reduction_keeps_every_verdict_cell_and_counterexample_length_on_every_variant() {
     let mut strictly_fewer = 0;
     for &variant in Variant::ALL {
@@ -89,6 +90,7 @@ fn the_reduction_keeps_every_verdict_cell_and_counterexample_length_on_every_var
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_reduction_keeps_every_verdict_with_two_groups_and_with_the_clock() {
     let lease = Time::Ticks {
         tick_ms: 1,

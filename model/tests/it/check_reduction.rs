@@ -154,6 +154,7 @@ fn configurations() -> Vec<CheckConfig> {
 }
 
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_reduction_keeps_every_verdict_and_counterexample_length_with_fewer_states() {
     let configs = configurations();
     assert!(configs.len() >= 20);

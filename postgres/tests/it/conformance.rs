@@ -64,31 +64,22 @@ fn conformance(variant: Variant) {
     }
 }
 
-#[cfg_attr(
-    leasehold_no_postgres,
-    ignore = "no PostgreSQL server: set LEASEHOLD_POSTGRES_URL or install postgresql"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn pg_visibility_matches_the_pure_broker() {
     conformance(Variant::PgVisibility);
 }
 
-#[cfg_attr(
-    leasehold_no_postgres,
-    ignore = "no PostgreSQL server: set LEASEHOLD_POSTGRES_URL or install postgresql"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn pg_fenced_matches_the_pure_broker() {
     conformance(Variant::PgFenced);
 }
 
 /// The suite can fail on the server: the fenced table's statements, judged as
 /// `pg-visibility`, differ within a few sequences (a stale delete by id is refused).
-#[cfg_attr(
-    leasehold_no_postgres,
-    ignore = "no PostgreSQL server: set LEASEHOLD_POSTGRES_URL or install postgresql"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_other_designs_statements_are_caught() {
     let Some(target) = testing::shared_target("the other design's statements") else {
         return;

@@ -17,11 +17,8 @@ fn cases() -> u32 {
         .unwrap_or(320)
 }
 
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn rabbitmq_matches_the_pure_broker() {
     let _ = IGNORE;
     let Some(url) = testing::url("conformance rabbitmq") else {
@@ -44,11 +41,8 @@ fn rabbitmq_matches_the_pure_broker() {
 
 /// The suite can fail on the server: the real queue judged as `fenced` (lowest seq first, a
 /// nack's delay, renews) differs within a few sequences.
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_server_is_not_the_fenced_reference() {
     let Some(url) = testing::url("rabbitmq judged as fenced") else {
         return;
@@ -72,11 +66,8 @@ fn the_server_is_not_the_fenced_reference() {
 
 /// `rabbitmq-channel`: each worker its own connection and a channel per group holding several
 /// deliveries; the suite's settles of stale tags reach the server's `406` and its returns.
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn rabbitmq_channel_matches_the_pure_broker() {
     let Some(url) = testing::url("conformance rabbitmq-channel") else {
         return;
@@ -98,11 +89,8 @@ fn rabbitmq_channel_matches_the_pure_broker() {
 
 /// The suite can fail there too: the channel-per-worker server judged as the channel-per-
 /// delivery `rabbitmq` reference differs (a stale tag on a new channel settles a delivery).
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn the_channel_server_is_not_the_rabbitmq_reference() {
     let Some(url) = testing::url("rabbitmq-channel judged as rabbitmq") else {
         return;

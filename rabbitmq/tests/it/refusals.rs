@@ -27,11 +27,8 @@ fn ack(lease: leasehold_model::Lease) -> SettleRequest {
     }
 }
 
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn more_refused_settles_than_a_connection_has_channels_rabbitmq() {
     let Some(url) = testing::url("refused settles (rabbitmq)") else {
         return;
@@ -52,11 +49,8 @@ fn more_refused_settles_than_a_connection_has_channels_rabbitmq() {
     assert_eq!(leasehold_model::BrokerView::frontier(&backend, 0), 1);
 }
 
-#[cfg_attr(
-    leasehold_no_rabbitmq,
-    ignore = "no RabbitMQ server: set LEASEHOLD_RABBITMQ_URL"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn more_refused_settles_than_a_connection_has_channels_rabbitmq_channel() {
     let Some(url) = testing::url("refused settles (rabbitmq-channel)") else {
         return;

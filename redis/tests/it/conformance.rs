@@ -91,20 +91,14 @@ fn conformance(variant: Variant) {
     );
 }
 
-#[cfg_attr(
-    leasehold_no_redis,
-    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn redis_streams_matches_the_pure_broker() {
     conformance(Variant::RedisStreams);
 }
 
-#[cfg_attr(
-    leasehold_no_redis,
-    ignore = "no Redis server: set LEASEHOLD_REDIS_URL or install redis-server"
-)]
 #[test]
+#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
 fn redis_streams_fenced_matches_the_pure_broker() {
     conformance(Variant::RedisStreamsFenced);
 }
