@@ -172,7 +172,8 @@ fn same(built_in: &Report, seam: &Report, what: &str) {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow (seconds in a debug build): every variant, with and without symmetry, through \
+            both paths; .ci/run runs it (--include-ignored)"]
 fn a_broker_through_the_seam_explores_the_states_of_the_built_in_path() {
     for &variant in Variant::ALL {
         for symmetry in [true, false] {

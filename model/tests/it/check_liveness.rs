@@ -76,10 +76,10 @@ fn canonical_path(model: &LeaseModel, cx: &Counterexample) -> Vec<leasehold_mode
     states
 }
 
-#[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
-fn without_fairness_the_renew_loop_is_a_lasso_that_returns_to_its_start() {
-    for (events, workers) in [(1, 1), (2, 2), (2, 3), (3, 2)] {
+/// Without fairness, at each (events, workers) size: I6 breaks on the renew loop, a lasso
+/// whose loop closes on its start.
+fn renew_loop_is_a_lasso_without_fairness(sizes: &[(u32, usize)]) {
+    for &(events, workers) in sizes {
         let mut config = config(Variant::Fenced, events, workers, Renews::Unbounded);
         config.fairness = Fairness::None;
         let report = run(&config, &Options::default(), None);
@@ -101,10 +101,9 @@ fn without_fairness_the_renew_loop_is_a_lasso_that_returns_to_its_start() {
     }
 }
 
-#[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
-fn weak_fairness_proves_i6_with_unbounded_renews() {
-    for (events, workers) in [(1, 1), (2, 2), (2, 3), (3, 2)] {
+/// With weak fairness, at each (events, workers) size: I6 holds with unbounded renews.
+fn weak_fairness_proves_i6(sizes: &[(u32, usize)]) {
+    for &(events, workers) in sizes {
         let config = config(Variant::Fenced, events, workers, Renews::Unbounded);
         let report = run(&config, &Options::default(), None);
         assert_eq!(report.outcome, Outcome::Holds, "{config}");
@@ -114,6 +113,30 @@ fn weak_fairness_proves_i6_with_unbounded_renews() {
         assert_eq!(report.liveness.fair_cycles, 0);
         assert_eq!(report.liveness.method, "cycles");
     }
+}
+
+#[test]
+fn without_fairness_the_renew_loop_is_a_lasso_that_returns_to_its_start() {
+    renew_loop_is_a_lasso_without_fairness(&[(1, 1), (2, 2)]);
+}
+
+#[test]
+#[ignore = "slow (seconds in a debug build): the renew-loop lasso at three workers and at \
+            three events; .ci/run runs it (--include-ignored)"]
+fn without_fairness_the_renew_loop_is_a_lasso_at_three_workers_and_at_three_events() {
+    renew_loop_is_a_lasso_without_fairness(&[(2, 3), (3, 2)]);
+}
+
+#[test]
+fn weak_fairness_proves_i6_with_unbounded_renews() {
+    weak_fairness_proves_i6(&[(1, 1), (2, 2)]);
+}
+
+#[test]
+#[ignore = "slow (seconds in a debug build): I6 under weak fairness at three workers and at \
+            three events; .ci/run runs it (--include-ignored)"]
+fn weak_fairness_proves_i6_at_three_workers_and_at_three_events() {
+    weak_fairness_proves_i6(&[(2, 3), (3, 2)]);
 }
 
 /// renew-revives with unbounded renews: a holder whose lease expires renews it back to
