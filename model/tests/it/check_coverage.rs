@@ -79,7 +79,7 @@ fn a_narrow_configuration_holds_and_names_what_it_did_not_cover() {
 /// about a minute in a release build: docs/check.md; the time cells on their own are
 /// check_time.rs's.)
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the covering configuration of fenced, untimed, searched whole; .ci/run runs it (--include-ignored)"]
 fn a_covering_configuration_reaches_every_untimed_cell() {
     let covering = CheckConfig::covering_for(Variant::Fenced);
     assert!(covering.time.timed());
@@ -110,7 +110,7 @@ fn every_variant_has_a_valid_covering_configuration() {
 /// A variant that fences nothing cannot refuse a settle as stale: those cells are not listed
 /// as gaps of the configuration.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: unfenced-settle searched with every fault kind; .ci/run runs it (--include-ignored)"]
 fn a_cell_the_variant_cannot_reach_is_not_a_gap() {
     let report = run(
         &config(Variant::UnfencedSettle, 1, Outcomes::Plain, every_fault()),
@@ -135,7 +135,7 @@ fn a_cell_the_variant_cannot_reach_is_not_a_gap() {
 /// outcome and every fault but a duplicate and a restart, then one group with a duplicate
 /// (together, the duplicate multiplies the space by thirteen for no cell of its own).
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: two covering spaces, each searched by both engines; .ci/run runs it (--include-ignored)"]
 fn both_engines_reach_the_same_cells() {
     let broad = CheckConfig {
         event_count: 1,

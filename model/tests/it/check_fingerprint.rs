@@ -39,7 +39,7 @@ fn reachable(config: &CheckConfig, limit: usize) -> Vec<State> {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every variant at two sizes, every reachable state compared by fingerprint; .ci/run runs it (--include-ignored)"]
 fn distinct_reachable_states_have_distinct_fingerprints() {
     let faults = Budgets {
         crashes: 1,

@@ -47,7 +47,7 @@ fn options(symmetry: bool) -> Options {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: each tailored default proof of fenced and redis-streams-fenced, full size; .ci/run runs it (--include-ignored)"]
 fn fenced_holds_and_every_applicable_sometimes_property_is_reached() {
     for variant in [Variant::Fenced, Variant::RedisStreamsFenced] {
         let config = CheckConfig::tailored_for(variant);
@@ -184,7 +184,7 @@ fn stuck_lease_is_an_i6_deadlock_of_three_steps() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every variant with and without symmetry, at several thread counts; .ci/run runs it (--include-ignored)"]
 fn symmetry_gives_the_same_verdicts_with_fewer_states_whatever_the_threads() {
     let mut lossy = plain(2, 2, 2);
     lossy.budgets.lost_replies = 1;
@@ -354,7 +354,7 @@ fn pinned_unique_state_counts() {
 /// verdict on every property and the same shortest counterexamples as without symmetry, and
 /// fewer states wherever the broker exchanges groups (every variant but `rabbitmq-channel`).
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every variant with and without group symmetry; .ci/run runs it (--include-ignored)"]
 fn group_symmetry_gives_the_same_verdicts_with_fewer_states_on_every_variant() {
     for &variant in Variant::ALL {
         let config = CheckConfig {

@@ -139,7 +139,7 @@ fn every_variant_explores_exactly_the_pinned_space() {
 /// Two events, fewer faults: what only several records show (the frontier rules, the fetch
 /// order, a restart's recomputed frontier).
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every variant searched whole at two events; .ci/run runs it (--include-ignored)"]
 fn every_variant_with_two_events_explores_exactly_the_pinned_space() {
     let pinned: [(&str, Pin); 18] = [
         ("fenced", [(43186, 207151, 0, 15), (43186, 207151, 0, 15)]),

@@ -154,7 +154,7 @@ fn configurations() -> Vec<CheckConfig> {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the reduced and the unreduced search on every variant; .ci/run runs it (--include-ignored)"]
 fn the_reduction_keeps_every_verdict_and_counterexample_length_with_fewer_states() {
     let configs = configurations();
     assert!(configs.len() >= 20);

@@ -216,7 +216,7 @@ fn the_explorer_discovers_the_sometimes_properties_check_reaches() {
 /// plain fault set without symmetry. (`benches/engines.sh` runs every variant at events 3
 /// too, on the release binary.)
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every variant through both engines; .ci/run runs it (--include-ignored)"]
 fn the_stateright_engine_gives_the_same_counts_and_verdicts_on_every_variant() {
     use leasehold_model::check::{Engine, Outcome};
     let plain = Budgets {
