@@ -74,7 +74,7 @@ fn check_with_no_flag_runs_the_covering_configuration() {
 /// `--tailored` on `fenced`: one group explored deep. Every invariant holds, every sometimes
 /// property is reached, and the cells that configuration never reaches are named.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: a tailored proof through the command line; .ci/run runs it (--include-ignored)"]
 fn tailored_fenced_check_proves_every_invariant_and_names_what_it_did_not_cover() {
     let (_scratch, out_dir) = scratch("fenced");
     let output = leasehold(&["check", "--tailored", "--out", out_dir.to_str().unwrap()]);
@@ -536,7 +536,7 @@ fn unbounded_renews_give_a_lasso_without_fairness_and_a_proof_with_it() {
 /// for fair cycles the same way, named "interrupted". A budget the search does not need
 /// changes nothing.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: searches that run until a budget or an interrupt stops them; .ci/run runs it (--include-ignored)"]
 fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
     let (_scratch, out) = scratch("budget");
     let out = out.to_str().unwrap();
@@ -610,7 +610,7 @@ fn a_time_budget_or_an_interrupt_stops_the_search_as_a_bound() {
 /// budget, nothing is proven, exit 1 (a search that would run out of memory reports what it
 /// found instead of being killed). A size that is not one is a one-line error.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: a search that runs until its memory budget stops it; .ci/run runs it (--include-ignored)"]
 fn a_memory_budget_stops_the_search_as_a_bound() {
     if leasehold_front::budget::resident_bytes().is_none() {
         return; // No /proc: the memory budget is never spent on this system.

@@ -79,7 +79,7 @@ fn unbounded(events: u32, workers: usize, fairness: Fairness) -> CheckConfig {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: liveness searches at two and three workers and events; .ci/run runs it (--include-ignored)"]
 fn lassos_replay_as_loops_that_repeat_without_settling() {
     for (events, workers) in [(2, 2), (2, 3), (3, 2)] {
         let config = unbounded(events, workers, Fairness::None);

@@ -125,7 +125,7 @@ fn check_counterexamples_replay_on_the_server_to_the_same_verdict() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn campaigns_hash_as_on_the_pure_broker_and_restarts_are_refused_on_a_url() {
     let Some(_server) = default_server("sim --backend jetstream") else {
         return;
@@ -177,7 +177,7 @@ fn campaigns_hash_as_on_the_pure_broker_and_restarts_are_refused_on_a_url() {
 /// consumer-state writers are idle (F20); a backend without any of them gives another hash, or
 /// stops at its post-restart check.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn a_campaign_with_broker_restarts_on_private_servers_hashes_as_on_the_pure_broker() {
     // Private servers need the nats-server program (a server at a URL is not enough).
     if let Err(e) = NatsServer::start() {

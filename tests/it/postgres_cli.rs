@@ -79,7 +79,7 @@ fn postgres_flags_beside_another_backend_and_no_server_are_one_line() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn postgres_scenarios_replay_and_campaigns_hash_as_on_the_pure_broker() {
     let Some((url, _server)) = server("replay --backend postgres") else {
         return;
@@ -154,7 +154,7 @@ fn postgres_scenarios_replay_and_campaigns_hash_as_on_the_pure_broker() {
 /// `--postgres-spawn` with two simulator threads: a private server per thread, restarted by
 /// the fault plan's broker restarts, and the pure broker's campaign hash.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn postgres_spawn_runs_a_campaign_with_restarts_on_two_threads() {
     if testing::owned_server("sim --postgres-spawn --threads 2").is_none() {
         return;

@@ -19,7 +19,7 @@ fn url() -> Option<String> {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn rabbitmq_replays_and_campaigns_as_the_pure_broker() {
     let Some(url) = url() else {
         return;

@@ -270,7 +270,7 @@ fn a_urls_password_is_never_printed_or_saved() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
     if !can_spawn("sim --backend redis --redis-spawn") {
         return;
@@ -350,7 +350,7 @@ fn redis_streams_campaign_finds_the_late_xack_on_redis_and_replays_it() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: campaigns on the server; .ci/run runs it (--include-ignored)"]
 fn redis_streams_fenced_swarm_is_clean_on_redis() {
     if !can_spawn("sim --backend redis --redis-spawn (fenced)") {
         return;
@@ -443,7 +443,7 @@ fn commands_processed(url: &str) -> u64 {
 /// broker (the seeds under way finish on their servers, the summary names the seeds run) and
 /// gives the pure broker's hash for them, instead of losing its servers mid-seed.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: a campaign on private servers, interrupted; .ci/run runs it (--include-ignored)"]
 fn ctrl_c_stops_a_redis_spawn_campaign_and_leaves_its_servers_to_finish() {
     use std::os::unix::process::CommandExt;
     if !can_spawn("ctrl-c on --redis-spawn") {
@@ -570,7 +570,7 @@ fn sigterm_leaves_no_private_server_running() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the verdict matrix on the server; .ci/run runs it (--include-ignored)"]
 fn the_verdict_matrix_on_redis_replays_the_checkers_counterexample_there() {
     let Some((url, _keep)) =
         server("the_verdict_matrix_on_redis_replays_the_checkers_counterexample_there")

@@ -54,7 +54,7 @@ const EXPECTED: [(&str, &str); 19] = [
 ];
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the quick verdict matrix, every variant through both engines; .ci/run runs it (--include-ignored)"]
 fn the_quick_matrix_has_every_expected_cell() {
     let dir = temp("quick");
     let out = leasehold(&[
@@ -113,7 +113,7 @@ fn the_quick_matrix_has_every_expected_cell() {
 /// two threads, where the committed one was generated on one: the results do not depend on
 /// the threads.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the full verdict matrix regenerated; .ci/run runs it (--include-ignored)"]
 fn the_committed_report_is_what_the_command_produces() {
     let before = committed("reports/VERDICTS.md");
     let out = leasehold(&["report", "--check-diff", "--threads", "2"]);
@@ -212,7 +212,7 @@ fn the_readme_headline_is_the_committed_reports() {
 /// produces with this build (the story written to a scratch folder, its path shown as
 /// `reports`): a change to the shrinker or the timelines that moves them fails here.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: benches/shrink.sh run with the test build; .ci/run runs it (--include-ignored)"]
 fn the_committed_shrink_report_is_what_its_script_produces() {
     let story = temp("shrink-story");
     std::fs::create_dir_all(&story).expect("scratch folder");

@@ -1265,7 +1265,7 @@ fn json_into_a_file_still_shows_progress_on_a_terminal() {
 /// and names the seeds it ran; those seeds, rerun, give the same summary and hash. A failing
 /// seed found before the stop is saved as usual. Stopped shards merge only over one range.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: a campaign that runs until its time budget stops it; .ci/run runs it (--include-ignored)"]
 fn a_time_budget_stops_a_campaign_that_names_the_seeds_it_ran() {
     let dir = scratch_dir("budget");
     let out = leasehold(
@@ -1397,7 +1397,7 @@ fn a_time_budget_stops_a_campaign_that_names_the_seeds_it_ran() {
 /// Ctrl-C (SIGINT) or SIGTERM stops a campaign as a spent budget does: the seeds under way
 /// finish, and the summary of those that ran is printed, named as "interrupted".
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: a campaign that runs until an interrupt stops it; .ci/run runs it (--include-ignored)"]
 fn an_interrupted_campaign_prints_the_summary_of_the_seeds_it_ran() {
     for signal in ["-INT", "-TERM"] {
         let child = Command::new(BIN)
@@ -1448,7 +1448,7 @@ fn an_interrupted_campaign_prints_the_summary_of_the_seeds_it_ran() {
 /// scenario found by then: it still replays to the same violation, and its note and the output
 /// say the search stopped early.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: a shrink that runs until its budget stops it; .ci/run runs it (--include-ignored)"]
 fn a_stopped_shrink_writes_the_smallest_failing_scenario_found() {
     let dir = scratch_dir("shrink-stopped");
     let found = leasehold(&[

@@ -61,7 +61,7 @@ fn server_matches(js: &mut JsBackend, reference: &Broker, _: Step<'_>) -> Result
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn jetstream_matches_the_pure_broker() {
     // Two private servers, half the sequences on each, at once: the suite mostly waits on
     // the server (its restarts, its acknowledgements).
@@ -100,7 +100,7 @@ fn jetstream_matches_the_pure_broker() {
 /// The suite can fail on the server: judged as `fenced` (settles fenced on the lease id, no
 /// receipts), the JetStream backend differs within a few sequences.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server, run against another variant; .ci/run runs it (--include-ignored)"]
 fn another_variants_reference_is_caught() {
     let Some(target) = testing::shared_target("another variant's reference") else {
         return;

@@ -65,13 +65,13 @@ fn conformance(variant: Variant) {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn pg_visibility_matches_the_pure_broker() {
     conformance(Variant::PgVisibility);
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn pg_fenced_matches_the_pure_broker() {
     conformance(Variant::PgFenced);
 }
@@ -79,7 +79,7 @@ fn pg_fenced_matches_the_pure_broker() {
 /// The suite can fail on the server: the fenced table's statements, judged as
 /// `pg-visibility`, differ within a few sequences (a stale delete by id is refused).
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server, run against another design; .ci/run runs it (--include-ignored)"]
 fn the_other_designs_statements_are_caught() {
     let Some(target) = testing::shared_target("the other design's statements") else {
         return;

@@ -18,7 +18,7 @@ fn cases() -> u32 {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn rabbitmq_matches_the_pure_broker() {
     let _ = IGNORE;
     let Some(url) = testing::url("conformance rabbitmq") else {
@@ -42,7 +42,7 @@ fn rabbitmq_matches_the_pure_broker() {
 /// The suite can fail on the server: the real queue judged as `fenced` (lowest seq first, a
 /// nack's delay, renews) differs within a few sequences.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server, run against another variant; .ci/run runs it (--include-ignored)"]
 fn the_server_is_not_the_fenced_reference() {
     let Some(url) = testing::url("rabbitmq judged as fenced") else {
         return;
@@ -67,7 +67,7 @@ fn the_server_is_not_the_fenced_reference() {
 /// `rabbitmq-channel`: each worker its own connection and a channel per group holding several
 /// deliveries; the suite's settles of stale tags reach the server's `406` and its returns.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn rabbitmq_channel_matches_the_pure_broker() {
     let Some(url) = testing::url("conformance rabbitmq-channel") else {
         return;
@@ -90,7 +90,7 @@ fn rabbitmq_channel_matches_the_pure_broker() {
 /// The suite can fail there too: the channel-per-worker server judged as the channel-per-
 /// delivery `rabbitmq` reference differs (a stale tag on a new channel settles a delivery).
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server, run against another variant; .ci/run runs it (--include-ignored)"]
 fn the_channel_server_is_not_the_rabbitmq_reference() {
     let Some(url) = testing::url("rabbitmq-channel judged as rabbitmq") else {
         return;

@@ -28,7 +28,7 @@ fn ack(lease: leasehold_model::Lease) -> SettleRequest {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: 2,100 refused settles on the server; .ci/run runs it (--include-ignored)"]
 fn more_refused_settles_than_a_connection_has_channels_rabbitmq() {
     let Some(url) = testing::url("refused settles (rabbitmq)") else {
         return;
@@ -50,7 +50,7 @@ fn more_refused_settles_than_a_connection_has_channels_rabbitmq() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: 2,100 refused settles on the server; .ci/run runs it (--include-ignored)"]
 fn more_refused_settles_than_a_connection_has_channels_rabbitmq_channel() {
     let Some(url) = testing::url("refused settles (rabbitmq-channel)") else {
         return;

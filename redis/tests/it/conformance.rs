@@ -92,13 +92,13 @@ fn conformance(variant: Variant) {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn redis_streams_matches_the_pure_broker() {
     conformance(Variant::RedisStreams);
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: the conformance suite on the server; .ci/run runs it (--include-ignored)"]
 fn redis_streams_fenced_matches_the_pure_broker() {
     conformance(Variant::RedisStreamsFenced);
 }

@@ -254,7 +254,7 @@ fn a_bound_is_an_outcome_never_a_violation() {
 /// The liveness phase of a correct protocol settles every event whatever the workload's size
 /// (the false I6 at 5,000 events), and the faults apply to the whole workload.
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: runs of 5,000 events; .ci/run runs it (--include-ignored)"]
 fn five_thousand_events_settle_on_the_protocols_that_hold() {
     for variant in [Variant::Fenced, Variant::RedisStreamsFenced] {
         let mut template = Setup::default_for(variant);

@@ -228,7 +228,7 @@ fn every_found_timeline_tells_the_landings_in_order_and_matches_the_broker() {
 /// violations that line marks. A restart folded into its worker's next line is that line's
 /// record, not one of its own (which would repeat a `tN` out of order).
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every variant, plain and swarm, run with its story; .ci/run runs it (--include-ignored)"]
 fn every_shown_line_has_one_record_in_order() {
     use leasehold_model::Variant;
     use leasehold_sim::seeded::campaign::Campaign;

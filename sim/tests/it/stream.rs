@@ -93,14 +93,14 @@ fn a_streamed_timeline_is_the_recorded_one_line_for_line() {
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: whole swarm timelines streamed and recorded; .ci/run runs it (--include-ignored)"]
 fn a_streamed_swarm_timeline_is_the_recorded_one_line_for_line() {
     let lines = every_variant(true, 0, 2);
     assert!(lines > 20_000, "{lines} lines compared");
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: whole swarm timelines streamed and recorded; .ci/run runs it (--include-ignored)"]
 fn a_streamed_swarm_timeline_of_the_other_variants_is_the_recorded_one_line_for_line() {
     let lines = every_variant(true, 1, 2);
     assert!(lines > 20_000, "{lines} lines compared");

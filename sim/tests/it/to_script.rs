@@ -68,7 +68,7 @@ fn every_found_seed_converts_to_a_script_that_breaks_the_same_invariant_first() 
 }
 
 #[test]
-#[ignore = "slow: `cargo test -- --include-ignored` runs it, as .ci/run does"]
+#[ignore = "slow: every committed finding shrunk (5,000 replays each at most); .ci/run runs it (--include-ignored)"]
 fn the_shrunk_script_is_never_longer_breaks_the_same_invariant_and_replays_as_written() {
     let mut failures = Vec::new();
     for path in found_files() {
