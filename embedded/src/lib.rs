@@ -33,7 +33,9 @@ pub mod backend;
 pub mod broker;
 pub mod clock;
 mod slot;
-mod store;
+// Reachable for the crate's tests in `tests/it`.
+#[doc(hidden)]
+pub mod store;
 mod sync;
 
 pub use backend::EmbeddedBackend;

@@ -35,13 +35,14 @@ impl std::fmt::Debug for Store {
 }
 
 /// Segment index and the event's offset inside it, for a 0-based event index.
-fn locate(index: usize) -> (usize, usize) {
+pub fn locate(index: usize) -> (usize, usize) {
     let segment = (index / FIRST_EVENTS + 1).ilog2() as usize;
     let start = FIRST_EVENTS * ((1 << segment) - 1);
     (segment, index - start)
 }
 
-fn segment_events(segment: usize) -> usize {
+/// Events in segment `segment`.
+pub fn segment_events(segment: usize) -> usize {
     FIRST_EVENTS << segment
 }
 
@@ -95,23 +96,6 @@ impl Drop for Store {
                 // SAFETY: created by `Box::into_raw` of a boxed slice of `len` slots in
                 // `reserve`, dropped once here.
                 drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(pointer, len)) });
-            }
-        }
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn segments_tile_the_index_space() {
-        let mut expected = (0, 0);
-        for index in 0..10_000 {
-            assert_eq!(locate(index), expected, "index {index}");
-            expected.1 += 1;
-            if expected.1 == segment_events(expected.0) {
-                expected = (expected.0 + 1, 0);
             }
         }
     }

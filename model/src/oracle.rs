@@ -135,10 +135,13 @@ struct GhostLease {
     current: bool,
 }
 
-/// How the oracle knows a record ended.
+/// How the oracle knows a record ended (reachable for the crate's tests in `tests/it`).
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Final {
+pub enum Final {
+    /// Acked.
     Acked,
+    /// Dead-lettered, with its reason.
     DeadLettered(Reason),
 }
 
@@ -152,7 +155,8 @@ impl fmt::Display for Final {
 }
 
 /// [`GhostRecord::settled`] of a record not known as settled.
-const OPEN: u32 = 0;
+#[doc(hidden)]
+pub const OPEN: u32 = 0;
 /// [`GhostRecord::settled`] of a record known as acked.
 const ACKED: u32 = 1;
 /// [`GhostRecord::settled`] of a record known as dead-lettered because its attempts ran out
@@ -162,38 +166,44 @@ const DEAD: u32 = 2;
 
 /// Bit of [`GhostRecord::bits`]: a handler completed successfully under a lease that was
 /// current when it started (kept when I7 is checked, and with full bookkeeping).
-const PROCESSED: u32 = 1 << 30;
+#[doc(hidden)]
+pub const PROCESSED: u32 = 1 << 30;
 /// Bit of [`GhostRecord::bits`]: a handler run started for it (kept only with full
 /// bookkeeping, to count duplicates).
-const RAN: u32 = 1 << 31;
+#[doc(hidden)]
+pub const RAN: u32 = 1 << 31;
 /// The bits of [`GhostRecord::bits`] that hold the settled code.
 const SETTLED: u32 = PROCESSED - 1;
 
-/// Eight bytes: a simulated broker has millions of records, each with its ghost.
+/// Eight bytes: a simulated broker has millions of records, each with its ghost (reachable
+/// for the crate's tests in `tests/it`).
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct GhostRecord {
+pub struct GhostRecord {
     /// Deliveries counted by the oracle.
-    deliveries: u32,
+    pub deliveries: u32,
     /// The settled code (the low 30 bits, see [`GhostRecord::settled`]), [`PROCESSED`] and
     /// [`RAN`].
-    bits: u32,
+    pub bits: u32,
 }
 
 impl GhostRecord {
     /// Settled state, once known: [`OPEN`], [`ACKED`], [`DEAD`], or above it the index (plus
     /// `DEAD + 1`) of the kept reason in the group's list (see [`GhostGroup::settled`]).
     #[inline(always)]
-    fn settled(&self) -> u32 {
+    pub fn settled(&self) -> u32 {
         self.bits & SETTLED
     }
 
+    /// Whether [`PROCESSED`] is set.
     #[inline]
-    fn processed(&self) -> bool {
+    pub fn processed(&self) -> bool {
         self.bits & PROCESSED != 0
     }
 
+    /// Whether [`RAN`] is set.
     #[inline]
-    fn ran(&self) -> bool {
+    pub fn ran(&self) -> bool {
         self.bits & RAN != 0
     }
 
@@ -213,8 +223,9 @@ impl GhostRecord {
 const KEPT_REUSE_WINDOW: usize = 8;
 
 /// A dead-letter reason a group keeps (`Default` for [`InlineVec`]: the empty text).
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Kept(Reason);
+pub struct Kept(Reason);
 
 impl Default for Kept {
     fn default() -> Kept {
@@ -222,19 +233,22 @@ impl Default for Kept {
     }
 }
 
+/// A group's ghosts: its records, the reasons they were dead-lettered with, its frontier
+/// (reachable for the crate's tests in `tests/it`).
+#[doc(hidden)]
 #[derive(Debug)]
-struct GhostGroup {
+pub struct GhostGroup {
     /// `records[seq - 1]`.
-    records: InlineVec<GhostRecord, 4>,
+    pub records: InlineVec<GhostRecord, 4>,
     /// The reasons of the group's dead-lettered records but "max attempts", in the order
     /// kept; a record names its reason by index. A reason among the last few kept is named
     /// again rather than kept twice, so a handful of reasons stay a handful of entries (a
     /// text per record, say one that names its event, is kept per record: never searched).
-    kept: InlineVec<Kept, 2>,
+    pub kept: InlineVec<Kept, 2>,
     /// Last observed frontier.
-    frontier: Seq,
+    pub frontier: Seq,
     /// Length of the ghost-settled prefix.
-    settled_prefix: Seq,
+    pub settled_prefix: Seq,
 }
 
 /// Copies the record list as a block (see [`InlineVec`]): the model checker clones an oracle
@@ -264,7 +278,7 @@ impl Clone for GhostGroup {
 impl GhostGroup {
     /// How the oracle knows `record` (one of this group's) ended, if it does.
     #[inline]
-    fn settled(&self, record: &GhostRecord) -> Option<Final> {
+    pub fn settled(&self, record: &GhostRecord) -> Option<Final> {
         match record.settled() {
             OPEN => None,
             ACKED => Some(Final::Acked),
@@ -284,7 +298,7 @@ impl GhostGroup {
 
     /// The [`GhostRecord::settled`] code of `settled`, keeping its reason.
     #[inline]
-    fn code(&mut self, settled: Final) -> u32 {
+    pub fn code(&mut self, settled: Final) -> u32 {
         let Final::DeadLettered(reason) = settled else {
             return ACKED;
         };
@@ -1677,246 +1691,12 @@ const AGREES: u32 = (1 << Status::Available as u32 | 1 << Status::Leased as u32)
 
 /// The ghost's and the broker's record plainly agree: both acked, or both open. (One shift,
 /// no branch: the audit asks it of every record.)
+#[doc(hidden)]
 #[inline(always)]
-fn plainly_agrees(settled: u32, status: Status) -> bool {
+pub fn plainly_agrees(settled: u32, status: Status) -> bool {
     AGREES >> (8 * settled.min(DEAD) + status as u32) & 1 != 0
 }
 
 fn is_settled_status(status: Status) -> bool {
     matches!(status, Status::Acked | Status::DeadLettered)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-
-    fn hash_of(group: &GhostGroup) -> u64 {
-        BuildHasherDefault::<DefaultHasher>::default().hash_one(group)
-    }
-
-    /// A group of `finals.len()` records, settled as given, its reasons kept in that order.
-    fn group_of(finals: &[Option<Final>]) -> GhostGroup {
-        let mut group = GhostGroup {
-            records: InlineVec::new(),
-            kept: InlineVec::new(),
-            frontier: 0,
-            settled_prefix: 0,
-        };
-        for settled in finals {
-            let code = settled.map_or(OPEN, |settled| group.code(settled));
-            group.records.push(GhostRecord {
-                deliveries: 1,
-                bits: code,
-            });
-        }
-        group
-    }
-
-    #[test]
-    fn groups_that_kept_their_reasons_in_another_order_are_equal() {
-        let (a, b) = (Reason::new("a"), Reason::new("b"));
-        let first = group_of(&[Some(Final::DeadLettered(a)), Some(Final::DeadLettered(b))]);
-        let mut second = group_of(&[None, None]);
-        // The same records, the reasons kept b first.
-        second.records[1].bits = second.code(Final::DeadLettered(b));
-        second.records[0].bits = second.code(Final::DeadLettered(a));
-        assert_ne!(first.kept, second.kept);
-        assert_eq!(first, second);
-        assert_eq!(hash_of(&first), hash_of(&second));
-        // A handler's marks are part of the record, apart from its settled state.
-        let mut marked = second.clone();
-        marked.records[0].bits |= PROCESSED | RAN;
-        assert_eq!(
-            marked.settled(&marked.records[0]),
-            Some(Final::DeadLettered(a))
-        );
-        assert!(marked.records[0].processed() && marked.records[0].ran());
-        assert_ne!(first, marked);
-        assert_ne!(hash_of(&first), hash_of(&marked));
-        // The reasons the other way round: a different state.
-        let swapped = group_of(&[Some(Final::DeadLettered(b)), Some(Final::DeadLettered(a))]);
-        assert_ne!(first, swapped);
-        assert_ne!(hash_of(&first), hash_of(&swapped));
-        // A reason is kept once; the records read back what was settled.
-        let same = group_of(&[Some(Final::DeadLettered(a)), Some(Final::DeadLettered(a))]);
-        assert_eq!(same.kept.len(), 1);
-        let read: Vec<_> = same.records.iter().map(|r| same.settled(r)).collect();
-        assert_eq!(read, [Some(Final::DeadLettered(a)); 2]);
-        // "max attempts", the common reason, has a code of its own.
-        let finals = [
-            Some(Final::DeadLettered(Reason::MAX_ATTEMPTS)),
-            Some(Final::DeadLettered(b)),
-            Some(Final::Acked),
-            None,
-        ];
-        let mixed = group_of(&finals);
-        assert_eq!(mixed.kept.len(), 1);
-        let read: Vec<_> = mixed.records.iter().map(|r| mixed.settled(r)).collect();
-        assert_eq!(read, finals);
-    }
-
-    /// A reason per record (a text that names its event, say) is kept per record, past any
-    /// small limit; a few reasons in turn stay a few entries.
-    #[test]
-    fn reasons_are_kept_however_many_a_run_makes_up() {
-        let many: Vec<_> = (0..70_000)
-            .map(|i| Some(Final::DeadLettered(Reason::new(&format!("bad order {i}")))))
-            .collect();
-        let group = group_of(&many);
-        assert_eq!(group.kept.len(), many.len());
-        for (record, settled) in group.records.iter().zip(&many) {
-            assert_eq!(group.settled(record), *settled);
-        }
-        let (a, b) = (Reason::new("a"), Reason::new("b"));
-        let turns: Vec<_> = (0..1_000)
-            .map(|i| Some(Final::DeadLettered(if i % 2 == 0 { a } else { b })))
-            .collect();
-        let group = group_of(&turns);
-        assert_eq!(group.kept.len(), 2);
-        for (record, settled) in group.records.iter().zip(&turns) {
-            assert_eq!(group.settled(record), *settled);
-        }
-    }
-
-    fn lease_on(id: u64, now_ms: Ms) -> Lease {
-        Lease {
-            lease_id: LeaseId(id),
-            group: 0,
-            seq: 1,
-            attempt: 1,
-            deadline_ms: now_ms + 100,
-            receipt: None,
-        }
-    }
-
-    /// The I1 of an accepted settle of `stale` after `story` ran on a one-event oracle.
-    fn stale_i1(story: impl FnOnce(&mut Oracle) -> (Issuance, Lease)) -> (Detail, Oracle) {
-        let mut oracle = Oracle::new(OracleConfig::new(1, 3, false));
-        oracle.published();
-        let (stale, copy) = story(&mut oracle);
-        oracle.settled(stale, &copy, &SettleOp::Ack, true, 500);
-        let violations = oracle.violations();
-        let i1 = violations.iter().find(|v| v.invariant == Invariant::I1);
-        let detail = i1.expect("an I1").detail.clone();
-        (detail, oracle)
-    }
-
-    /// A stale settle names how its lease ended, and when, as a moment a timeline can place.
-    #[test]
-    fn an_accepted_stale_settle_names_how_and_when_its_lease_ended() {
-        let at = |detail: &Detail| -> Vec<Happened> {
-            let parts = detail.parts().iter();
-            parts
-                .filter_map(|p| match p {
-                    Part::At(moment) => Some(moment.what),
-                    _ => None,
-                })
-                .collect()
-        };
-        // Its deadline passed.
-        let (detail, _) = stale_i1(|o| {
-            let l1 = lease_on(1, 0);
-            let i1 = o.fetched(&l1, 0, 100);
-            o.advance(150);
-            (i1, l1)
-        });
-        assert_eq!(
-            detail.to_string(),
-            "ack of L1 accepted on event 1 of group 0, but L1 expired at 100 ms"
-        );
-        assert_eq!(at(&detail), [Happened::Expired(Issuance(0))]);
-        // A nack of it was accepted.
-        let (detail, _) = stale_i1(|o| {
-            let l1 = lease_on(1, 0);
-            let i1 = o.fetched(&l1, 0, 100);
-            let nack = SettleOp::Nack {
-                delay_ms: 0,
-                reason: None,
-            };
-            o.settled(i1, &l1, &nack, true, 20);
-            o.fetched(&lease_on(2, 30), 30, 100);
-            (i1, l1)
-        });
-        assert_eq!(
-            detail.to_string(),
-            "ack of L1 accepted on event 1 of group 0, but L1 was nacked at 20 ms"
-        );
-        assert_eq!(at(&detail), [Happened::Settled(Issuance(0))]);
-        // A later lease was issued while it lived (I2 first), which the broker gave its id
-        // after a restart.
-        let (detail, oracle) = stale_i1(|o| {
-            let l1 = lease_on(7, 0);
-            let i1 = o.fetched(&l1, 0, 100);
-            o.broker_restarted(10);
-            o.fetched(&lease_on(7, 20), 20, 100);
-            (i1, l1)
-        });
-        assert_eq!(
-            detail.to_string(),
-            "ack of L1 accepted on event 1 of group 0, but L1 was superseded by L2 at 20 ms \
-             and its lease id was issued again to L2 at 20 ms, after the broker restart at 10 ms"
-        );
-        assert_eq!(
-            at(&detail),
-            [
-                Happened::Issued(Issuance(1)),
-                Happened::Issued(Issuance(1)),
-                Happened::RestartedBefore(Issuance(1)),
-            ]
-        );
-        let i2 = &oracle.violations()[0];
-        assert_eq!(i2.invariant, Invariant::I2);
-        assert_eq!(
-            i2.detail.to_string(),
-            "L2 issued for event 1 of group 0 while L1 is unexpired (issued at 0 ms, until 100 ms)"
-        );
-        // A lean oracle keeps no notes, and the engine's word lets an ended lease's note go.
-        let mut lean = Oracle::new(OracleConfig {
-            lean: true,
-            ..OracleConfig::new(1, 3, false)
-        });
-        lean.published();
-        lean.fetched(&lease_on(1, 0), 0, 100);
-        assert_eq!(lean.notes_kept(), 0);
-        let mut full = Oracle::new(OracleConfig::new(1, 3, false));
-        full.published();
-        let i1 = full.fetched(&lease_on(1, 0), 0, 100);
-        full.forget(i1);
-        assert_eq!(full.notes_kept(), 1, "live: kept");
-        full.advance(100);
-        assert_eq!(full.notes_kept(), 0, "ended and forgotten: gone");
-    }
-
-    #[test]
-    fn plainly_agrees_is_both_acked_or_both_open() {
-        let statuses = [
-            Status::Available,
-            Status::Leased,
-            Status::Acked,
-            Status::DeadLettered,
-            Status::Dropped,
-        ];
-        let group = group_of(&[
-            None,
-            Some(Final::Acked),
-            Some(Final::DeadLettered(Reason::new("a"))),
-            Some(Final::DeadLettered(Reason::new("b"))),
-        ]);
-        for record in group.records.iter() {
-            for status in statuses {
-                let expected = matches!(
-                    (group.settled(record), status),
-                    (Some(Final::Acked), Status::Acked)
-                        | (None, Status::Available | Status::Leased)
-                );
-                assert_eq!(
-                    plainly_agrees(record.settled(), status),
-                    expected,
-                    "{:?} against {status:?}",
-                    group.settled(record)
-                );
-            }
-        }
-    }
 }

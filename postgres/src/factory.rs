@@ -111,26 +111,3 @@ impl BackendFactory for Postgres {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::{Postgres, DEFAULT_URL};
-    use leasehold_model::BackendFactory;
-
-    #[test]
-    fn the_reproducing_flags_name_the_server_with_its_password_hidden() {
-        assert_eq!(Postgres::url(DEFAULT_URL).flags(), " --backend postgres");
-        assert_eq!(
-            Postgres::url("postgres://app:s3cret@db:5433/q").flags(),
-            " --backend postgres --postgres-url postgres://app:***@db:5433/q"
-        );
-        assert_eq!(
-            Postgres::spawn().flags(),
-            " --backend postgres --postgres-spawn"
-        );
-        assert!(Postgres::url("postgres://app:s3cret@db/q")
-            .restarts_refused()
-            .is_some_and(|why| !why.contains("s3cret")));
-        assert!(Postgres::spawn().restarts_refused().is_none());
-    }
-}

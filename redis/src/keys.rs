@@ -69,26 +69,3 @@ pub fn seq_of(id: &str) -> Option<Seq> {
     (rest == "0").then_some(())?;
     ms.parse().ok().filter(|&seq| seq > 0)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn entry_ids_round_trip() {
-        for seq in [1, 2, 10, u32::MAX] {
-            assert_eq!(seq_of(&entry_id(seq)), Some(seq));
-        }
-        for bad in ["0-0", "1-1", "x-0", "1", ""] {
-            assert_eq!(seq_of(bad), None, "{bad}");
-        }
-    }
-
-    #[test]
-    fn every_key_is_under_the_prefix() {
-        let keys = Keys::new("leasehold:t:", 2);
-        assert_eq!(keys.dlq, "leasehold:t:stream-dlq");
-        assert!(keys.all().iter().all(|k| k.starts_with("leasehold:t:")));
-        assert_eq!(keys.all().len(), 5);
-    }
-}

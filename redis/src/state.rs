@@ -31,9 +31,11 @@ pub struct ServerState {
     pub owners: Vec<BTreeMap<Seq, String>>,
 }
 
-/// What the lease hash says about a pending entry.
+/// What the lease hash says about a pending entry (reachable for the crate's tests in
+/// `tests/it`).
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kept {
+pub enum Kept {
     /// Held by a lease until `deadline_ms`.
     Leased { lease_id: u64, deadline_ms: Ms },
     /// Idle; claimable from `not_before_ms`.
@@ -42,7 +44,7 @@ pub(crate) enum Kept {
 
 impl Kept {
     /// Parses `L <lease id> <deadline>` or `I 0 <not before>`.
-    pub(crate) fn parse(text: &str) -> Option<Kept> {
+    pub fn parse(text: &str) -> Option<Kept> {
         let mut parts = text.split(' ');
         let (kind, id, ms) = (parts.next()?, parts.next()?, parts.next()?);
         if parts.next().is_some() {
@@ -69,7 +71,8 @@ impl Kept {
 }
 
 /// The value of the lease hash for an idle pending entry.
-pub(crate) fn idle_value(not_before_ms: Ms) -> String {
+#[doc(hidden)]
+pub fn idle_value(not_before_ms: Ms) -> String {
     format!("I 0 {not_before_ms}")
 }
 
@@ -278,28 +281,5 @@ pub(crate) fn as_int(value: &Value) -> Result<i64, String> {
             .parse()
             .map_err(|_| format!("expected an integer, got {value:?}")),
         other => Err(format!("expected an integer, got {other:?}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lease_hash_values_round_trip() {
-        assert_eq!(
-            Kept::parse("L 12 3400"),
-            Some(Kept::Leased {
-                lease_id: 12,
-                deadline_ms: 3400
-            })
-        );
-        assert_eq!(
-            Kept::parse(&idle_value(77)),
-            Some(Kept::Idle { not_before_ms: 77 })
-        );
-        for bad in ["", "L 1", "X 1 2", "L 1 2 3", "L a 2"] {
-            assert_eq!(Kept::parse(bad), None, "{bad}");
-        }
     }
 }

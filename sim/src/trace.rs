@@ -637,18 +637,3 @@ pub fn fnv1a64_extend(mut hash: u64, bytes: &[u8]) -> u64 {
     }
     hash
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fnv1a64_matches_the_published_test_vectors() {
-        // From the FNV reference test suite (draft-eastlake-fnv).
-        assert_eq!(fnv1a64(b""), 0xcbf29ce484222325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
-        assert_eq!(fnv1a64(b"foobar"), 0x85944171f73967e8);
-        let pieces = fnv1a64_extend(fnv1a64_extend(FNV1A64_OFFSET, b"foo"), b"bar");
-        assert_eq!(pieces, 0x85944171f73967e8);
-    }
-}

@@ -72,24 +72,3 @@ impl World {
         self.ghost_writes
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_duplicates_and_ghost_writes() {
-        let mut world = World::new(2);
-        world.publish(3);
-        world.write(0, 3, true);
-        world.write(1, 3, true);
-        assert_eq!(world.duplicates(), 0);
-        world.write(0, 3, false);
-        assert!(world.written(0, 3));
-        assert!(!world.written(0, 1));
-        assert_eq!(world.duplicates(), 1);
-        assert_eq!(world.ghost_writes(), 1);
-        world.write(1, 200, true);
-        assert!(world.written(1, 200));
-    }
-}

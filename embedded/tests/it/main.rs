@@ -5,4 +5,5 @@ mod blocking;
 mod conformance;
 mod linearizability;
 mod scenarios;
+mod store_segments;
 mod stress;

@@ -175,30 +175,3 @@ impl Coverage {
         (!names.is_empty()).then(|| format!("not covered: {}", names.join(", ")))
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cell_bits_are_distinct_and_above_the_sometimes_witnesses() {
-        let mut seen: Witness = 0;
-        for &cell in Cell::ALL {
-            assert_eq!(seen & cell.bit(), 0, "{cell:?}");
-            assert_eq!(
-                cell.bit() & crate::check::state::witness::ALL,
-                0,
-                "{cell:?}"
-            );
-            seen |= cell.bit();
-        }
-        assert_eq!(seen, all_bits());
-    }
-
-    #[test]
-    fn an_unfenced_settle_cannot_be_refused_as_stale() {
-        assert!(!Cell::AckStale.supported_by(Variant::UnfencedSettle));
-        assert!(Cell::AckStale.supported_by(Variant::Fenced));
-        assert!(Cell::RenewStale.supported_by(Variant::UnfencedSettle));
-    }
-}

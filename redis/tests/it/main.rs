@@ -2,6 +2,7 @@
 
 mod backend;
 mod conformance;
+mod names;
 mod policy_table;
 mod scenarios;
 mod testing;

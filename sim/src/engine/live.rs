@@ -46,7 +46,10 @@ pub enum End {
 /// has both). The vector holds the live leases and those that left since the last issue.
 #[derive(Clone, Debug, Default)]
 pub struct LiveLeases {
-    leases: Vec<LiveLease>,
+    /// The entries, in issuance order: the live leases and those that left since the last
+    /// issue. (Reachable for the crate's tests in tests/it.)
+    #[doc(hidden)]
+    pub leases: Vec<LiveLease>,
 }
 
 /// Whether an entry is one that left: it ended and nothing names it.
@@ -56,8 +59,11 @@ fn left(lease: &LiveLease) -> bool {
 }
 
 impl LiveLeases {
+    /// The index of the lease `issuance` among the entries, if it is live. (Reachable for the
+    /// crate's tests in tests/it.)
+    #[doc(hidden)]
     #[inline]
-    fn position(&self, issuance: Issuance) -> Option<usize> {
+    pub fn position(&self, issuance: Issuance) -> Option<usize> {
         // The newest lease is the one most often named (a fetch's lease, handled at once).
         let last = self.leases.len().checked_sub(1)?;
         let i = if self.leases[last].issuance == issuance {
@@ -334,73 +340,4 @@ pub struct SendFrom {
     pub origin: Origin,
     /// Whether the runtime may nack after it fails.
     pub nack_on_failure: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use leasehold_model::LeaseId;
-
-    fn lease(issuance: u32, seq: u32) -> LiveLease {
-        LiveLease {
-            issuance: Issuance(issuance),
-            lease: Lease {
-                lease_id: LeaseId(u64::from(issuance)),
-                group: 0,
-                seq,
-                attempt: 1,
-                deadline_ms: 100,
-                receipt: None,
-            },
-            holder: 0,
-            holder_incarnation: 0,
-            first_deadline_ms: 100,
-            ended: None,
-            refs: 1,
-        }
-    }
-
-    /// A lease that ended with nothing naming it is gone for every query at once, whether it
-    /// ended last or was released last, and its entry is dropped by the next issue.
-    #[test]
-    fn a_lease_that_left_is_gone_at_once_and_dropped_at_the_next_issue() {
-        let mut table = LiveLeases::default();
-        for i in 0..4 {
-            table.issue(lease(i, i + 1));
-        }
-        // Lease 1: released, then ended. Lease 2: ended while named, then released.
-        table.release(Issuance(1));
-        assert!(table.get(Issuance(1)).is_some(), "not ended: it stays");
-        table.end_as(Issuance(1), End::Settled);
-        table.end_as(Issuance(2), End::Expired);
-        assert!(table.get(Issuance(2)).is_some(), "still named: it stays");
-        table.release(Issuance(2));
-        for gone in [1, 2] {
-            assert!(table.get(Issuance(gone)).is_none(), "lease {gone}");
-            assert!(table.position(Issuance(gone)).is_none(), "lease {gone}");
-        }
-        assert_eq!(table.len(), 2);
-        assert!(table.find_unended(0, 2, LeaseId(2)).is_none());
-        // Named again, a lease that left does not come back through `retain`.
-        table.retain(Issuance(1));
-        assert!(table.get(Issuance(1)).is_none());
-        // The first lease leaves too: the first lease held is now 3.
-        table.release(Issuance(0));
-        table.end_as(Issuance(0), End::Settled);
-        assert_eq!(table.first_issuance(), Some(Issuance(3)));
-        assert_eq!(table.leases.len(), 4, "hidden until the next issue");
-        table.issue(lease(4, 9));
-        assert_eq!(table.leases.len(), 2, "the issue's pass dropped them");
-        assert_eq!(table.len(), 2);
-        table.release(Issuance(3));
-        table.release(Issuance(4));
-        table.end_as(Issuance(3), End::Settled);
-        table.end_as(Issuance(4), End::Settled);
-        assert!(table.is_empty());
-        assert_eq!(table.first_issuance(), None);
-        // A lease brought back from a recording is found again, over its hidden entry.
-        table.reinsert(lease(3, 4));
-        assert_eq!(table.get(Issuance(3)).map(|l| l.refs), Some(1));
-        assert_eq!(table.len(), 1);
-    }
 }

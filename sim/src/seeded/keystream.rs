@@ -36,7 +36,9 @@ pub struct Keystream {
     /// The stream number's two words (ChaCha's nonce).
     stream: [u32; 2],
     /// The counter of the next block to generate.
-    block: u64,
+    // Reachable for the crate's tests in tests/it.
+    #[doc(hidden)]
+    pub block: u64,
 }
 
 impl Keystream {
@@ -54,7 +56,8 @@ impl Keystream {
     }
 
     /// The counter of the next block to generate.
-    #[cfg(test)]
+    // Reachable for the crate's tests in tests/it.
+    #[doc(hidden)]
     pub fn next_block(&self) -> u64 {
         self.block
     }
@@ -79,7 +82,10 @@ impl Keystream {
         self.advance();
     }
 
-    fn advance(&mut self) {
+    /// Moves the counter past the sixteen blocks just generated.
+    // Reachable for the crate's tests in tests/it.
+    #[doc(hidden)]
+    pub fn advance(&mut self) {
         // A 64-bit block counter, as rand_chacha's: it wraps after 2^64 blocks (2^70 bytes).
         self.block = self.block.wrapping_add(LANES as u64);
     }
@@ -111,7 +117,9 @@ impl Keystream {
 }
 
 /// Machines without AVX2: rand_chacha's own generator, set to this stream's next block.
-fn blocks_rand(stream: &Keystream, blocks: &mut Blocks) {
+// Reachable for the crate's tests in tests/it.
+#[doc(hidden)]
+pub fn blocks_rand(stream: &Keystream, blocks: &mut Blocks) {
     let mut key = [0; 32];
     for (bytes, word) in key.chunks_exact_mut(4).zip(stream.key) {
         bytes.copy_from_slice(&word.to_le_bytes());
@@ -125,7 +133,9 @@ fn blocks_rand(stream: &Keystream, blocks: &mut Blocks) {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+// Reachable for the crate's tests in tests/it.
+#[doc(hidden)]
+pub mod x86 {
     use super::{Blocks, Keystream};
     use std::arch::x86_64::*;
 
@@ -238,7 +248,7 @@ mod x86 {
     /// # Safety
     /// The processor must have AVX2.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn blocks_avx2(stream: &Keystream, blocks: &mut Blocks) {
+    pub unsafe fn blocks_avx2(stream: &Keystream, blocks: &mut Blocks) {
         for first in [0, 8] {
             let (low, high) = stream.counters::<8>(first);
             let mut init: [__m256i; 16] =
@@ -317,74 +327,5 @@ mod x86 {
     fn rotate256<const L: i32, const R: i32>(a: __m256i) -> __m256i {
         // SAFETY: as `add256`.
         unsafe { _mm256_or_si256(_mm256_slli_epi32::<L>(a), _mm256_srli_epi32::<R>(a)) }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Word `k` of a refill.
-    fn word_of(blocks: &Blocks, k: usize) -> u32 {
-        (blocks[k / 2] >> (32 * (k % 2))) as u32
-    }
-
-    /// Every word of the first 4,096 blocks (256 refills) is rand_chacha's, for several keys
-    /// and streams, on every path this machine has.
-    #[test]
-    fn words_are_rand_chachas() {
-        for (seed, stream) in [
-            (0, 0),
-            (1, 7),
-            (42, u64::MAX),
-            (9_999, 0x1234_5678_9abc_def0),
-        ] {
-            let mut theirs = ChaCha8Rng::seed_from_u64(seed);
-            theirs.set_stream(stream);
-            let ours = Keystream::new(theirs.get_seed(), stream);
-            let mut paths: Vec<Keystream> = vec![ours.clone(), ours.clone(), ours];
-            let mut blocks = [0; WORDS / 2];
-            for refill in 0..256 {
-                let expected: Vec<u32> = (0..WORDS).map(|_| theirs.next_u32()).collect();
-                for (path, stream) in paths.iter_mut().enumerate() {
-                    match path {
-                        0 => stream.refill(&mut blocks),
-                        #[cfg(target_arch = "x86_64")]
-                        1 if std::is_x86_feature_detected!("avx2") => {
-                            // SAFETY: the processor has AVX2, checked just above.
-                            unsafe { x86::blocks_avx2(stream, &mut blocks) };
-                            stream.advance();
-                        }
-                        1 => stream.refill(&mut blocks),
-                        _ => {
-                            blocks_rand(stream, &mut blocks);
-                            stream.advance();
-                        }
-                    }
-                    for (k, &word) in expected.iter().enumerate() {
-                        assert_eq!(
-                            word_of(&blocks, k),
-                            word,
-                            "seed {seed}, stream {stream:?}, refill {refill}, word {k}, path {path}"
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    /// The block counter's high word: blocks 2^32 - 8 .. 2^32 + 8 straddle it.
-    #[test]
-    fn the_counter_carries_into_its_high_word() {
-        let mut theirs = ChaCha8Rng::seed_from_u64(5);
-        theirs.set_stream(3);
-        theirs.set_word_pos(((1u128 << 32) - 8) * 16);
-        let mut ours = Keystream::new(theirs.get_seed(), 3);
-        ours.block = (1 << 32) - 8;
-        let mut blocks = [0; WORDS / 2];
-        ours.refill(&mut blocks);
-        for k in 0..WORDS {
-            assert_eq!(word_of(&blocks, k), theirs.next_u32(), "word {k}");
-        }
     }
 }

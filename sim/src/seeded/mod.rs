@@ -20,7 +20,9 @@ pub mod backend_kind;
 pub mod campaign;
 pub mod ddmin;
 pub mod faults;
-mod keystream;
+// Reachable for the crate's tests in tests/it.
+#[doc(hidden)]
+pub mod keystream;
 pub mod prng;
 pub mod ratio;
 pub mod reachable;

@@ -81,24 +81,3 @@ impl<'de> Deserialize<'de> for Ratio {
         text.parse().map_err(serde::de::Error::custom)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_and_prints_the_same_text() {
-        for text in ["3/100", "0/1", "1/1", "7/8"] {
-            assert_eq!(text.parse::<Ratio>().unwrap().to_string(), text);
-        }
-        assert_eq!("0".parse::<Ratio>().unwrap(), Ratio::ZERO);
-        assert_eq!(" 1 / 2 ".parse::<Ratio>().unwrap(), Ratio::new(1, 2));
-    }
-
-    #[test]
-    fn rejects_what_is_not_a_probability() {
-        for text in ["", "1/0", "3/2", "0.5", "-1/2", "a/b", "1/2/3"] {
-            assert!(text.parse::<Ratio>().is_err(), "{text}");
-        }
-    }
-}

@@ -113,7 +113,9 @@ pub fn shrink_until(
 
 /// Adds an accepted change to `changes`: a cut of the quantity the last change cut continues
 /// it (`events 500 → 125` then `events 125 → 124` read `events 500 → 124`).
-fn note_change(changes: &mut Vec<String>, change: String) {
+// Reachable for the crate's tests in tests/it.
+#[doc(hidden)]
+pub fn note_change(changes: &mut Vec<String>, change: String) {
     /// `name from → to`, split.
     fn cut(change: &str) -> Option<(&str, &str, &str)> {
         let (head, to) = change.split_once(" → ")?;
@@ -197,43 +199,4 @@ pub fn smaller(setup: &Setup) -> Vec<(Setup, String)> {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::note_change;
-
-    #[test]
-    fn successive_cuts_of_one_quantity_read_as_one_change() {
-        let mut changes = Vec::new();
-        for change in [
-            "events 2000 → 500",
-            "events 500 → 125",
-            "events 125 → 124",
-            "groups 2 → 1",
-            "fault drop off",
-            "fault delay off",
-            "events 124 → 24",
-            "safety_ms_max 4000 → 1000",
-            "safety_ms_max 1000 → 500",
-            "workers 3 → 2",
-            "workers 3 → 1",
-        ] {
-            note_change(&mut changes, change.to_string());
-        }
-        assert_eq!(
-            changes,
-            [
-                "events 2000 → 124",
-                "groups 2 → 1",
-                "fault drop off",
-                "fault delay off",
-                "events 124 → 24",
-                "safety_ms_max 4000 → 500",
-                "workers 3 → 2",
-                // Not the cut the last one ended at: told as it is.
-                "workers 3 → 1",
-            ]
-        );
-    }
 }

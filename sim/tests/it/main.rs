@@ -3,6 +3,7 @@
 mod drawing;
 mod engine;
 mod fuzz_run;
+mod internals;
 mod parse;
 mod reachable;
 mod scale;
