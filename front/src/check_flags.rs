@@ -59,6 +59,8 @@ pub struct CheckRequest {
     pub no_symmetry: bool,
     /// Partial-order reduction off (`--no-partial-order`).
     pub no_partial_order: bool,
+    /// Subsumption off (`--no-subsumption`).
+    pub no_subsumption: bool,
     /// Start from the variant's covering configuration (`--covering`,
     /// [`CheckConfig::covering_for`]: what is used when neither this nor `tailored` is given);
     /// the other flags override it.
@@ -101,6 +103,7 @@ impl Default for CheckRequest {
             threads: CHECK_THREADS as u32,
             no_symmetry: false,
             no_partial_order: false,
+            no_subsumption: false,
             covering: false,
             tailored: false,
             all_violations: false,
@@ -260,6 +263,7 @@ impl CheckRequest {
             },
             symmetry: !self.no_symmetry,
             partial_order: !self.no_partial_order,
+            subsumption: !self.no_subsumption,
             counterexample_states_max: self.max_states.min(COUNTEREXAMPLE_STATES_MAX),
             beyond_first_violation: self.all_violations,
             ..Options::default()

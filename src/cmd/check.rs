@@ -116,6 +116,10 @@ pub struct Args {
     /// or changes the worker; see docs/check.md).
     #[arg(long)]
     pub no_partial_order: bool,
+    /// Turn subsumption off (leasehold's engine, finite budgets: a state that is one already
+    /// explored but for more faults or renews used is not explored again; see docs/check.md).
+    #[arg(long)]
+    pub no_subsumption: bool,
     /// Start from the configuration that reaches every cell of the protocol's surface the
     /// variant supports (two groups of one event, two workers, every handler outcome, a renew,
     /// each fault once, the clock): the default of a variant expected to hold (a planted bug
@@ -157,7 +161,7 @@ pub struct Args {
         conflicts_with_all = [
             "threads", "compare_symmetry", "all_violations", "first_violation", "json", "report",
             "max_states", "out",
-            "engine", "no_partial_order",
+            "engine", "no_partial_order", "no_subsumption",
         ]
     )]
     pub explore: Option<String>,
@@ -217,6 +221,7 @@ fn request(args: &Args) -> CheckRequest {
         threads: args.threads,
         no_symmetry: args.no_symmetry,
         no_partial_order: args.no_partial_order,
+        no_subsumption: args.no_subsumption,
         covering: args.covering,
         tailored: args.tailored,
         all_violations: args.all_violations,

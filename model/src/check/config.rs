@@ -25,6 +25,21 @@ pub struct Budgets {
 }
 
 impl Budgets {
+    /// The budgets packed in one word, a byte each (the last word of a state's hash).
+    #[inline]
+    pub fn word(&self) -> u64 {
+        u64::from_le_bytes([
+            self.crashes,
+            self.drops,
+            self.dups,
+            self.lost_replies,
+            self.broker_restarts,
+            self.renews,
+            0,
+            0,
+        ])
+    }
+
     /// The sum of every budget, renews included.
     pub fn total(&self) -> u32 {
         [

@@ -203,6 +203,7 @@ pub fn explore<B: CheckedBroker>(
         counts,
         max_depth,
         terminal: 0,
+        subsumed: 0,
         violated,
         unsettled_terminal: found.contains(I6_TERMINAL),
         witnessed: witnessed.load(Ordering::Relaxed),

@@ -53,6 +53,22 @@ impl Fingerprinter {
         self.count = self.count.wrapping_add(1);
     }
 
+    /// A hasher fed with `state` but its budgets used: [`Fingerprinter::with_last`] then
+    /// gives the fingerprint of that state with any budgets used, at the cost of one word.
+    #[inline]
+    pub fn core_of<B: Hash>(state: &crate::check::state::State<B>) -> Fingerprinter {
+        let mut hasher = Fingerprinter::default();
+        state.hash_core(&mut hasher);
+        hasher
+    }
+
+    /// The fingerprint of what this hasher was fed followed by `word` (never 0).
+    #[inline]
+    pub fn with_last(mut self, word: u64) -> u64 {
+        self.push(word);
+        self.finish().max(1)
+    }
+
     /// The fingerprint of `value` (never 0: the fingerprint table's empty slot).
     #[inline]
     pub fn of<T: Hash + ?Sized>(&mut self, value: &T) -> u64 {

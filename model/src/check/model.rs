@@ -225,6 +225,9 @@ pub struct LeaseModel<B = Broker> {
     /// Whether [`LeaseModel::actions`] offers a persistent subset of the enabled actions
     /// where one exists (partial-order reduction, see [`LeaseModel::with_partial_order`]).
     partial_order: bool,
+    /// Whether the search skips a state that a visited one with no more budget used
+    /// subsumes ([`LeaseModel::with_subsumption`]).
+    subsumption: bool,
     /// Whether the broker names no worker (else symmetry stays off:
     /// [`CheckedBroker::workers_interchangeable`]).
     interchangeable: bool,
@@ -255,6 +258,7 @@ impl<B> Clone for LeaseModel<B> {
             lease_ids_durable: self.lease_ids_durable,
             symmetry: self.symmetry,
             partial_order: self.partial_order,
+            subsumption: self.subsumption,
             interchangeable: self.interchangeable,
             groups_interchangeable: self.groups_interchangeable,
             leaves: self.leaves,
@@ -331,6 +335,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             renew_op,
             symmetry: false,
             partial_order: false,
+            subsumption: false,
             interchangeable: prototype.workers_interchangeable(),
             groups_interchangeable,
             leaves: ALL_SAFETY_BITS,
@@ -428,6 +433,33 @@ impl<B: CheckedBroker> LeaseModel<B> {
     /// Whether partial-order reduction is on.
     pub fn partial_order(&self) -> bool {
         self.partial_order
+    }
+
+    /// The same model, whose proof search skips a state **subsumed** by one it has visited:
+    /// the same state but for the budgets used, with no more crashes, drops, duplicates, lost
+    /// replies and renews used, and as many broker restarts. Off with unbounded renews.
+    ///
+    /// Why it loses nothing: the budgets are the model's own counters; no broker reads them,
+    /// nor the oracle, the invariants, the `sometimes` properties or the coverage cells. An
+    /// action is enabled by the rest of the state and, for a fault or a renew, by its budget
+    /// having some left; so every action enabled in the subsumed state is enabled in the one
+    /// that subsumes it, and leads to a state it subsumes in turn (the persistent set too
+    /// picks its worker from the rest of the state). Every violation reachable from the
+    /// skipped state is reachable from the visited one. A terminal state stays terminal: a
+    /// crash, a renew, a drop, a duplicate or a lost reply is enabled only beside an action
+    /// that uses no budget (a holder's handler, a delivery; a waiting worker's request is in
+    /// flight), which is why broker restarts, the one fault enabled on its own, must be equal.
+    /// The ranking function's first component counts the budgets left, the others ignore them,
+    /// so a transition skipped decreases it as its visited twin does. Counts then depend on
+    /// the order states are met (on several threads, from run to run); verdicts do not.
+    pub fn with_subsumption(mut self, subsumption: bool) -> LeaseModel<B> {
+        self.subsumption = subsumption && self.config.renews != Renews::Unbounded;
+        self
+    }
+
+    /// Whether subsumption is on.
+    pub fn subsumption(&self) -> bool {
+        self.subsumption
     }
 
     /// The worker whose actions form a persistent set in `state` (see

@@ -53,6 +53,9 @@ pub struct Options {
     /// search with finite budgets only (stateright's checker and the search for fair cycles
     /// explore every interleaving).
     pub partial_order: bool,
+    /// Subsumption ([`LeaseModel::with_subsumption`]): leasehold's own proof search with
+    /// finite budgets only.
+    pub subsumption: bool,
     /// The bound on the shortest-counterexample search (generated states).
     pub counterexample_states_max: u64,
     /// How I6 is argued.
@@ -136,6 +139,7 @@ impl Default for Options {
             limits: Limits::default(),
             symmetry: true,
             partial_order: true,
+            subsumption: true,
             counterexample_states_max: 50_000_000,
             method: Method::Auto,
             beyond_first_violation: false,
@@ -253,6 +257,10 @@ pub struct Report {
     pub symmetry: bool,
     /// Whether partial-order reduction was used.
     pub partial_order: bool,
+    /// Whether subsumption was used ([`LeaseModel::with_subsumption`]).
+    pub subsumption: bool,
+    /// States the search skipped as subsumed by a visited one (not in `counts.unique`).
+    pub subsumed: u64,
     /// The search that explored the model.
     pub engine: Engine,
     /// Search threads.
@@ -335,6 +343,7 @@ struct Found<B> {
     counterexample_search_bounded: Option<u64>,
     symmetry: bool,
     partial_order: bool,
+    subsumption: bool,
 }
 
 /// Why `config`'s timed model cannot run on the broker `B`, if it cannot: a broker that does
@@ -391,7 +400,8 @@ pub fn run_on<B: CheckedBroker>(
             &model
                 .clone()
                 .with_symmetry(options.symmetry)
-                .with_partial_order(options.partial_order && options.engine == Engine::Leasehold),
+                .with_partial_order(options.partial_order && options.engine == Engine::Leasehold)
+                .with_subsumption(options.subsumption && options.engine == Engine::Leasehold),
             options,
             progress,
         )
@@ -407,6 +417,8 @@ pub fn run_on<B: CheckedBroker>(
         config: config.clone(),
         symmetry: found.symmetry,
         partial_order: found.partial_order,
+        subsumption: found.subsumption,
+        subsumed: exploration.subsumed,
         engine: options.engine,
         threads: if cycles {
             1
@@ -451,6 +463,7 @@ fn by_cycles<B: CheckedBroker>(
         counterexample_search_bounded: None,
         symmetry: false,
         partial_order: false,
+        subsumption: false,
     }
 }
 
@@ -497,6 +510,7 @@ fn by_ranking<B: CheckedBroker>(
         counterexample_search_bounded: bounded,
         symmetry: model.symmetry(),
         partial_order: model.partial_order(),
+        subsumption: model.subsumption(),
     }
 }
 

@@ -16,6 +16,7 @@
 
 use crate::broker::Broker;
 use crate::check::checked::CheckedBroker;
+use crate::check::config::Budgets;
 use crate::check::fingerprint::{fingerprint, Fingerprinter};
 use crate::check::model::{Actions, LeaseModel};
 use crate::check::rank::{rank, Rank};
@@ -123,6 +124,8 @@ pub struct Exploration<B = Broker> {
     pub terminal: u64,
     /// Bits (`1 << invariant as u8`) of the safety invariants some reachable state breaks.
     pub violated: u8,
+    /// States skipped as subsumed by a visited one ([`LeaseModel::with_subsumption`]).
+    pub subsumed: u64,
     /// Some terminal state is not settled (I6 broken, with finite budgets).
     pub unsettled_terminal: bool,
     /// [`crate::check::state::witness`] bits seen on some transition.
@@ -149,6 +152,7 @@ impl<B> Default for Exploration<B> {
             counts: Counts::default(),
             max_depth: 0,
             terminal: 0,
+            subsumed: 0,
             violated: 0,
             unsettled_terminal: false,
             witnessed: 0,
@@ -169,6 +173,7 @@ impl<B> Exploration<B> {
         self.counts.unique += other.counts.unique;
         self.max_depth = self.max_depth.max(other.max_depth);
         self.terminal += other.terminal;
+        self.subsumed += other.subsumed;
         self.violated |= other.violated;
         self.unsettled_terminal |= other.unsettled_terminal;
         self.witnessed |= other.witnessed;
@@ -297,10 +302,9 @@ struct Local<'a, B> {
     /// The depth-first stack.
     stack: Vec<Item<B>>,
     actions: Actions,
-    hasher: Fingerprinter,
-    /// The successors of the state being expanded, with their fingerprints; each is pushed
-    /// as it is when new.
-    batch: Vec<(Box<State<B>>, u64)>,
+    /// The successors of the state being expanded, with their fingerprints and their hashers
+    /// fed all but the budgets; each is pushed as it is when new.
+    batch: Vec<(Box<State<B>>, u64, Fingerprinter)>,
     /// Boxes of expanded and of already seen states, for the next successors (boxes, not
     /// states: they move to and from the stack as pointers).
     #[allow(clippy::vec_box)]
@@ -314,7 +318,6 @@ impl<B: CheckedBroker> Shared<'_, B> {
             seen: self.table.inserter(),
             stack,
             actions: Actions::new(),
-            hasher: Fingerprinter::default(),
             batch: Vec::new(),
             free: Vec::new(),
             out: Exploration::default(),
@@ -438,7 +441,6 @@ impl<B: CheckedBroker> Shared<'_, B> {
             seen,
             stack,
             actions,
-            hasher,
             batch,
             free,
             out,
@@ -478,12 +480,24 @@ impl<B: CheckedBroker> Shared<'_, B> {
                     }));
                 }
             }
-            let fp = hasher.of(&*next);
+            let core = Fingerprinter::core_of(&*next);
+            let fp = core.with_last(next.used.word());
             seen.prefetch(fp);
-            batch.push((next, fp));
+            batch.push((next, fp, core));
         }
-        for (next, fp) in batch.drain(..) {
+        if model.subsumption() {
+            // Successors that used a budget first, below the others: the search meets a state
+            // with the fewest budgets used first, so that it subsumes the others.
+            let total = state.used.total();
+            batch.sort_by_key(|(next, ..)| std::cmp::Reverse(next.used.total() > total));
+        }
+        for (next, fp, core) in batch.drain(..) {
             if seen.insert(fp) {
+                if model.subsumption() && subsumed(&next.used, &core, seen) {
+                    out.subsumed += 1;
+                    free.push(next);
+                    continue;
+                }
                 out.counts.unique += 1;
                 out.max_depth = out.max_depth.max(depth + 1);
                 let violated = LeaseModel::violation_bits(&next);
@@ -499,4 +513,39 @@ impl<B: CheckedBroker> Shared<'_, B> {
             free.push(next);
         }
     }
+}
+
+/// Whether the set holds the state hashed by `core` with budgets used below `used`: no more
+/// crashes, drops, duplicates, lost replies and renews, at least one fewer, and as many broker
+/// restarts (see [`LeaseModel::with_subsumption`]).
+#[inline]
+fn subsumed(used: &Budgets, core: &Fingerprinter, seen: &Inserter<'_>) -> bool {
+    if used.crashes == 0
+        && used.drops == 0
+        && used.dups == 0
+        && used.lost_replies == 0
+        && used.renews == 0
+    {
+        return false;
+    }
+    let mut below = *used;
+    for crashes in 0..=used.crashes {
+        below.crashes = crashes;
+        for drops in 0..=used.drops {
+            below.drops = drops;
+            for dups in 0..=used.dups {
+                below.dups = dups;
+                for lost_replies in 0..=used.lost_replies {
+                    below.lost_replies = lost_replies;
+                    for renews in 0..=used.renews {
+                        below.renews = renews;
+                        if below != *used && seen.contains(core.with_last(below.word())) {
+                            return true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    false
 }

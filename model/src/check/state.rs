@@ -169,8 +169,11 @@ impl Hash for Msg {
     }
 }
 
-impl<B: Hash> Hash for State<B> {
-    fn hash<H: Hasher>(&self, state: &mut H) {
+impl<B: Hash> State<B> {
+    /// Hashes everything but the budgets used: a state's fingerprint is this followed by
+    /// [`Budgets::word`] (see [`crate::check::fingerprint::Fingerprinter::core_of`]).
+    #[inline]
+    pub fn hash_core<H: Hasher>(&self, state: &mut H) {
         self.broker.hash(state);
         self.oracle.hash(state);
         state.write_usize(self.workers.len());
@@ -181,17 +184,13 @@ impl<B: Hash> Hash for State<B> {
         for msg in &self.in_flight {
             msg.hash(state);
         }
-        let u = &self.used;
-        state.write_u64(u64::from_le_bytes([
-            u.crashes,
-            u.drops,
-            u.dups,
-            u.lost_replies,
-            u.broker_restarts,
-            u.renews,
-            0,
-            0,
-        ]));
+    }
+}
+
+impl<B: Hash> Hash for State<B> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.hash_core(state);
+        state.write_u64(self.used.word());
     }
 }
 

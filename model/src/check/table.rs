@@ -299,6 +299,12 @@ impl Inserter<'_> {
         new
     }
 
+    /// Whether `fp` is in the set (after a first insert: before it, nothing is).
+    #[inline]
+    pub fn contains(&self, fp: u64) -> bool {
+        self.guard.as_ref().is_some_and(|table| table.contains(fp))
+    }
+
     /// Asks the processor to start loading the slot a lookup of `fp` reads first, so that an
     /// [`Inserter::insert`] of it soon after finds it in the cache. A hint: it changes no
     /// result (and does nothing before the first insert).

@@ -38,10 +38,12 @@ fn plain(events: u32, workers: usize, max_attempts: u32) -> CheckConfig {
 
 fn options(symmetry: bool) -> Options {
     // The pinned counts are the model's (its canonical form, with or without symmetry), not
-    // the partial-order reduction's (tests/it/check_partial_order.rs).
+    // the partial-order reduction's (tests/it/check_partial_order.rs) nor subsumption's
+    // (tests/it/check_subsumption.rs).
     Options {
         symmetry,
         partial_order: false,
+        subsumption: false,
         ..Options::default()
     }
 }

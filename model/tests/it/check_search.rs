@@ -67,6 +67,7 @@ fn the_search_and_stateright_count_the_same_unique_states() {
                 &Options {
                     symmetry,
                     partial_order: false,
+                    subsumption: false,
                     ..Options::default()
                 },
                 None,
@@ -269,6 +270,7 @@ fn the_stateright_engine_with_symmetry_counts_the_same_representatives() {
         let options = |engine| Options {
             engine,
             partial_order: false,
+            subsumption: false,
             ..Options::default()
         };
         let ours = run(&config, &options(Engine::Leasehold), None);

@@ -22,6 +22,7 @@ mod check_partial_order;
 mod check_pinned;
 mod check_reduction;
 mod check_search;
+mod check_subsumption;
 mod check_table;
 mod check_time;
 mod core_views;
