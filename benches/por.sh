@@ -11,13 +11,17 @@ BIN=${BIN:-${CARGO_TARGET_DIR:-target}/release/leasehold}
 RUNS=${RUNS:-3}
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
+# Partial order alone: without subsumption (benches/covering.sh measures it), when the binary
+# has it.
+NOSUB=""
+if "$BIN" check --help 2> /dev/null | grep -- --no-subsumption > /dev/null; then NOSUB="--no-subsumption"; fi
 
 # one FILE ARGS... : one run of `leasehold check ARGS --json`; appends "unique generated seconds rss_kib".
 one() {
   local file=$1
   shift
   # shellcheck disable=SC2068
-  /usr/bin/time -v "$BIN" check --tailored $@ --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
+  /usr/bin/time -v "$BIN" check --tailored $@ $NOSUB --json --out "$OUT/found" > "$OUT/run.json" 2> "$OUT/time.txt" || true
   python3 - "$OUT/run.json" "$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$OUT/time.txt")" >> "$file" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -31,7 +35,7 @@ pair() {
     one "$OUT/on" "$@"
     one "$OUT/off" "$@" --no-partial-order
   done
-  python3 - "$OUT/on" "$OUT/off" "$*" <<'PY'
+  python3 - "$OUT/on" "$OUT/off" "$* $NOSUB" <<'PY'
 import sys
 def best(path):
     rows = [line.split() for line in open(path)]

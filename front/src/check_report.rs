@@ -121,8 +121,14 @@ pub fn text(printed: &Printed) -> String {
         ));
     }
     out.push_str(&format!(
-        "fingerprint collision estimate: {:.1e} (n²/2^65 for {} unique states)\n",
-        printed.collision_estimate, report.counts.unique
+        "fingerprint collision estimate: {:.1e} (n²/2^65 for {} {})\n",
+        printed.collision_estimate,
+        report.counts.unique + report.subsumed,
+        if report.subsumed > 0 {
+            "fingerprints: the unique states and those subsumed"
+        } else {
+            "unique states"
+        }
     ));
     match (report.bounded, &printed.stopped) {
         (Some(generated), _) if report.stopped_at_violation => out.push_str(&format!(

@@ -330,6 +330,7 @@ fn bad_input_exits_2_with_one_line() {
         &["--max-states", "10"],
         &["--out", "elsewhere"],
         &["--backend", "in-memory"],
+        &["--no-subsumption"],
     ] {
         let args = [&["check", "--explore", "127.0.0.1:1"][..], flag].concat();
         let output = leasehold(&args);

@@ -328,9 +328,10 @@ impl Report {
             .find(|c| c.invariant == invariant)
     }
 
-    /// The fingerprint-collision estimate for the unique states: n²/2⁶⁵.
+    /// The fingerprint-collision estimate for the fingerprints the search kept (its unique
+    /// states and the states it skipped as subsumed): n²/2⁶⁵.
     pub fn collision_estimate(&self) -> f64 {
-        let n = self.counts.unique as f64;
+        let n = (self.counts.unique + self.subsumed) as f64;
         n * n / 2f64.powi(65)
     }
 }

@@ -234,6 +234,7 @@ fn the_stateright_engine_gives_the_same_counts_and_verdicts_on_every_variant() {
                 symmetry: false,
                 engine,
                 partial_order: false,
+                subsumption: false,
                 ..Options::default()
             };
             let ours = run(&config, &options(Engine::Leasehold), None);
