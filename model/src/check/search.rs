@@ -302,9 +302,12 @@ struct Local<'a, B> {
     /// The depth-first stack.
     stack: Vec<Item<B>>,
     actions: Actions,
-    /// The successors of the state being expanded, with their fingerprints and their hashers
-    /// fed all but the budgets; each is pushed as it is when new.
-    batch: Vec<(Box<State<B>>, u64, Fingerprinter)>,
+    hasher: Fingerprinter,
+    /// The successors of the state being expanded, with their fingerprints; each is pushed
+    /// as it is when new.
+    batch: Vec<(Box<State<B>>, u64)>,
+    /// The same with subsumption on, with their hashers fed all but the budgets.
+    subsuming: Vec<(Box<State<B>>, u64, Fingerprinter)>,
     /// Boxes of expanded and of already seen states, for the next successors (boxes, not
     /// states: they move to and from the stack as pointers).
     #[allow(clippy::vec_box)]
@@ -318,7 +321,9 @@ impl<B: CheckedBroker> Shared<'_, B> {
             seen: self.table.inserter(),
             stack,
             actions: Actions::new(),
+            hasher: Fingerprinter::default(),
             batch: Vec::new(),
+            subsuming: Vec::new(),
             free: Vec::new(),
             out: Exploration::default(),
         };
@@ -441,7 +446,9 @@ impl<B: CheckedBroker> Shared<'_, B> {
             seen,
             stack,
             actions,
+            hasher,
             batch,
+            subsuming,
             free,
             out,
         } = local;
@@ -480,37 +487,66 @@ impl<B: CheckedBroker> Shared<'_, B> {
                     }));
                 }
             }
-            let core = Fingerprinter::core_of(&*next);
-            let fp = core.with_last(next.used.word());
-            seen.prefetch(fp);
-            batch.push((next, fp, core));
-        }
-        if model.subsumption() {
-            // Successors that used a budget first, below the others: the search meets a state
-            // with the fewest budgets used first, so that it subsumes the others.
-            let total = state.used.total();
-            batch.sort_by_key(|(next, ..)| std::cmp::Reverse(next.used.total() > total));
-        }
-        for (next, fp, core) in batch.drain(..) {
-            if seen.insert(fp) {
-                if model.subsumption() && subsumed(&next.used, &core, seen) {
-                    out.subsumed += 1;
-                    free.push(next);
-                    continue;
-                }
-                out.counts.unique += 1;
-                out.max_depth = out.max_depth.max(depth + 1);
-                let violated = LeaseModel::violation_bits(&next);
-                if violated != 0 {
-                    self.violation_found();
-                }
-                out.violated |= violated;
-                if !model.is_leaf(&next) {
-                    stack.push((next, depth + 1));
-                    continue;
-                }
+            if model.subsumption() {
+                let core = Fingerprinter::core_of(&*next);
+                let fp = core.with_last(next.used.word());
+                seen.prefetch(fp);
+                subsuming.push((next, fp, core));
+            } else {
+                let fp = hasher.of(&*next);
+                seen.prefetch(fp);
+                batch.push((next, fp));
             }
+        }
+        for (next, fp) in batch.drain(..) {
+            if seen.insert(fp) {
+                self.accept(next, depth, stack, free, out);
+            } else {
+                free.push(next);
+            }
+        }
+        if subsuming.is_empty() {
+            return;
+        }
+        // Successors that used a budget first, below the others: the search meets a state
+        // with the fewest budgets used first, so that it subsumes the others.
+        let total = state.used.total();
+        subsuming.sort_by_key(|(next, ..)| std::cmp::Reverse(next.used.total() > total));
+        for (next, fp, core) in subsuming.drain(..) {
+            if !seen.insert(fp) {
+                free.push(next);
+            } else if subsumed(&next.used, &core, seen) {
+                out.subsumed += 1;
+                free.push(next);
+            } else {
+                self.accept(next, depth, stack, free, out);
+            }
+        }
+    }
+
+    /// A new successor of a state at `depth`: counted, its invariants read, and pushed unless
+    /// it is a leaf.
+    #[inline]
+    #[allow(clippy::vec_box)]
+    fn accept(
+        &self,
+        next: Box<State<B>>,
+        depth: u32,
+        stack: &mut Vec<Item<B>>,
+        free: &mut Vec<Box<State<B>>>,
+        out: &mut Exploration<B>,
+    ) {
+        out.counts.unique += 1;
+        out.max_depth = out.max_depth.max(depth + 1);
+        let violated = LeaseModel::violation_bits(&next);
+        if violated != 0 {
+            self.violation_found();
+        }
+        out.violated |= violated;
+        if self.model.is_leaf(&next) {
             free.push(next);
+        } else {
+            stack.push((next, depth + 1));
         }
     }
 }
