@@ -509,9 +509,13 @@ impl<B: CheckedBroker> Shared<'_, B> {
             return;
         }
         // Successors that used a budget first, below the others: the search meets a state
-        // with the fewest budgets used first, so that it subsumes the others.
-        let total = state.used.total();
-        subsuming.sort_by_key(|(next, ..)| std::cmp::Reverse(next.used.total() > total));
+        // with the fewest budgets used first, so that it subsumes the others. Not when the
+        // search stops at the first violation: most bugs need a fault, and this order would
+        // put every fault after every fault-free step.
+        if !self.first_violation {
+            let total = state.used.total();
+            subsuming.sort_by_key(|(next, ..)| std::cmp::Reverse(next.used.total() > total));
+        }
         for (next, fp, core) in subsuming.drain(..) {
             if !seen.insert(fp) {
                 free.push(next);

@@ -6,79 +6,27 @@
 //! state with no action enabled has none either with fewer crashes, drops, duplicates, lost
 //! replies or renews used.
 
+use crate::support::reduced::{config, faults};
 use leasehold_model::check::fingerprint::fingerprint;
-use leasehold_model::check::{
-    run, Budgets, CheckConfig, Fairness, LeaseModel, Limits, Options, Outcomes, Renews, Report,
-    Time,
-};
-use leasehold_model::{AckPolicy, Invariant, Variant};
+use leasehold_model::check::{Budgets, CheckConfig, LeaseModel, Limits, Options, Time};
+use leasehold_model::Variant;
 use std::collections::{BTreeSet, VecDeque};
 
-fn config(variant: Variant, groups: usize, time: Time, budgets: Budgets) -> CheckConfig {
-    CheckConfig {
-        variant,
-        group_count: groups,
-        event_count: 2,
-        worker_count: 2,
-        max_attempts: 2,
-        policy: AckPolicy::NackOnError,
-        budgets,
-        renews: Renews::Budget,
-        fairness: Fairness::Weak,
-        outcomes: Outcomes::All,
-        time,
-    }
-}
-
-fn faults(crashes: u8, drops: u8, dups: u8, lost: u8, restarts: u8) -> Budgets {
-    Budgets {
-        crashes,
-        drops,
-        dups,
-        lost_replies: lost,
-        broker_restarts: restarts,
-        renews: 1,
-    }
-}
-
-fn check(config: &CheckConfig, subsumption: bool, threads: usize) -> Report {
-    let options = Options {
+/// Compares the search with subsumption (on `threads`) with the one without; returns the
+/// unique states of both.
+fn compare(config: &CheckConfig, threads: usize) -> (u64, u64) {
+    let with = |subsumption, threads| Options {
         subsumption,
         limits: Limits {
             threads,
             ..Limits::default()
         },
-        // Every invariant the configuration can break, not only the first one found (which
-        // one is first depends on the order of the search, and subsumption changes it).
-        beyond_first_violation: true,
         ..Options::default()
     };
-    run(config, &options, None)
-}
-
-/// Compares the search with subsumption (on `threads`) with the one without; returns the
-/// unique states of both.
-fn compare(config: &CheckConfig, threads: usize) -> (u64, u64) {
-    let full = check(config, false, 1);
-    let reduced = check(config, true, threads);
+    let (full, reduced) =
+        crate::support::reduced::compare(config, &with(false, 1), &with(true, threads));
     assert!(!full.subsumption && reduced.subsumption, "{config}");
     assert_eq!(full.subsumed, 0, "{config}");
-    assert_eq!(full.outcome, reduced.outcome, "{config}");
-    for (a, b) in full.properties.iter().zip(&reduced.properties) {
-        assert_eq!(a.name, b.name);
-        assert_eq!(a.verdict, b.verdict, "{config}: {}", a.name);
-    }
-    for invariant in Invariant::ALL {
-        let lengths = |report: &Report| report.counterexample(invariant).map(|cx| cx.len());
-        assert_eq!(lengths(&full), lengths(&reduced), "{config}: {invariant}");
-    }
-    assert_eq!(full.coverage, reduced.coverage, "{config}");
-    assert!(
-        reduced.counts.unique <= full.counts.unique,
-        "{config}: {} > {}",
-        reduced.counts.unique,
-        full.counts.unique
-    );
     (full.counts.unique, reduced.counts.unique)
 }
 

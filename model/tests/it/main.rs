@@ -5,6 +5,7 @@
 mod support {
     pub mod counting_alloc;
     pub mod published;
+    pub mod reduced;
     pub mod reference_model;
 }
 
