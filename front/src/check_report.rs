@@ -47,7 +47,7 @@ pub struct Printed {
     pub seconds: f64,
     /// Unique states per second.
     pub unique_per_second: f64,
-    /// The fingerprint-collision estimate (n²/2⁶⁵).
+    /// The fingerprint-collision estimate ([`Report::collision_estimate`]).
     pub collision_estimate: f64,
     /// The counts without symmetry, when asked for.
     pub without_symmetry: Option<Counts>,
@@ -121,13 +121,16 @@ pub fn text(printed: &Printed) -> String {
         ));
     }
     out.push_str(&format!(
-        "fingerprint collision estimate: {:.1e} (n²/2^65 for {} {})\n",
+        "fingerprint collision estimate: {:.1e} ({})\n",
         printed.collision_estimate,
-        report.counts.unique + report.subsumed,
-        if report.subsumed > 0 {
-            "fingerprints: the unique states and those subsumed"
+        if report.subsumption_lookups > 0 {
+            format!(
+                "n²/2^65 + l·n/2^64 for n = {} fingerprints, the unique states and those subsumed, and l = {} subsumption lookups",
+                report.counts.unique + report.subsumed,
+                report.subsumption_lookups
+            )
         } else {
-            "unique states"
+            format!("n²/2^65 for {} unique states", report.counts.unique)
         }
     ));
     match (report.bounded, &printed.stopped) {

@@ -204,6 +204,7 @@ pub fn explore<B: CheckedBroker>(
         max_depth,
         terminal: 0,
         subsumed: 0,
+        lookups: 0,
         violated,
         unsettled_terminal: found.contains(I6_TERMINAL),
         witnessed: witnessed.load(Ordering::Relaxed),

@@ -261,6 +261,8 @@ pub struct Report {
     pub subsumption: bool,
     /// States the search skipped as subsumed by a visited one (not in `counts.unique`).
     pub subsumed: u64,
+    /// Fingerprints the search looked up to find a subsuming state.
+    pub subsumption_lookups: u64,
     /// The search that explored the model.
     pub engine: Engine,
     /// Search threads.
@@ -328,11 +330,14 @@ impl Report {
             .find(|c| c.invariant == invariant)
     }
 
-    /// The fingerprint-collision estimate for the fingerprints the search kept (its unique
-    /// states and the states it skipped as subsumed): n²/2⁶⁵.
+    /// The fingerprint-collision estimate for the `n` fingerprints the search kept (its unique
+    /// states and the states it skipped as subsumed) and the `l` it looked up to find a
+    /// subsuming state: n²/2⁶⁵ + l·n/2⁶⁴ (an insert or a lookup that meets an equal
+    /// fingerprint of another state).
     pub fn collision_estimate(&self) -> f64 {
         let n = (self.counts.unique + self.subsumed) as f64;
-        n * n / 2f64.powi(65)
+        let lookups = self.subsumption_lookups as f64;
+        n * n / 2f64.powi(65) + lookups * n / 2f64.powi(64)
     }
 }
 
@@ -420,6 +425,7 @@ pub fn run_on<B: CheckedBroker>(
         partial_order: found.partial_order,
         subsumption: found.subsumption,
         subsumed: exploration.subsumed,
+        subsumption_lookups: exploration.lookups,
         engine: options.engine,
         threads: if cycles {
             1

@@ -126,6 +126,8 @@ pub struct Exploration<B = Broker> {
     pub violated: u8,
     /// States skipped as subsumed by a visited one ([`LeaseModel::with_subsumption`]).
     pub subsumed: u64,
+    /// Fingerprints looked up to find a subsuming state (each may collide, as an insert may).
+    pub lookups: u64,
     /// Some terminal state is not settled (I6 broken, with finite budgets).
     pub unsettled_terminal: bool,
     /// [`crate::check::state::witness`] bits seen on some transition.
@@ -153,6 +155,7 @@ impl<B> Default for Exploration<B> {
             max_depth: 0,
             terminal: 0,
             subsumed: 0,
+            lookups: 0,
             violated: 0,
             unsettled_terminal: false,
             witnessed: 0,
@@ -174,6 +177,7 @@ impl<B> Exploration<B> {
         self.max_depth = self.max_depth.max(other.max_depth);
         self.terminal += other.terminal;
         self.subsumed += other.subsumed;
+        self.lookups += other.lookups;
         self.violated |= other.violated;
         self.unsettled_terminal |= other.unsettled_terminal;
         self.witnessed |= other.witnessed;
@@ -519,7 +523,7 @@ impl<B: CheckedBroker> Shared<'_, B> {
         for (next, fp, core) in subsuming.drain(..) {
             if !seen.insert(fp) {
                 free.push(next);
-            } else if subsumed(&next.used, &core, seen) {
+            } else if subsumed(&next.used, &core, seen, &mut out.lookups) {
                 out.subsumed += 1;
                 free.push(next);
             } else {
@@ -559,7 +563,7 @@ impl<B: CheckedBroker> Shared<'_, B> {
 /// crashes, drops, duplicates, lost replies and renews, at least one fewer, and as many broker
 /// restarts (see [`LeaseModel::with_subsumption`]).
 #[inline]
-fn subsumed(used: &Budgets, core: &Fingerprinter, seen: &Inserter<'_>) -> bool {
+fn subsumed(used: &Budgets, core: &Fingerprinter, seen: &Inserter<'_>, lookups: &mut u64) -> bool {
     if used.crashes == 0
         && used.drops == 0
         && used.dups == 0
@@ -579,7 +583,11 @@ fn subsumed(used: &Budgets, core: &Fingerprinter, seen: &Inserter<'_>) -> bool {
                     below.lost_replies = lost_replies;
                     for renews in 0..=used.renews {
                         below.renews = renews;
-                        if below != *used && seen.contains(core.with_last(below.word())) {
+                        if below == *used {
+                            continue;
+                        }
+                        *lookups += 1;
+                        if seen.contains(core.with_last(below.word())) {
                             return true;
                         }
                     }

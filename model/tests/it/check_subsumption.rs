@@ -171,3 +171,30 @@ fn a_restart_left_enables_an_action_in_a_terminal_state() {
     });
     assert!(found, "a terminal state after a restart");
 }
+
+/// The collision estimate counts every fingerprint the table keeps (the skipped states' too)
+/// and every lookup subsumption makes, each of which may meet another state's fingerprint.
+#[test]
+fn the_collision_estimate_counts_the_skipped_states_and_the_lookups() {
+    let mut config = config(Variant::Fenced, 1, Time::Untimed, faults(1, 1, 0, 1, 0));
+    config.event_count = 1;
+    let with = |subsumption| Options {
+        subsumption,
+        ..Options::default()
+    };
+    let off = leasehold_model::check::run(&config, &with(false), None);
+    assert_eq!((off.subsumed, off.subsumption_lookups), (0, 0));
+    let unique = off.counts.unique as f64;
+    assert_eq!(off.collision_estimate(), unique * unique / 2f64.powi(65));
+    let on = leasehold_model::check::run(&config, &with(true), None);
+    assert!(
+        on.subsumed > 0 && on.subsumption_lookups >= on.subsumed,
+        "{on:?}"
+    );
+    let kept = (on.counts.unique + on.subsumed) as f64;
+    let lookups = on.subsumption_lookups as f64;
+    assert_eq!(
+        on.collision_estimate(),
+        kept * kept / 2f64.powi(65) + lookups * kept / 2f64.powi(64)
+    );
+}
