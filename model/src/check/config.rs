@@ -42,17 +42,44 @@ impl Budgets {
 
     /// The sum of every budget, renews included.
     pub fn total(&self) -> u32 {
-        [
-            self.crashes,
-            self.drops,
-            self.dups,
-            self.lost_replies,
-            self.broker_restarts,
-            self.renews,
+        self.word()
+            .to_le_bytes()
+            .iter()
+            .map(|&b| u32::from(b))
+            .sum()
+    }
+
+    /// Every set of budgets a state that subsumes one with these used may have used
+    /// ([`crate::check::LeaseModel::with_subsumption`]): no more crashes, drops, duplicates,
+    /// lost replies and renews, at least one fewer, and as many broker restarts.
+    pub fn below(&self) -> impl Iterator<Item = Budgets> {
+        let top = *self;
+        let sizes = [
+            top.crashes,
+            top.drops,
+            top.dups,
+            top.lost_replies,
+            top.renews,
         ]
-        .iter()
-        .map(|&b| u32::from(b))
-        .sum()
+        .map(|n| u32::from(n) + 1);
+        let count: u32 = sizes.iter().product();
+        // Each index names one vector, in mixed radix; the last, `count - 1`, is `top` itself.
+        (0..count - 1).map(move |mut index| {
+            let mut digits = [0u8; 5];
+            for (digit, size) in digits.iter_mut().zip(sizes) {
+                *digit = (index % size) as u8;
+                index /= size;
+            }
+            let [crashes, drops, dups, lost_replies, renews] = digits;
+            Budgets {
+                crashes,
+                drops,
+                dups,
+                lost_replies,
+                renews,
+                ..top
+            }
+        })
     }
 }
 

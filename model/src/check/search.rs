@@ -559,41 +559,12 @@ impl<B: CheckedBroker> Shared<'_, B> {
     }
 }
 
-/// Whether the set holds the state hashed by `core` with budgets used below `used`: no more
-/// crashes, drops, duplicates, lost replies and renews, at least one fewer, and as many broker
-/// restarts (see [`LeaseModel::with_subsumption`]).
+/// Whether the set holds the state hashed by `core` with budgets used below `used`
+/// ([`Budgets::below`]); counts the lookups.
 #[inline]
 fn subsumed(used: &Budgets, core: &Fingerprinter, seen: &Inserter<'_>, lookups: &mut u64) -> bool {
-    if used.crashes == 0
-        && used.drops == 0
-        && used.dups == 0
-        && used.lost_replies == 0
-        && used.renews == 0
-    {
-        return false;
-    }
-    let mut below = *used;
-    for crashes in 0..=used.crashes {
-        below.crashes = crashes;
-        for drops in 0..=used.drops {
-            below.drops = drops;
-            for dups in 0..=used.dups {
-                below.dups = dups;
-                for lost_replies in 0..=used.lost_replies {
-                    below.lost_replies = lost_replies;
-                    for renews in 0..=used.renews {
-                        below.renews = renews;
-                        if below == *used {
-                            continue;
-                        }
-                        *lookups += 1;
-                        if seen.contains(core.with_last(below.word())) {
-                            return true;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    false
+    used.below().any(|below| {
+        *lookups += 1;
+        seen.contains(core.with_last(below.word()))
+    })
 }

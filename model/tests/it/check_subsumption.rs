@@ -119,31 +119,15 @@ fn a_state_with_no_action_has_none_with_fewer_budgets_used_but_restarts() {
             }
             terminal += 1;
             let used = state.used;
-            for crashes in 0..=used.crashes {
-                for drops in 0..=used.drops {
-                    for dups in 0..=used.dups {
-                        for lost_replies in 0..=used.lost_replies {
-                            for renews in 0..=used.renews {
-                                let mut below = state.clone();
-                                below.used = Budgets {
-                                    crashes,
-                                    drops,
-                                    dups,
-                                    lost_replies,
-                                    renews,
-                                    ..used
-                                };
-                                lowered += usize::from(below.used != used);
-                                assert!(
-                                    !model.has_action(&below),
-                                    "{config}: a terminal state has an action with {:?} used \
-                                     instead of {used:?}: {below:?}",
-                                    below.used
-                                );
-                            }
-                        }
-                    }
-                }
+            for below in used.below() {
+                lowered += 1;
+                let mut lower = state.clone();
+                lower.used = below;
+                assert!(
+                    !model.has_action(&lower),
+                    "{config}: a terminal state has an action with {below:?} used instead of \
+                     {used:?}: {lower:?}"
+                );
             }
         });
     }
@@ -197,4 +181,31 @@ fn the_collision_estimate_counts_the_skipped_states_and_the_lookups() {
         on.collision_estimate(),
         kept * kept / 2f64.powi(65) + lookups * kept / 2f64.powi(64)
     );
+}
+
+/// `Budgets::below` names every smaller set of the five budgets subsumption compares, once,
+/// never the set itself, and keeps the broker restarts.
+#[test]
+fn below_names_every_smaller_set_of_budgets_once() {
+    let used = Budgets {
+        crashes: 2,
+        drops: 1,
+        dups: 0,
+        lost_replies: 1,
+        broker_restarts: 1,
+        renews: 1,
+    };
+    let below: Vec<Budgets> = used.below().collect();
+    let distinct: BTreeSet<u64> = below.iter().map(Budgets::word).collect();
+    assert_eq!(distinct.len(), below.len());
+    // 3 × 2 × 1 × 2 × 2 vectors, less `used` itself.
+    assert_eq!(below.len(), 23);
+    for b in &below {
+        assert_ne!(*b, used);
+        assert_eq!(b.broker_restarts, 1);
+        assert!(
+            b.crashes <= 2 && b.drops <= 1 && b.dups == 0 && b.lost_replies <= 1 && b.renews <= 1
+        );
+    }
+    assert_eq!(Budgets::default().below().count(), 0);
 }
