@@ -83,6 +83,80 @@ impl Budgets {
     }
 }
 
+/// Numbers the sets of budgets used within the configured budgets, each set one code below
+/// 2²⁴, so that a state's fingerprint can carry its budgets in its top bits
+/// ([`crate::check::fingerprint::coded`]) and a subsumption lookup can walk the smaller sets
+/// by adding and subtracting strides.
+#[derive(Clone, Copy, Debug)]
+pub struct BudgetCodes {
+    /// Each budget's stride, in [`Budgets::word`]'s order: the product of the sizes
+    /// (`limit + 1`) of the budgets before it.
+    strides: [u64; 6],
+}
+
+impl BudgetCodes {
+    /// The codes for `limits`; `None` when they number more than 2²⁴ sets.
+    pub fn new(limits: &Budgets) -> Option<BudgetCodes> {
+        let mut strides = [0; 6];
+        let mut size = 1u64;
+        for (stride, limit) in strides.iter_mut().zip(limits.word().to_le_bytes()) {
+            *stride = size;
+            size *= u64::from(limit) + 1;
+        }
+        (size <= 1 << crate::check::fingerprint::CODE_BITS).then_some(BudgetCodes { strides })
+    }
+
+    /// The code of `used` (within the limits: a state never uses more).
+    #[inline]
+    pub fn code(&self, used: &Budgets) -> u64 {
+        used.word()
+            .to_le_bytes()
+            .iter()
+            .zip(self.strides)
+            .map(|(&n, stride)| u64::from(n) * stride)
+            .sum()
+    }
+
+    /// Calls `f` on the code of each set [`Budgets::below`] yields, in its order, until `f`
+    /// returns true; returns whether it did.
+    #[inline]
+    pub fn any_below(&self, used: &Budgets, mut f: impl FnMut(u64) -> bool) -> bool {
+        // The budgets `below` varies (every one but broker restarts), and their strides.
+        let [crashes, drops, dups, lost_replies, _, renews] = self.strides;
+        let stride = [crashes, drops, dups, lost_replies, renews];
+        let top = [
+            used.crashes,
+            used.drops,
+            used.dups,
+            used.lost_replies,
+            used.renews,
+        ];
+        let mut digits = [0u8; 5];
+        let mut code = self.code(&Budgets {
+            broker_restarts: used.broker_restarts,
+            ..Budgets::default()
+        });
+        // An odometer, the first digit fastest: `top` itself comes last and is not a set below.
+        loop {
+            if digits == top {
+                return false;
+            }
+            if f(code) {
+                return true;
+            }
+            for i in 0..5 {
+                if digits[i] < top[i] {
+                    digits[i] += 1;
+                    code += stride[i];
+                    break;
+                }
+                code -= u64::from(digits[i]) * stride[i];
+                digits[i] = 0;
+            }
+        }
+    }
+}
+
 /// How many renews a lease holder may send.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

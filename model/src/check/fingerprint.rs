@@ -15,6 +15,8 @@ const SEEDS: [u64; 4] = [
     0xa409_3822_299f_31d0,
     0x082e_fa98_ec4e_6c89,
 ];
+/// The bits of a fingerprint [`coded`] gives to the code.
+pub const CODE_BITS: u32 = 24;
 const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
 const MULTIPLIER_2: u64 = 0x4528_21e6_38d0_1377;
 
@@ -128,4 +130,17 @@ impl Hasher for Fingerprinter {
 /// The fingerprint of `value`: never 0 (the fingerprint table's empty slot).
 pub fn fingerprint<T: Hash + ?Sized>(value: &T) -> u64 {
     Fingerprinter::default().of(value)
+}
+
+/// The fingerprint of a state whose hash but for its budgets used is `core`, and whose
+/// budgets used have `code` ([`crate::check::config::BudgetCodes`], below 2²⁴): the code in
+/// the top 24 bits (never 0). Fingerprints that differ only in their codes share their low 40
+/// bits, so [`crate::check::table`] probes them from the same slot: the twins of a state with
+/// other budgets used lie in the cache lines its own lookup reads. Two codes with one core
+/// never give one fingerprint (but for the one in 2⁶⁴ that is 0); two cores give one with
+/// the probability of any two hashes.
+#[inline]
+pub fn coded(core: u64, code: u64) -> u64 {
+    debug_assert!(code < 1 << CODE_BITS);
+    (core ^ code << (64 - CODE_BITS)).max(1)
 }

@@ -9,7 +9,7 @@
 
 use crate::broker::{Broker, BrokerConfig, SettleRequest, Timer};
 use crate::check::checked::CheckedBroker;
-use crate::check::config::{CheckConfig, Outcomes, Renews, Time};
+use crate::check::config::{BudgetCodes, CheckConfig, Outcomes, Renews, Time};
 use crate::check::coverage::Cell;
 use crate::check::state::{witness, Action, LeaseRef, Msg, State, Witness, Worker};
 use crate::inline::InlineVec;
@@ -228,6 +228,8 @@ pub struct LeaseModel<B = Broker> {
     /// Whether the search skips a state that a visited one with no more budget used
     /// subsumes ([`LeaseModel::with_subsumption`]).
     subsumption: bool,
+    /// See [`LeaseModel::budget_codes`].
+    budget_codes: Option<BudgetCodes>,
     /// Whether the broker names no worker (else symmetry stays off:
     /// [`CheckedBroker::workers_interchangeable`]).
     interchangeable: bool,
@@ -259,6 +261,7 @@ impl<B> Clone for LeaseModel<B> {
             symmetry: self.symmetry,
             partial_order: self.partial_order,
             subsumption: self.subsumption,
+            budget_codes: self.budget_codes,
             interchangeable: self.interchangeable,
             groups_interchangeable: self.groups_interchangeable,
             leaves: self.leaves,
@@ -336,6 +339,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             symmetry: false,
             partial_order: false,
             subsumption: false,
+            budget_codes: None,
             interchangeable: prototype.workers_interchangeable(),
             groups_interchangeable,
             leaves: ALL_SAFETY_BITS,
@@ -454,7 +458,18 @@ impl<B: CheckedBroker> LeaseModel<B> {
     /// the order states are met (on several threads, from run to run); verdicts do not.
     pub fn with_subsumption(mut self, subsumption: bool) -> LeaseModel<B> {
         self.subsumption = subsumption && self.config.renews != Renews::Unbounded;
+        self.budget_codes = self
+            .subsumption
+            .then(|| BudgetCodes::new(&self.config.budgets))
+            .flatten();
         self
+    }
+
+    /// How the search's fingerprints carry the budgets used, when subsumption is on and
+    /// the budgets number few enough sets ([`BudgetCodes`]); `None`: hashed last
+    /// ([`crate::check::fingerprint::Fingerprinter::with_last`]).
+    pub fn budget_codes(&self) -> Option<BudgetCodes> {
+        self.budget_codes
     }
 
     /// Whether subsumption is on.

@@ -16,12 +16,13 @@
 
 use crate::broker::Broker;
 use crate::check::checked::CheckedBroker;
-use crate::check::config::Budgets;
-use crate::check::fingerprint::{fingerprint, Fingerprinter};
+use crate::check::config::{BudgetCodes, Budgets};
+use crate::check::fingerprint::{coded, fingerprint, Fingerprinter};
 use crate::check::model::{Actions, LeaseModel};
 use crate::check::rank::{rank, Rank};
 use crate::check::state::{Action, State, Witness};
 use crate::check::table::{FingerprintSet, Inserter};
+use std::hash::Hasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -493,7 +494,10 @@ impl<B: CheckedBroker> Shared<'_, B> {
             }
             if model.subsumption() {
                 let core = Fingerprinter::core_of(&*next);
-                let fp = core.with_last(next.used.word());
+                let fp = match model.budget_codes() {
+                    Some(codes) => coded(core.finish(), codes.code(&next.used)),
+                    None => core.with_last(next.used.word()),
+                };
                 seen.prefetch(fp);
                 subsuming.push((next, fp, core));
             } else {
@@ -523,7 +527,13 @@ impl<B: CheckedBroker> Shared<'_, B> {
         for (next, fp, core) in subsuming.drain(..) {
             if !seen.insert(fp) {
                 free.push(next);
-            } else if subsumed(&next.used, &core, seen, &mut out.lookups) {
+            } else if subsumed(
+                model.budget_codes(),
+                &next.used,
+                &core,
+                seen,
+                &mut out.lookups,
+            ) {
                 out.subsumed += 1;
                 free.push(next);
             } else {
@@ -562,7 +572,20 @@ impl<B: CheckedBroker> Shared<'_, B> {
 /// Whether the set holds the state hashed by `core` with budgets used below `used`
 /// ([`Budgets::below`]); counts the lookups.
 #[inline]
-fn subsumed(used: &Budgets, core: &Fingerprinter, seen: &Inserter<'_>, lookups: &mut u64) -> bool {
+fn subsumed(
+    codes: Option<BudgetCodes>,
+    used: &Budgets,
+    core: &Fingerprinter,
+    seen: &Inserter<'_>,
+    lookups: &mut u64,
+) -> bool {
+    if let Some(codes) = codes {
+        let core = core.finish();
+        return codes.any_below(used, |code| {
+            *lookups += 1;
+            seen.contains(coded(core, code))
+        });
+    }
     used.below().any(|below| {
         *lookups += 1;
         seen.contains(core.with_last(below.word()))

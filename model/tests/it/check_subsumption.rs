@@ -7,7 +7,8 @@
 //! replies or renews used.
 
 use crate::support::reduced::{config, faults};
-use leasehold_model::check::fingerprint::fingerprint;
+use leasehold_model::check::config::BudgetCodes;
+use leasehold_model::check::fingerprint::{coded, fingerprint};
 use leasehold_model::check::{Budgets, CheckConfig, LeaseModel, Limits, Options, Time};
 use leasehold_model::Variant;
 use std::collections::{BTreeSet, VecDeque};
@@ -208,4 +209,93 @@ fn below_names_every_smaller_set_of_budgets_once() {
         );
     }
     assert_eq!(Budgets::default().below().count(), 0);
+}
+
+/// Every set of budgets within the limits has its own code below 2²⁴, and `any_below` walks
+/// the codes of the sets `Budgets::below` names, in its order; limits with more sets than
+/// that have no codes.
+#[test]
+fn budget_codes_number_each_set_once_and_walk_the_smaller_sets() {
+    let limits = Budgets {
+        crashes: 2,
+        drops: 1,
+        dups: 3,
+        lost_replies: 1,
+        broker_restarts: 2,
+        renews: 1,
+    };
+    let codes = BudgetCodes::new(&limits).expect("3 × 2 × 4 × 2 × 3 × 2 sets");
+    let mut every = Vec::new();
+    for restarts in 0..=limits.broker_restarts {
+        let top = Budgets {
+            broker_restarts: restarts,
+            ..limits
+        };
+        every.push(top);
+        every.extend(top.below());
+    }
+    let numbered: BTreeSet<u64> = every.iter().map(|used| codes.code(used)).collect();
+    assert_eq!((every.len(), numbered.len()), (288, 288));
+    assert!(numbered.iter().all(|&code| code < 288), "{numbered:?}");
+    // One core's fingerprints with different codes differ.
+    let core = fingerprint(&limits);
+    let fingerprints: BTreeSet<u64> = numbered.iter().map(|&c| coded(core, c)).collect();
+    assert_eq!(fingerprints.len(), 288);
+    for used in &every {
+        let mut walked = Vec::new();
+        assert!(!codes.any_below(used, |code| {
+            walked.push(code);
+            false
+        }));
+        let below: Vec<u64> = used.below().map(|b| codes.code(&b)).collect();
+        assert_eq!(walked, below, "{used:?}");
+        // It stops at the first code `f` accepts.
+        if let Some(&last) = below.last() {
+            let mut calls = 0;
+            assert!(codes.any_below(used, |code| {
+                calls += 1;
+                code == last
+            }));
+            assert_eq!(calls, below.len());
+        }
+    }
+    let wide = Budgets {
+        crashes: 255,
+        drops: 255,
+        dups: 1,
+        lost_replies: 255,
+        ..limits
+    };
+    assert!(BudgetCodes::new(&wide).is_none());
+}
+
+/// Budgets too wide for codes: the fingerprints hash them last, and subsumption keeps every
+/// verdict there too.
+#[test]
+fn subsumption_keeps_every_verdict_with_budgets_too_wide_for_codes() {
+    let wide = Budgets {
+        crashes: 255,
+        drops: 255,
+        dups: 1,
+        lost_replies: 255,
+        broker_restarts: 1,
+        renews: 1,
+    };
+    for variant in [
+        Variant::Fenced,
+        Variant::UnfencedSettle,
+        Variant::AckAllGroups,
+    ] {
+        let mut config = config(variant, 1, Time::Untimed, wide);
+        config.event_count = 1;
+        let model = LeaseModel::new(config.clone()).with_subsumption(true);
+        assert!(model.budget_codes().is_none());
+        let (full, reduced) = compare(&config, 1);
+        assert!(reduced < full, "{config}: {reduced} of {full}");
+    }
+    let narrow = config(Variant::Fenced, 1, Time::Untimed, faults(1, 1, 0, 1, 0));
+    assert!(LeaseModel::new(narrow)
+        .with_subsumption(true)
+        .budget_codes()
+        .is_some());
 }
