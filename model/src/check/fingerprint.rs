@@ -55,8 +55,9 @@ impl Fingerprinter {
         self.count = self.count.wrapping_add(1);
     }
 
-    /// A hasher fed with `state` but its budgets used: [`Fingerprinter::with_last`] then
-    /// gives the fingerprint of that state with any budgets used, at the cost of one word.
+    /// A hasher fed with `state` but its budgets used: [`coded`] with its `finish` and a
+    /// budgets' code, or [`Fingerprinter::with_last`] with their word, then gives the
+    /// fingerprint of that state with any budgets used.
     #[inline]
     pub fn core_of<B: Hash>(state: &crate::check::state::State<B>) -> Fingerprinter {
         let mut hasher = Fingerprinter::default();

@@ -170,8 +170,10 @@ impl Hash for Msg {
 }
 
 impl<B: Hash> State<B> {
-    /// Hashes everything but the budgets used: a state's fingerprint is this followed by
-    /// [`Budgets::word`] (see [`crate::check::fingerprint::Fingerprinter::core_of`]).
+    /// Hashes everything but the budgets used: under subsumption a state's fingerprint is
+    /// this with its budgets' code in the top bits ([`crate::check::fingerprint::coded`]),
+    /// or followed by [`Budgets::word`] where the budgets are too wide for a code
+    /// ([`crate::check::fingerprint::Fingerprinter::core_of`]); without, the state's `Hash`.
     #[inline]
     pub fn hash_core<H: Hasher>(&self, state: &mut H) {
         self.broker.hash(state);
