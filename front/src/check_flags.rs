@@ -61,6 +61,8 @@ pub struct CheckRequest {
     pub no_partial_order: bool,
     /// Subsumption off (`--no-subsumption`).
     pub no_subsumption: bool,
+    /// Duplicates taken at their first delivery off (`--no-late-duplicates`).
+    pub no_late_duplicates: bool,
     /// Start from the variant's covering configuration (`--covering`,
     /// [`CheckConfig::covering_for`]: what is used when neither this nor `tailored` is given);
     /// the other flags override it.
@@ -104,6 +106,7 @@ impl Default for CheckRequest {
             no_symmetry: false,
             no_partial_order: false,
             no_subsumption: false,
+            no_late_duplicates: false,
             covering: false,
             tailored: false,
             all_violations: false,
@@ -264,6 +267,7 @@ impl CheckRequest {
             symmetry: !self.no_symmetry,
             partial_order: !self.no_partial_order,
             subsumption: !self.no_subsumption,
+            late_duplicates: !self.no_late_duplicates,
             counterexample_states_max: self.max_states.min(COUNTEREXAMPLE_STATES_MAX),
             beyond_first_violation: self.all_violations,
             ..Options::default()

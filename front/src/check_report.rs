@@ -63,7 +63,7 @@ fn stats_line(printed: &Printed) -> String {
     let report = &printed.report;
     let threads = report.threads;
     format!(
-        "{} states generated, {} unique states, max depth {}, {:.2} s, {:.0} unique states/s ({}, symmetry {}{}{}, {} thread{})",
+        "{} states generated, {} unique states, max depth {}, {:.2} s, {:.0} unique states/s ({}, symmetry {}{}{}{}, {} thread{})",
         report.counts.generated,
         report.counts.unique,
         report.max_depth,
@@ -84,6 +84,11 @@ fn stats_line(printed: &Printed) -> String {
         match (report.config.cyclic(), report.engine, report.subsumption) {
             (false, Engine::Leasehold, true) => ", subsumption on",
             (false, Engine::Leasehold, false) => ", subsumption off",
+            _ => "",
+        },
+        match (report.config.cyclic(), report.engine, report.late_duplicates) {
+            (false, Engine::Leasehold, true) => ", late duplicates on",
+            (false, Engine::Leasehold, false) => ", late duplicates off",
             _ => "",
         },
         threads,
@@ -270,7 +275,7 @@ pub fn header(command: &str, config: &CheckConfig, options: &Options) -> String 
             "breadth-first graph search for fair cycles, symmetry off".to_string()
         } else {
             format!(
-                "{}, symmetry {}{}{}",
+                "{}, symmetry {}{}{}{}",
                 options.search_name(config),
                 if options.symmetry { "on" } else { "off" },
                 match (options.engine, options.partial_order) {
@@ -281,6 +286,11 @@ pub fn header(command: &str, config: &CheckConfig, options: &Options) -> String 
                 match (options.engine, options.subsumption) {
                     (Engine::Leasehold, true) => ", subsumption on",
                     (Engine::Leasehold, false) => ", subsumption off",
+                    _ => "",
+                },
+                match (options.engine, options.late_duplicates) {
+                    (Engine::Leasehold, true) => ", late duplicates on",
+                    (Engine::Leasehold, false) => ", late duplicates off",
                     _ => "",
                 }
             )

@@ -120,6 +120,11 @@ pub struct Args {
     /// explored but for more faults or renews used is not explored again; see docs/check.md).
     #[arg(long)]
     pub no_subsumption: bool,
+    /// Turn late duplicates off (leasehold's engine, finite budgets: a request is duplicated
+    /// only as one copy of it is delivered, which loses nothing since a duplicate changes
+    /// nothing a step reads until a copy is taken; see docs/check.md).
+    #[arg(long)]
+    pub no_late_duplicates: bool,
     /// Start from the configuration that reaches every cell of the protocol's surface the
     /// variant supports (two groups of one event, two workers, every handler outcome, a renew,
     /// each fault once, the clock): the default of a variant expected to hold (a planted bug
@@ -161,7 +166,7 @@ pub struct Args {
         conflicts_with_all = [
             "threads", "compare_symmetry", "all_violations", "first_violation", "json", "report",
             "max_states", "out",
-            "engine", "no_partial_order", "no_subsumption",
+            "engine", "no_partial_order", "no_subsumption", "no_late_duplicates",
         ]
     )]
     pub explore: Option<String>,
@@ -222,6 +227,7 @@ fn request(args: &Args) -> CheckRequest {
         no_symmetry: args.no_symmetry,
         no_partial_order: args.no_partial_order,
         no_subsumption: args.no_subsumption,
+        no_late_duplicates: args.no_late_duplicates,
         covering: args.covering,
         tailored: args.tailored,
         all_violations: args.all_violations,

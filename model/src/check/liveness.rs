@@ -58,6 +58,7 @@ pub fn group_of<B>(state: &State<B>, action: Action) -> Option<Group> {
         Action::Crash { .. }
         | Action::Drop { .. }
         | Action::Duplicate { .. }
+        | Action::DuplicateDelivered { .. }
         | Action::BrokerRestart => None,
     }
 }
@@ -123,7 +124,11 @@ pub fn check<B: CheckedBroker>(
     fairness: Fairness,
     progress: Option<Progress<'_>>,
 ) -> GraphSearch<B> {
-    let model = model.clone().with_symmetry(false).with_partial_order(false);
+    let model = model
+        .clone()
+        .with_symmetry(false)
+        .with_partial_order(false)
+        .with_late_duplicates(false);
     let (graph, mut out, first) = explore(&model, limits, progress);
     out.edges = graph.edges.len() as u64;
     for (invariant, node) in first {

@@ -230,6 +230,9 @@ pub struct LeaseModel<B = Broker> {
     subsumption: bool,
     /// See [`LeaseModel::budget_codes`].
     budget_codes: Option<BudgetCodes>,
+    /// Whether a duplicate is taken at its first delivery
+    /// ([`LeaseModel::with_late_duplicates`]).
+    late_duplicates: bool,
     /// Whether the broker names no worker (else symmetry stays off:
     /// [`CheckedBroker::workers_interchangeable`]).
     interchangeable: bool,
@@ -262,6 +265,7 @@ impl<B> Clone for LeaseModel<B> {
             partial_order: self.partial_order,
             subsumption: self.subsumption,
             budget_codes: self.budget_codes,
+            late_duplicates: self.late_duplicates,
             interchangeable: self.interchangeable,
             groups_interchangeable: self.groups_interchangeable,
             leaves: self.leaves,
@@ -340,6 +344,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
             partial_order: false,
             subsumption: false,
             budget_codes: None,
+            late_duplicates: false,
             interchangeable: prototype.workers_interchangeable(),
             groups_interchangeable,
             leaves: ALL_SAFETY_BITS,
@@ -463,6 +468,33 @@ impl<B: CheckedBroker> LeaseModel<B> {
             .then(|| BudgetCodes::new(&self.config.budgets))
             .flatten();
         self
+    }
+
+    /// The same model, in which a request is duplicated only as a copy of it is delivered:
+    /// `DuplicateDelivered` duplicates a request in flight and the broker applies one copy at
+    /// once (its reply lost within `--lost-replies`), the other staying in flight; there is no
+    /// bare `Duplicate`. Off with unbounded renews.
+    ///
+    /// Why it loses nothing, for any broker: a duplicate touches only the requests in flight
+    /// (one more copy) and the duplicate budget, and no step reads how many copies of a
+    /// request are in flight but one that takes a copy away (its delivery or its drop). So a
+    /// duplicate commutes with every step up to the first one that takes a copy of its
+    /// request, and can be put just before it. If that step is a drop, the two leave the
+    /// state as it was but for budgets used (a state that offers a subset of the other's
+    /// steps, and is terminal exactly when it is, by the fact subsumption rests on); if no
+    /// step ever takes a copy, the behaviour ends before any terminal state (a request in
+    /// flight can always be delivered), and each of its states but for the extra copy and a
+    /// budget is one without the duplicate, which breaks the same invariants (the copy is
+    /// nobody's but the requests'). The ranking function still decreases (a duplicate is
+    /// spent). What the search never builds is the states in which both copies wait.
+    pub fn with_late_duplicates(mut self, late: bool) -> LeaseModel<B> {
+        self.late_duplicates = late && self.config.renews != Renews::Unbounded;
+        self
+    }
+
+    /// Whether duplicates are taken at their first delivery.
+    pub fn late_duplicates(&self) -> bool {
+        self.late_duplicates
     }
 
     /// How the search's fingerprints carry the budgets used, when subsumption is on and
@@ -731,7 +763,20 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 actions.push(Action::Drop { message });
             }
             if used.dups < budgets.dups {
-                actions.push(Action::Duplicate { message });
+                if self.late_duplicates {
+                    actions.push(Action::DuplicateDelivered {
+                        message,
+                        reply_lost: false,
+                    });
+                    if used.lost_replies < budgets.lost_replies && state.waiting_on(msg).is_some() {
+                        actions.push(Action::DuplicateDelivered {
+                            message,
+                            reply_lost: true,
+                        });
+                    }
+                } else {
+                    actions.push(Action::Duplicate { message });
+                }
             }
         }
     }
@@ -998,6 +1043,17 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 state.used.dups += 1;
                 state.send(msg);
                 Cell::RequestDuplicated.bit()
+            }
+            Action::DuplicateDelivered {
+                message,
+                reply_lost,
+            } => {
+                // The copy stays where the request was; the request is delivered.
+                let msg = state.in_flight[message as usize];
+                state.used.dups += 1;
+                let witness = self.deliver(state, message as usize, reply_lost);
+                state.send(msg);
+                Cell::RequestDuplicated.bit() | witness
             }
             Action::Tick => self.tick(state),
             Action::BrokerRestart => {

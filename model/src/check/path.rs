@@ -136,7 +136,11 @@ pub enum Step {
 /// canonical renumbering: `states[0]` is the initial state, `states[i + 1]` the state after
 /// `actions[i]`.
 pub fn replay<B: CheckedBroker>(model: &LeaseModel<B>, actions: &[Action]) -> Vec<State<B>> {
-    let model = model.clone().with_symmetry(false).with_partial_order(false);
+    let model = model
+        .clone()
+        .with_symmetry(false)
+        .with_partial_order(false)
+        .with_late_duplicates(false);
     let mut states = vec![model.init_state(false)];
     for &action in actions {
         let mut next = states.last().expect("non-empty").clone();
@@ -166,6 +170,21 @@ pub fn steps<B: CheckedBroker>(
     let mut out = Vec::new();
     for (index, &action) in actions.iter().enumerate() {
         let (before, after) = (&states[index], &states[index + 1]);
+        if let Action::DuplicateDelivered {
+            message,
+            reply_lost,
+        } = action
+        {
+            // Told as the duplicate, then the delivery of one copy.
+            let mut copied = before.clone();
+            copied.send(before.in_flight[message as usize]);
+            let duplicate = Action::Duplicate { message };
+            out.push(describe(model, before, &copied, duplicate, &seen));
+            out.push(describe_delivery(
+                model, &copied, after, message, reply_lost, &seen,
+            ));
+            continue;
+        }
         let step = describe(model, before, after, action, &seen);
         match &step {
             Step::Fetch {
@@ -308,6 +327,10 @@ fn describe<B: CheckedBroker>(
                 op: *model.op(msg.op),
             }
         }
+        Action::DuplicateDelivered {
+            message,
+            reply_lost,
+        } => describe_delivery(model, before, after, message, reply_lost, seen),
         Action::BrokerRestart => Step::BrokerRestart,
         Action::Tick => {
             let live = |state: &State<B>| {

@@ -56,6 +56,9 @@ pub struct Options {
     /// Subsumption ([`LeaseModel::with_subsumption`]): leasehold's own proof search with
     /// finite budgets only.
     pub subsumption: bool,
+    /// Duplicates taken at their first delivery ([`LeaseModel::with_late_duplicates`]):
+    /// leasehold's own proof search with finite budgets only.
+    pub late_duplicates: bool,
     /// The bound on the shortest-counterexample search (generated states).
     pub counterexample_states_max: u64,
     /// How I6 is argued.
@@ -140,6 +143,7 @@ impl Default for Options {
             symmetry: true,
             partial_order: true,
             subsumption: true,
+            late_duplicates: true,
             counterexample_states_max: 50_000_000,
             method: Method::Auto,
             beyond_first_violation: false,
@@ -259,6 +263,9 @@ pub struct Report {
     pub partial_order: bool,
     /// Whether subsumption was used ([`LeaseModel::with_subsumption`]).
     pub subsumption: bool,
+    /// Whether duplicates were taken at their first delivery
+    /// ([`LeaseModel::with_late_duplicates`]).
+    pub late_duplicates: bool,
     /// States the search skipped as subsumed by a visited one (not in `counts.unique`).
     pub subsumed: u64,
     /// Fingerprints the search looked up to find a subsuming state.
@@ -350,6 +357,7 @@ struct Found<B> {
     symmetry: bool,
     partial_order: bool,
     subsumption: bool,
+    late_duplicates: bool,
 }
 
 /// Why `config`'s timed model cannot run on the broker `B`, if it cannot: a broker that does
@@ -407,7 +415,10 @@ pub fn run_on<B: CheckedBroker>(
                 .clone()
                 .with_symmetry(options.symmetry)
                 .with_partial_order(options.partial_order && options.engine == Engine::Leasehold)
-                .with_subsumption(options.subsumption && options.engine == Engine::Leasehold),
+                .with_subsumption(options.subsumption && options.engine == Engine::Leasehold)
+                .with_late_duplicates(
+                    options.late_duplicates && options.engine == Engine::Leasehold,
+                ),
             options,
             progress,
         )
@@ -424,6 +435,7 @@ pub fn run_on<B: CheckedBroker>(
         symmetry: found.symmetry,
         partial_order: found.partial_order,
         subsumption: found.subsumption,
+        late_duplicates: found.late_duplicates,
         subsumed: exploration.subsumed,
         subsumption_lookups: exploration.lookups,
         engine: options.engine,
@@ -471,6 +483,7 @@ fn by_cycles<B: CheckedBroker>(
         symmetry: false,
         partial_order: false,
         subsumption: false,
+        late_duplicates: false,
     }
 }
 
@@ -518,6 +531,7 @@ fn by_ranking<B: CheckedBroker>(
         symmetry: model.symmetry(),
         partial_order: model.partial_order(),
         subsumption: model.subsumption(),
+        late_duplicates: model.late_duplicates(),
     }
 }
 

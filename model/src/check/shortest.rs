@@ -62,7 +62,11 @@ pub fn shortest_counterexamples<B: CheckedBroker>(
     targets: &[Invariant],
     states_max: u64,
 ) -> Search {
-    let model = &model.clone().with_symmetry(false).with_partial_order(false);
+    let model = &model
+        .clone()
+        .with_symmetry(false)
+        .with_partial_order(false)
+        .with_late_duplicates(false);
     // The search expands what the model expands: a leaf is a state that breaks an
     // invariant whose violation ends exploration (see `LeaseModel::is_leaf`).
     // (parent node, action) per node; node 0 is the initial state.

@@ -553,6 +553,15 @@ pub enum Action {
         /// Index into the in-flight multiset.
         message: u8,
     },
+    /// The network duplicates a request and the broker applies one copy at once, as
+    /// [`Action::Deliver`] (see [`crate::check::LeaseModel::with_late_duplicates`]); a
+    /// counterexample shows it as the duplicate, then the delivery.
+    DuplicateDelivered {
+        /// Index into the in-flight multiset.
+        message: u8,
+        /// The reply is lost; the sender sees `ambiguous`.
+        reply_lost: bool,
+    },
     /// The broker restarts: durable state survives.
     BrokerRestart,
     /// The timed model's clock advances by one tick.

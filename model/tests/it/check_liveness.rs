@@ -36,6 +36,7 @@ fn with(method: Method) -> Options {
         symmetry: false,
         partial_order: false,
         subsumption: false,
+        late_duplicates: false,
         ..Options::default()
     }
 }

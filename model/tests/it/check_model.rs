@@ -44,6 +44,7 @@ fn options(symmetry: bool) -> Options {
         symmetry,
         partial_order: false,
         subsumption: false,
+        late_duplicates: false,
         ..Options::default()
     }
 }
@@ -453,6 +454,7 @@ fn a_stop_at_the_first_violation_finds_the_bug_from_part_of_the_space() {
             ..Limits::default()
         },
         subsumption: false,
+        late_duplicates: false,
         ..Options::default()
     };
     assert_eq!(

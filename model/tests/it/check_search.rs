@@ -68,6 +68,7 @@ fn the_search_and_stateright_count_the_same_unique_states() {
                     symmetry,
                     partial_order: false,
                     subsumption: false,
+                    late_duplicates: false,
                     ..Options::default()
                 },
                 None,
@@ -235,6 +236,7 @@ fn the_stateright_engine_gives_the_same_counts_and_verdicts_on_every_variant() {
                 engine,
                 partial_order: false,
                 subsumption: false,
+                late_duplicates: false,
                 ..Options::default()
             };
             let ours = run(&config, &options(Engine::Leasehold), None);
@@ -272,6 +274,7 @@ fn the_stateright_engine_with_symmetry_counts_the_same_representatives() {
             engine,
             partial_order: false,
             subsumption: false,
+            late_duplicates: false,
             ..Options::default()
         };
         let ours = run(&config, &options(Engine::Leasehold), None);

@@ -16,6 +16,7 @@ mod check_coverage;
 mod check_coverage_cells;
 mod check_fingerprint;
 mod check_fingerprint_hash;
+mod check_late_duplicates;
 mod check_liveness;
 mod check_model;
 mod check_outcomes;
