@@ -18,6 +18,7 @@ PLAIN="--crashes 1 --lost-replies 0 --drops 0 --dups 0 --renews 0 --broker-resta
 # depend on the order states are met; benches/covering.sh measures it), when the binary has it.
 NOSUB=""
 if "$BIN" check --help 2> /dev/null | grep -- --no-subsumption > /dev/null; then NOSUB="--no-subsumption"; fi
+if "$BIN" check --help 2> /dev/null | grep -- --no-late-duplicates > /dev/null; then NOSUB="$NOSUB --no-late-duplicates"; fi
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 

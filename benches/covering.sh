@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The covering configuration (what `leasehold check` runs with no flag on `fenced`):
-#  1. the default with the reductions (symmetry, partial order, subsumption) turned off in
-#     turn — the state counts before and after each, the time and the peak memory;
+#  1. the default with the reductions (symmetry, partial order, subsumption, late duplicates)
+#     turned off in turn — the state counts before and after each, the time and the peak memory;
 #  2. every variant expected to break an invariant checked exactly as the reference is
 #     (`check --covering --variant NAME`): which invariants it breaks, how long it took; then
 #     the same with `--first-violation` (the states and seconds to its first counterexample).
@@ -63,12 +63,14 @@ if [[ "$REDUCTIONS" != 0 ]]; then
   echo
   echo "| reductions | command | unique states | generated | seconds | max RSS (MiB) | cells reached | result |"
   echo "|---|---|---|---|---|---|---|---|"
-  row "all three (the default)" --threads 1
-  row "symmetry and partial order" --no-subsumption --threads 1
-  row "symmetry only" --no-partial-order --no-subsumption --threads 1
-  row "partial order only" --no-symmetry --no-subsumption --threads 1
-  row "subsumption only" --no-symmetry --no-partial-order --threads 1
-  row "none" --no-symmetry --no-partial-order --no-subsumption --threads 1
+  row "all four (the default)" --threads 1
+  row "all but late duplicates" --no-late-duplicates --threads 1
+  row "symmetry and partial order" --no-subsumption --no-late-duplicates --threads 1
+  row "symmetry only" --no-partial-order --no-subsumption --no-late-duplicates --threads 1
+  row "partial order only" --no-symmetry --no-subsumption --no-late-duplicates --threads 1
+  row "subsumption only" --no-symmetry --no-partial-order --no-late-duplicates --threads 1
+  row "late duplicates only" --no-symmetry --no-partial-order --no-subsumption --threads 1
+  row "none" --no-symmetry --no-partial-order --no-subsumption --no-late-duplicates --threads 1
 fi
 if [[ "$MUTANTS" != 0 ]]; then
   echo

@@ -15,6 +15,7 @@ trap 'rm -rf "$OUT"' EXIT
 # has it.
 NOSUB=""
 if "$BIN" check --help 2> /dev/null | grep -- --no-subsumption > /dev/null; then NOSUB="--no-subsumption"; fi
+if "$BIN" check --help 2> /dev/null | grep -- --no-late-duplicates > /dev/null; then NOSUB="$NOSUB --no-late-duplicates"; fi
 
 # one FILE ARGS... : one run of `leasehold check ARGS --json`; appends "unique generated seconds rss_kib".
 one() {

@@ -129,7 +129,7 @@ pub struct Args {
     /// variant supports (two groups of one event, two workers, every handler outcome, a renew,
     /// each fault once, the clock): the default of a variant expected to hold (a planted bug
     /// takes it only with this flag); the flags given override it. Broad, not deep: `fenced`'s
-    /// takes about 17 s (docs/check.md).
+    /// takes about 12 s (docs/check.md).
     #[arg(long, conflicts_with = "tailored")]
     pub covering: bool,
     /// Start from the variant's own configuration instead: for a planted bug, the smallest
