@@ -749,11 +749,13 @@ impl<B: CheckedBroker> LeaseModel<B> {
                 continue; // identical requests: one representative action
             }
             let message = index as u8;
+            // A reply can be lost when someone waits on it.
+            let lose = used.lost_replies < budgets.lost_replies && state.waiting_on(msg).is_some();
             actions.push(Action::Deliver {
                 message,
                 reply_lost: false,
             });
-            if used.lost_replies < budgets.lost_replies && state.waiting_on(msg).is_some() {
+            if lose {
                 actions.push(Action::Deliver {
                     message,
                     reply_lost: true,
@@ -768,7 +770,7 @@ impl<B: CheckedBroker> LeaseModel<B> {
                         message,
                         reply_lost: false,
                     });
-                    if used.lost_replies < budgets.lost_replies && state.waiting_on(msg).is_some() {
+                    if lose {
                         actions.push(Action::DuplicateDelivered {
                             message,
                             reply_lost: true,
