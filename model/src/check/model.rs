@@ -751,31 +751,20 @@ impl<B: CheckedBroker> LeaseModel<B> {
             let message = index as u8;
             // A reply can be lost when someone waits on it.
             let lose = used.lost_replies < budgets.lost_replies && state.waiting_on(msg).is_some();
-            actions.push(Action::Deliver {
+            let replies = [false, true].into_iter().take(1 + usize::from(lose));
+            actions.extend(replies.clone().map(|reply_lost| Action::Deliver {
                 message,
-                reply_lost: false,
-            });
-            if lose {
-                actions.push(Action::Deliver {
-                    message,
-                    reply_lost: true,
-                });
-            }
+                reply_lost,
+            }));
             if used.drops < budgets.drops {
                 actions.push(Action::Drop { message });
             }
             if used.dups < budgets.dups {
                 if self.late_duplicates {
-                    actions.push(Action::DuplicateDelivered {
+                    actions.extend(replies.map(|reply_lost| Action::DuplicateDelivered {
                         message,
-                        reply_lost: false,
-                    });
-                    if lose {
-                        actions.push(Action::DuplicateDelivered {
-                            message,
-                            reply_lost: true,
-                        });
-                    }
+                        reply_lost,
+                    }));
                 } else {
                     actions.push(Action::Duplicate { message });
                 }
